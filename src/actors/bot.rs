@@ -1,0 +1,233 @@
+//! The bot actor: one per listed bot, the only writer of that bot's votes, stats and listing.
+//!
+//! After every change it publishes an immutable [`BotView`] before it replies, so readers that
+//! skip the mailbox (search, `GET /bots/:id`, `GET /bots/:id/stats`) see every acknowledged write.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use arc_swap::ArcSwap;
+
+use crate::domain::bot::{BotPatch, BotState, BotView, ServerCount};
+use crate::domain::ids::Snowflake;
+use crate::domain::time::{Clock, Timestamp};
+use crate::domain::votes::{VoteCounts, Voter};
+use crate::domain::Rejection;
+
+/// Where a bot actor publishes its view; shared with the directory's readers.
+pub type Published = Arc<ArcSwap<BotView>>;
+
+/// Requests that queue behind a busy bot wait for room instead of growing its mailbox.
+const MAILBOX_CAPACITY: usize = 1024;
+
+pub struct BotActor {
+    state: BotState,
+    published: Published,
+    clock: Arc<dyn Clock>,
+    /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
+    recent_voters: Option<Arc<[RecentVoter]>>,
+}
+
+impl BotActor {
+    pub fn new(state: BotState, published: Published, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            state,
+            published,
+            clock,
+            recent_voters: None,
+        }
+    }
+
+    fn publish(&self) {
+        self.published.store(Arc::new(self.state.view()));
+    }
+}
+
+impl Actor for BotActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+    }
+}
+
+/// Takes a vote now, or says when the user may vote again.
+#[derive(Message)]
+#[rtype(result = "Result<VoteCounts, Rejection>")]
+pub struct RecordVote(pub Voter);
+
+impl Handler<RecordVote> for BotActor {
+    type Result = Result<VoteCounts, Rejection>;
+
+    fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
+        let counts = self
+            .state
+            .votes
+            .vote(voter, self.clock.now())
+            .map_err(|refused| Rejection::AlreadyVoted {
+                retry_at: refused.retry_at,
+            })?;
+        self.recent_voters = None;
+        self.publish();
+        Ok(counts)
+    }
+}
+
+/// Whether the user's latest vote is still active.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct CheckVote(pub Snowflake);
+
+impl Handler<CheckVote> for BotActor {
+    type Result = bool;
+
+    fn handle(&mut self, CheckVote(user): CheckVote, _: &mut Self::Context) -> bool {
+        self.state.votes.has_voted(user, self.clock.now())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RecentVoter {
+    pub voter: Voter,
+    pub voted_at: Timestamp,
+}
+
+/// The last 1000 distinct voters, most recent first.
+#[derive(Message)]
+#[rtype(result = "Arc<[RecentVoter]>")]
+pub struct RecentVoters;
+
+impl Handler<RecentVoters> for BotActor {
+    type Result = MessageResult<RecentVoters>;
+
+    fn handle(&mut self, _: RecentVoters, _: &mut Self::Context) -> Self::Result {
+        let voters = self.recent_voters.get_or_insert_with(|| {
+            self.state
+                .votes
+                .recent
+                .iter()
+                .map(|(voter, voted_at)| RecentVoter {
+                    voter: voter.clone(),
+                    voted_at,
+                })
+                .collect()
+        });
+        MessageResult(Arc::clone(voters))
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PostStats(pub ServerCount);
+
+impl Handler<PostStats> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, PostStats(count): PostStats, _: &mut Self::Context) {
+        self.state.post_stats(count, self.clock.now());
+        self.publish();
+    }
+}
+
+/// Edits the listing; the registry has already checked what needs the whole directory.
+#[derive(Message)]
+#[rtype(result = "Arc<BotView>")]
+pub struct ApplyPatch(pub BotPatch);
+
+impl Handler<ApplyPatch> for BotActor {
+    type Result = MessageResult<ApplyPatch>;
+
+    fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
+        self.state.apply(patch, self.clock.now());
+        self.publish();
+        MessageResult(self.published.load_full())
+    }
+}
+
+/// A copy of the whole state, for snapshots and tests.
+#[derive(Message)]
+#[rtype(result = "BotState")]
+pub struct ReadState;
+
+impl Handler<ReadState> for BotActor {
+    type Result = MessageResult<ReadState>;
+
+    fn handle(&mut self, _: ReadState, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.state.clone())
+    }
+}
+
+/// Sent when the bot is delisted.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::bot::NewBot;
+    use crate::domain::ids::BotId;
+    use crate::domain::text::VoterName;
+    use crate::domain::time::ManualClock;
+    use chrono::Duration;
+
+    fn new_bot() -> NewBot {
+        serde_json::from_value(serde_json::json!({
+            "platform_id": "42", "name": "Bot", "username": "bot", "short_description": "A bot"
+        }))
+        .expect("valid bot")
+    }
+
+    fn voter(id: u64) -> Voter {
+        Voter {
+            id: Snowflake::from_u64(id),
+            username: VoterName::parse(format!("u{id}")).expect("valid"),
+            avatar: None,
+        }
+    }
+
+    #[actix_web::test]
+    async fn votes_are_published_before_the_reply() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
+        let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
+        let published = Arc::new(ArcSwap::from_pointee(state.view()));
+        let bot = BotActor::new(state, Arc::clone(&published), clock.clone()).start();
+
+        let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
+        assert_eq!(counts.map(|c| c.vote_count), Ok(1));
+        assert_eq!(published.load().vote_count, 1);
+        assert!(bot
+            .send(CheckVote(Snowflake::from_u64(1)))
+            .await
+            .expect("delivered"));
+
+        let again = bot.send(RecordVote(voter(1))).await.expect("delivered");
+        assert!(matches!(again, Err(Rejection::AlreadyVoted { .. })));
+
+        clock.advance(Duration::hours(12));
+        assert!(!bot
+            .send(CheckVote(Snowflake::from_u64(1)))
+            .await
+            .expect("delivered"));
+        bot.send(RecordVote(voter(2)))
+            .await
+            .expect("delivered")
+            .expect("accepted");
+        let voters = bot.send(RecentVoters).await.expect("delivered");
+        let ids: Vec<u64> = voters.iter().map(|v| v.voter.id.get()).collect();
+        assert_eq!(ids, [2, 1]);
+
+        bot.send(PostStats(ServerCount::new(7).expect("in range")))
+            .await
+            .expect("delivered");
+        assert_eq!(published.load().servers(), 7);
+    }
+}

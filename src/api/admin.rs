@@ -1,0 +1,251 @@
+//! The admin API (CONTRACT section 8): how profiles, bots and votes enter the directory.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::bots::find_bot;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{json_body, Admin};
+use super::users::not_found as profile_not_found;
+use super::{reply, AppState};
+use crate::actors::bot::RecordVote;
+use crate::actors::registry::{
+    CreateBot, CreateProfile, DeleteProfile, DelistBot, RotateToken, UpdateBot, UpdateProfile,
+};
+use crate::domain::bot::{BotPatch, NewBot, PublicBot};
+use crate::domain::ids::{ProfileId, Snowflake};
+use crate::domain::profile::{NewProfile, ProfilePatch, PublicProfile};
+use crate::domain::text::{HttpUrl, VoterName};
+use crate::domain::votes::Voter;
+
+#[derive(Serialize, ToSchema)]
+pub struct CreatedBot<'a> {
+    #[schema(value_type = PublicBot)]
+    pub bot: PublicBot<'a>,
+    /// The bot's API token, shown this once
+    pub token: &'a str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct NewToken<'a> {
+    /// The new API token, shown this once; the old one no longer works
+    pub token: &'a str,
+}
+
+/// The body of a vote ingest.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VotePost {
+    pub user_id: Snowflake,
+    #[schema(value_type = String)]
+    pub username: VoterName,
+    #[serde(default)]
+    pub avatar: Option<HttpUrl>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VoteCounts {
+    pub vote_count: u64,
+    pub monthly_vote_count: u64,
+}
+
+fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
+    ProfileId::parse(raw).ok_or_else(|| profile_not_found(raw))
+}
+
+#[utoipa::path(
+    post, path = "/admin/users", tag = "admin",
+    request_body = NewProfile,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Created", body = PublicProfile),
+        (status = 400, description = "A field is invalid", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 409, description = "Username or platform id taken", body = ErrorBody),
+    )
+)]
+pub async fn create_user(
+    _: Admin,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let new: NewProfile = json_body(&request, body).await?;
+    let profile = state.registry.send(CreateProfile(new)).await??;
+    Ok(reply::created(&profile.public()))
+}
+
+#[utoipa::path(
+    patch, path = "/admin/users/{id}", tag = "admin",
+    params(("id" = String, Path, description = "Profile UUID")),
+    request_body = ProfilePatch,
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Updated", body = PublicProfile),
+        (status = 400, description = "A field is invalid", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such profile", body = ErrorBody),
+        (status = 409, description = "Username or platform id taken", body = ErrorBody),
+    )
+)]
+pub async fn update_user(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let id = profile_id(&id)?;
+    let patch: ProfilePatch = json_body(&request, body).await?;
+    let profile = state.registry.send(UpdateProfile(id, patch)).await??;
+    Ok(reply::ok(&profile.public()))
+}
+
+#[utoipa::path(
+    delete, path = "/admin/users/{id}", tag = "admin",
+    params(("id" = String, Path, description = "Profile UUID")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such profile", body = ErrorBody),
+        (status = 409, description = "The profile still owns listed bots", body = ErrorBody),
+    )
+)]
+pub async fn delete_user(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = profile_id(&id)?;
+    state.registry.send(DeleteProfile(id)).await??;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[utoipa::path(
+    post, path = "/admin/bots", tag = "admin",
+    request_body = NewBot,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Listed; the token is shown once", body = CreatedBot),
+        (status = 400, description = "A field is invalid, or an owner does not exist", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 409, description = "A bot with this platform id is listed", body = ErrorBody),
+    )
+)]
+pub async fn create_bot(
+    _: Admin,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let new: NewBot = json_body(&request, body).await?;
+    let (view, token) = state.registry.send(CreateBot(new)).await??;
+    Ok(reply::created(&CreatedBot {
+        bot: view.public(state.clock.now()),
+        token: token.as_str(),
+    }))
+}
+
+#[utoipa::path(
+    patch, path = "/admin/bots/{id}", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    request_body = BotPatch,
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Updated", body = PublicBot),
+        (status = 400, description = "A field is invalid, or an owner does not exist", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 409, description = "Another bot has this platform id", body = ErrorBody),
+    )
+)]
+pub async fn update_bot(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let patch: BotPatch = json_body(&request, body).await?;
+    let view = state.registry.send(UpdateBot(bot.id, patch)).await??;
+    Ok(reply::ok(&view.public(state.clock.now())))
+}
+
+#[utoipa::path(
+    delete, path = "/admin/bots/{id}", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 204, description = "Delisted: 404 from now on, and its token stops working"),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn delist_bot(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    state.registry.send(DelistBot(bot.id)).await??;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/token", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "A new token; the old one stops working at once", body = NewToken),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn rotate_token(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let token = state.registry.send(RotateToken(bot.id)).await??;
+    Ok(reply::ok(&NewToken {
+        token: token.as_str(),
+    }))
+}
+
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/votes", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    request_body = VotePost,
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "Counted", body = VoteCounts),
+        (status = 400, description = "A field is invalid", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 409, description = "already_voted: this user voted for this bot in the last 12 hours", body = ErrorBody),
+    )
+)]
+pub async fn record_vote(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let vote: VotePost = json_body(&request, body).await?;
+    let voter = Voter {
+        id: vote.user_id,
+        username: vote.username,
+        avatar: vote.avatar,
+    };
+    let counts = bot.addr.send(RecordVote(voter)).await??;
+    Ok(reply::created(&VoteCounts {
+        vote_count: counts.vote_count,
+        monthly_vote_count: counts.monthly_vote_count,
+    }))
+}

@@ -1,0 +1,91 @@
+//! The HTTP API: one module per resource, thin handlers that parse, ask an actor and reply.
+
+pub mod admin;
+pub mod bots;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod openapi;
+pub mod reply;
+pub mod stats;
+pub mod users;
+pub mod votes;
+
+use std::sync::Arc;
+
+use actix::Addr;
+use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::actors::directory::Directory;
+use crate::actors::registry::Registry;
+use crate::domain::ids::TokenHash;
+use crate::domain::time::Clock;
+use error::ApiError;
+use health::Metrics;
+
+/// What every handler can reach.
+pub struct AppState {
+    pub directory: Arc<Directory>,
+    pub registry: Addr<Registry>,
+    pub clock: Arc<dyn Clock>,
+    /// `None`: the admin API answers 404.
+    pub admin_token: Option<TokenHash>,
+    pub metrics: Metrics,
+    /// The OpenAPI document, rendered once.
+    pub openapi_json: web::Bytes,
+}
+
+/// Every route. The classic routes without an id come before `/bots/{id}` so they win.
+pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+    move |cfg| {
+        cfg.service(web::resource("/healthz").get(health::healthz))
+            .service(web::resource("/metrics").get(health::metrics))
+            .service(
+                web::scope(base_path)
+                    .service(web::resource("/openapi.json").get(openapi_json))
+                    .service(web::resource("/bots").get(bots::search))
+                    .service(web::resource("/bots/stats").post(stats::post_own_stats))
+                    .service(web::resource("/bots/check").get(votes::own_check))
+                    .service(web::resource("/bots/votes").get(votes::own_voters))
+                    .service(web::resource("/bots/{id}").get(bots::get_bot))
+                    .service(
+                        web::resource("/bots/{id}/stats")
+                            .get(stats::get_stats)
+                            .post(stats::post_stats),
+                    )
+                    .service(web::resource("/bots/{id}/votes").get(votes::voters))
+                    .service(web::resource("/bots/{id}/check").get(votes::check))
+                    .service(web::resource("/users/{user_id}").get(users::get_user))
+                    .service(web::resource("/admin/users").post(admin::create_user))
+                    .service(
+                        web::resource("/admin/users/{id}")
+                            .patch(admin::update_user)
+                            .delete(admin::delete_user),
+                    )
+                    .service(web::resource("/admin/bots").post(admin::create_bot))
+                    .service(
+                        web::resource("/admin/bots/{id}")
+                            .patch(admin::update_bot)
+                            .delete(admin::delist_bot),
+                    )
+                    .service(web::resource("/admin/bots/{id}/token").post(admin::rotate_token))
+                    .service(web::resource("/admin/bots/{id}/votes").post(admin::record_vote)),
+            )
+            .default_service(web::to(no_route));
+    }
+}
+
+async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static(reply::JSON_UTF8)))
+        .body(state.openapi_json.clone())
+}
+
+async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound(format!(
+        "no route for {} {}",
+        request.method(),
+        request.path()
+    )))
+}

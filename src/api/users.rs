@@ -1,0 +1,34 @@
+//! `GET /users/:user_id`.
+
+use actix_web::{web, HttpResponse};
+
+use super::error::{ApiError, ErrorBody};
+use super::{reply, AppState};
+use crate::actors::registry::GetProfile;
+use crate::domain::ids::ProfileId;
+use crate::domain::profile::PublicProfile;
+
+pub fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no profile with id `{id}`"))
+}
+
+#[utoipa::path(
+    get, path = "/users/{user_id}", tag = "users",
+    params(("user_id" = String, Path, description = "Profile UUID")),
+    responses(
+        (status = 200, description = "The profile", body = PublicProfile),
+        (status = 404, description = "No such profile", body = ErrorBody),
+    )
+)]
+pub async fn get_user(
+    state: web::Data<AppState>,
+    user_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = ProfileId::parse(&user_id).ok_or_else(|| not_found(&user_id))?;
+    let profile = state
+        .registry
+        .send(GetProfile(id))
+        .await?
+        .ok_or_else(|| not_found(&user_id))?;
+    Ok(reply::ok(&profile.public()))
+}

@@ -1,0 +1,130 @@
+//! `GET /bots/:id/votes` and `GET /bots/:id/check` (and their classic forms without an id).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::bots::{find_bot, own_bot, token_bot};
+use super::error::{ApiError, ErrorBody};
+use super::extract::{snowflake_param, BotToken};
+use super::{reply, AppState};
+use crate::actors::bot::{CheckVote, RecentVoters};
+use crate::actors::directory::BotHandle;
+use crate::domain::ids::Snowflake;
+use crate::domain::text::{HttpUrl, VoterName};
+
+/// SPEC.md 2.2.
+#[derive(Serialize, ToSchema)]
+pub struct VoterEntry<'a> {
+    #[schema(value_type = String)]
+    pub username: &'a VoterName,
+    #[schema(value_type = Snowflake)]
+    pub id: Snowflake,
+    /// null when the user has no custom avatar
+    #[schema(value_type = Option<HttpUrl>)]
+    pub avatar: Option<&'a HttpUrl>,
+}
+
+/// SPEC.md 2.4.
+#[derive(Serialize, ToSchema)]
+pub struct VoteCheck {
+    /// 1 if the user's latest vote is under 12 hours old, else 0
+    pub voted: u8,
+}
+
+#[utoipa::path(
+    get, path = "/bots/{id}/votes", tag = "votes",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "The last 1000 distinct voters, most recent first", body = Vec<VoterEntry>),
+        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+        (status = 403, description = "Token of another bot", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn voters(
+    token: BotToken,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    recent_voters(&*own_bot(&state, token.0, &id)?).await
+}
+
+#[utoipa::path(
+    get, path = "/bots/votes", tag = "votes",
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "The token's bot's last 1000 distinct voters", body = Vec<VoterEntry>),
+        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+    )
+)]
+pub async fn own_voters(
+    token: BotToken,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    recent_voters(&*token_bot(&state, token.0)?).await
+}
+
+async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
+    let voters = bot.addr.send(RecentVoters).await?;
+    let entries: Vec<VoterEntry<'_>> = voters
+        .iter()
+        .map(|recent| VoterEntry {
+            username: &recent.voter.username,
+            id: recent.voter.id,
+            avatar: recent.voter.avatar.as_ref(),
+        })
+        .collect();
+    Ok(reply::ok(&entries))
+}
+
+#[utoipa::path(
+    get, path = "/bots/{id}/check", tag = "votes",
+    params(
+        ("id" = String, Path, description = "Listing UUID or platform snowflake"),
+        ("userId" = String, Query, description = "The user's platform snowflake"),
+    ),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "Whether the user voted in the last 12 hours", body = VoteCheck),
+        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
+        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn check(
+    _token: BotToken,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    check_vote(&bot, &request).await
+}
+
+#[utoipa::path(
+    get, path = "/bots/check", tag = "votes",
+    params(("userId" = String, Query, description = "The user's platform snowflake")),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "Whether the user voted for the token's bot in the last 12 hours", body = VoteCheck),
+        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
+        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+    )
+)]
+pub async fn own_check(
+    token: BotToken,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    check_vote(&*token_bot(&state, token.0)?, &request).await
+}
+
+async fn check_vote(bot: &BotHandle, request: &HttpRequest) -> Result<HttpResponse, ApiError> {
+    let user = snowflake_param(request.query_string(), "userId")?;
+    let voted = bot.addr.send(CheckVote(user)).await?;
+    Ok(reply::ok(&VoteCheck {
+        voted: voted.into(),
+    }))
+}

@@ -1,0 +1,109 @@
+//! Command line and environment (CONTRACT section 0): every flag also reads `BOTLIST_<FLAG>`.
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "botlist",
+    version,
+    about = "A self-hostable bot listing service"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// `botlist` with no command serves.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API (the default).
+    Serve(ServeArgs),
+}
+
+impl Cli {
+    pub fn into_serve_args(self) -> ServeArgs {
+        match self.command {
+            Some(Command::Serve(args)) => args,
+            None => self.serve,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on; port 0 picks a free port.
+    #[arg(long, env = "BOTLIST_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+
+    /// Path prefix of every API route.
+    #[arg(long, env = "BOTLIST_BASE_PATH", default_value = "/api/v1", value_parser = parse_base_path)]
+    pub base_path: String,
+
+    /// Directory for state files.
+    #[arg(long, env = "BOTLIST_DATA_DIR", default_value = "snapshots")]
+    pub data_dir: PathBuf,
+
+    /// Token of the admin API; without one the admin API answers 404.
+    #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Load the deterministic demo directory when the directory is empty.
+    #[arg(long, env = "BOTLIST_DEMO")]
+    pub demo: bool,
+
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "BOTLIST_WORKERS")]
+    pub workers: Option<NonZeroUsize>,
+
+    /// Threads the bot actors are spread over (default: one per core).
+    #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
+    pub actor_threads: Option<NonZeroUsize>,
+}
+
+/// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
+fn parse_base_path(raw: &str) -> Result<String, String> {
+    let trimmed = raw.trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let valid = trimmed.split('/').all(|segment| {
+        !segment.is_empty()
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
+    });
+    if valid {
+        Ok(format!("/{trimmed}"))
+    } else {
+        Err(format!(
+            "`{raw}` is not a path of plain segments like /api/v1"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_botlist_serves_with_the_contract_defaults() {
+        let args = Cli::parse_from(["botlist"]).into_serve_args();
+        assert_eq!(args.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(args.base_path, "/api/v1");
+        assert_eq!(args.data_dir, PathBuf::from("snapshots"));
+        let args = Cli::parse_from(["botlist", "serve", "--demo", "--base-path", "x/y/"])
+            .into_serve_args();
+        assert!(args.demo);
+        assert_eq!(args.base_path, "/x/y");
+        let args = Cli::parse_from(["botlist", "--bind", "127.0.0.1:0"]).into_serve_args();
+        assert_eq!(args.bind.port(), 0);
+        assert!(Cli::try_parse_from(["botlist", "--base-path", "/a b"]).is_err());
+    }
+}

@@ -1,0 +1,363 @@
+//! The demo directory: deterministic, so the README's examples work as written.
+//!
+//! The same seed gives the same ids, tokens, names and votes on every machine; only vote times
+//! are placed relative to the moment the server starts, so that some votes are always active.
+
+use chrono::Duration;
+
+use crate::actors::registry::LoadDirectory;
+use crate::domain::bot::{BotState, NewBot, ServerCount};
+use crate::domain::ids::{BotId, ProfileId, Snowflake, Token};
+use crate::domain::profile::{NewProfile, Profile, Social};
+use crate::domain::text::{HttpUrl, SocialType, VoterName};
+use crate::domain::time::Timestamp;
+use crate::domain::votes::Voter;
+
+/// The admin token `serve --demo` uses when none is configured. Public, like everything in the
+/// demo: never run a demo directory where it matters.
+pub const DEMO_ADMIN_TOKEN: &str = "demo-admin-token";
+
+pub struct DemoSize {
+    pub bots: usize,
+    pub profiles: usize,
+    pub voters: u64,
+    pub votes: usize,
+}
+
+impl Default for DemoSize {
+    fn default() -> Self {
+        Self {
+            bots: 5_000,
+            profiles: 1_500,
+            voters: 25_000,
+            votes: 250_000,
+        }
+    }
+}
+
+/// What the README's examples need.
+pub struct DemoInfo {
+    pub bot_id: BotId,
+    pub bot_platform_id: Snowflake,
+    pub bot_token: Token,
+    /// A user whose vote for the demo bot is active for 12 hours after start.
+    pub recent_voter: Snowflake,
+    pub profile_id: ProfileId,
+}
+
+pub struct Demo {
+    pub load: LoadDirectory,
+    pub info: DemoInfo,
+    pub accepted_votes: usize,
+}
+
+/// SplitMix64: tiny, fast, and the same on every platform and every crate version.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+
+    fn bytes16(&mut self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.next().to_le_bytes());
+        out[8..].copy_from_slice(&self.next().to_le_bytes());
+        out
+    }
+
+    fn bytes32(&mut self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out[..16].copy_from_slice(&self.bytes16());
+        out[16..].copy_from_slice(&self.bytes16());
+        out
+    }
+}
+
+const ADJECTIVES: &[&str] = &[
+    "Groovy", "Swift", "Mighty", "Cozy", "Lunar", "Pixel", "Turbo", "Silent", "Cosmic", "Rusty",
+    "Happy", "Shadow", "Crystal", "Neon", "Atomic", "Golden", "Tiny", "Wild", "Clever", "Frosty",
+];
+const NOUNS: &[&str] = &[
+    "Melody",
+    "Guardian",
+    "Otter",
+    "Moderator",
+    "Dragon",
+    "Quiz",
+    "Butler",
+    "Radio",
+    "Ranger",
+    "Wizard",
+    "Panda",
+    "Sentinel",
+    "Jukebox",
+    "Helper",
+    "Falcon",
+    "Bard",
+    "Scribe",
+    "Golem",
+    "Kitsune",
+    "Robot",
+];
+const TAGS: &[&str] = &[
+    "music",
+    "moderation",
+    "fun",
+    "games",
+    "economy",
+    "utility",
+    "social",
+    "anime",
+    "memes",
+    "leveling",
+    "logging",
+    "roleplay",
+    "fortnite",
+    "minecraft",
+    "crypto",
+    "stream",
+    "ai",
+    "translation",
+    "giveaway",
+    "tickets",
+    "welcome",
+    "reaction-roles",
+    "polls",
+    "nsfw-filter",
+];
+const LANGUAGES: &[&str] = &[
+    "en", "en", "en", "en", "en", "de", "fr", "es", "pt", "ja", "ru", "tr", "pl", "it", "nl", "ko",
+];
+const BLURBS: &[&str] = &[
+    "plays music from every source with crisp audio",
+    "keeps your server tidy with automod and logs",
+    "runs trivia nights, quizzes and mini games",
+    "tracks levels and rewards your most active members",
+    "translates messages between dozens of languages",
+    "hosts giveaways and polls with a single command",
+    "welcomes new members and hands out roles",
+    "brings an economy with shops, jobs and daily rewards",
+];
+
+fn url(text: String) -> HttpUrl {
+    HttpUrl::parse(text).expect("demo URLs are valid")
+}
+
+fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_value(value).expect("demo records are valid")
+}
+
+pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
+    let mut rng = Rng(0x0B07_1157);
+    let profiles = profiles(&mut rng, now, size.profiles);
+    let mut bots: Vec<(BotState, Token)> = (0..size.bots)
+        .map(|i| bot(&mut rng, now, i, &profiles))
+        .collect();
+
+    let voter = |id: u64, rng: &mut Rng| Voter {
+        id: Snowflake::from_u64(300_000_000_000_000_000 + id * 7_919),
+        username: VoterName::parse(format!("voter{id}")).expect("valid demo name"),
+        avatar: rng.chance(0.7).then(|| {
+            url(format!(
+                "https://cdn.botlist.example/avatars/{}.png",
+                300_000_000_000_000_000 + id * 7_919
+            ))
+        }),
+    };
+
+    // Votes over the last 45 days, most of them for a few popular bots (index skewed by a cube),
+    // applied in time order so the 12-hour rule holds as it would have live.
+    let mut votes: Vec<(Timestamp, usize, u64)> = (0..size.votes + size.votes / 10)
+        .map(|_| {
+            let bot = ((size.bots as f64) * rng.unit().powi(3)) as usize;
+            let at = now.minus(Duration::milliseconds(
+                rng.below(45 * 24 * 3_600_000) as i64 + 60_000,
+            ));
+            (at, bot.min(size.bots - 1), rng.below(size.voters))
+        })
+        .collect();
+    votes.sort_unstable();
+    let mut accepted = 0;
+    for (at, bot, user) in votes {
+        if accepted == size.votes {
+            break;
+        }
+        let v = voter(user, &mut rng);
+        if bots[bot].0.votes.vote(v, at).is_ok() {
+            accepted += 1;
+        }
+    }
+    // One vote a minute before start, so the README's check example answers 1.
+    let recent_voter = voter(size.voters, &mut rng);
+    let recent_id = recent_voter.id;
+    let _ = bots[0]
+        .0
+        .votes
+        .vote(recent_voter, now.minus(Duration::minutes(1)));
+    accepted += 1;
+    for (state, _) in &mut bots {
+        state.votes.window.expire(now);
+    }
+
+    let info = DemoInfo {
+        bot_id: bots[0].0.listing.id,
+        bot_platform_id: bots[0].0.listing.platform_id,
+        bot_token: bots[0].1.clone(),
+        recent_voter: recent_id,
+        profile_id: profiles[0].id,
+    };
+    Demo {
+        load: LoadDirectory {
+            profiles,
+            bots: bots
+                .into_iter()
+                .map(|(state, token)| (state, token.hash()))
+                .collect(),
+        },
+        info,
+        accepted_votes: accepted,
+    }
+}
+
+fn profiles(rng: &mut Rng, now: Timestamp, count: usize) -> Vec<Profile> {
+    (0..count)
+        .map(|i| {
+            let linked = rng.chance(0.8);
+            let new: NewProfile = json(serde_json::json!({
+                "username": format!("dev{i:04}"),
+                "display_name": rng.chance(0.6).then(|| format!("{} Dev {i}", rng.pick(ADJECTIVES))),
+                "avatar": rng.chance(0.5).then(|| format!("https://cdn.botlist.example/profiles/{i}.png")),
+                "bio": rng.chance(0.4).then(|| format!("I build bots. {}.", rng.pick(BLURBS))),
+                "pronouns": rng.chance(0.3).then(|| rng.pick(&["she/her", "he/him", "they/them"]).to_string()),
+                "platform_id": linked.then(|| (200_000_000_000_000_000u64 + i as u64 * 104_729).to_string()),
+                "admin": i == 0,
+                "mod": i < 5,
+            }));
+            let mut profile = Profile::create(ProfileId::from_random_bytes(rng.bytes16()), new, now.minus(Duration::days(rng.below(1000) as i64 + 30)));
+            if rng.chance(0.4) {
+                profile.socials.push(Social {
+                    kind: SocialType::parse("github".into()).expect("known type"),
+                    url: url(format!("https://github.com/dev{i:04}")),
+                });
+            }
+            profile
+        })
+        .collect()
+}
+
+fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotState, Token) {
+    let name = format!(
+        "{} {}{}",
+        rng.pick(ADJECTIVES),
+        rng.pick(NOUNS),
+        if i < 400 {
+            String::new()
+        } else {
+            format!(" {i}")
+        }
+    );
+    let tags: Vec<&str> = (0..1 + rng.below(4)).map(|_| rng.pick(TAGS)).collect();
+    let owners: Vec<String> = (0..1 + rng.below(2))
+        .map(|_| {
+            profiles[rng.below(profiles.len() as u64) as usize]
+                .id
+                .to_string()
+        })
+        .collect();
+    let platform_id = 700_000_000_000_000_000u64 + i as u64 * 1_031;
+    let new: NewBot = json(serde_json::json!({
+        "platform_id": platform_id.to_string(),
+        "name": name,
+        "username": name.to_lowercase().replace(' ', "-"),
+        "short_description": format!("{name} {}.", rng.pick(BLURBS)),
+        "long_description": rng.chance(0.7).then(|| format!("# {name}\n\n{name} {}.\n\n* fast\n* free", rng.pick(BLURBS))),
+        "avatar": rng.chance(0.8).then(|| format!("https://cdn.botlist.example/bots/{platform_id}.png")),
+        "tags": tags,
+        "language_code": rng.chance(0.9).then(|| rng.pick(LANGUAGES)),
+        "prefix": rng.chance(0.6).then(|| rng.pick(&["!", "?", "$", ".", ">>"]).to_string()),
+        "invite_url": rng.chance(0.5).then(|| format!("https://discord.com/oauth2/authorize?client_id={platform_id}")),
+        "website_url": rng.chance(0.3).then(|| format!("https://bot{i}.botlist.example")),
+        "support_server_url": rng.chance(0.3).then(|| format!("https://discord.gg/demo{i}")),
+        "github_url": rng.chance(0.2).then(|| format!("https://github.com/demo/bot{i}")),
+        "owner_ids": owners,
+        "certified": rng.chance(0.05),
+        "featured": i % 97 == 0 || rng.chance(0.005),
+    }));
+    let created = now.minus(Duration::minutes(
+        rng.below(3 * 365 * 24 * 60) as i64 + 60 * 24 * 46,
+    ));
+    let mut state = BotState::create(BotId::from_random_bytes(rng.bytes16()), new, created);
+    // Server counts over every invites bucket, log-uniform; one bot in ten never posted.
+    if !rng.chance(0.1) {
+        let servers = 10f64.powf(rng.unit() * 6.0) as u64 - 1;
+        let posted = created.plus(Duration::minutes(rng.below(60 * 24 * 40) as i64));
+        state.post_stats(
+            ServerCount::new(servers).expect("in range"),
+            posted.min(now),
+        );
+    }
+    (state, Token::from_entropy(rng.bytes32()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn the_demo_is_deterministic_and_big_enough() {
+        let now = Timestamp::from_millis(1_790_000_000_000);
+        let a = build(now, &DemoSize::default());
+        let b = build(now.plus(Duration::days(3)), &DemoSize::default());
+        assert_eq!(a.info.bot_id, b.info.bot_id);
+        assert_eq!(a.info.bot_token, b.info.bot_token);
+        assert!(a.load.bots.len() >= 5_000);
+        assert!(a.accepted_votes >= 200_000, "{}", a.accepted_votes);
+        let voters: HashSet<_> = a
+            .load
+            .bots
+            .iter()
+            .flat_map(|(s, _)| s.votes.recent.iter().map(|(v, _)| v.id))
+            .collect();
+        assert!(voters.len() >= 20_000, "{}", voters.len());
+        assert!(a
+            .load
+            .bots
+            .iter()
+            .any(|(s, _)| s.votes.total > 1_000 && s.votes.recent.len() == 1_000));
+        let buckets: HashSet<u32> = a
+            .load
+            .bots
+            .iter()
+            .map(|(s, _)| s.view().servers().max(1).ilog10().min(4))
+            .collect();
+        assert!(
+            buckets.len() >= 4,
+            "server counts cover every invites bucket"
+        );
+        assert!(a.load.bots.iter().any(|(s, _)| s.listing.featured));
+        assert!(a.load.bots.iter().any(|(s, _)| s.listing.certified));
+        assert!(a.load.bots[0].0.votes.has_voted(a.info.recent_voter, now));
+    }
+}

@@ -1,0 +1,404 @@
+//! A listed bot: its listing, its owner-only settings, its published view and its public shape.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+
+use super::ids::{BotId, ProfileId, Snowflake};
+use super::patch::{present, Patch};
+use super::search::fold_case;
+use super::text::{
+    BotName, HttpUrl, LanguageCode, LongDescription, PlatformUsername, Prefix, ShortDescription,
+    Tags, WebhookSecret,
+};
+use super::time::Timestamp;
+use super::votes::{MonthlyCount, VoteBook};
+
+/// A server count: an integer a JavaScript client can hold exactly (0 ..= 2^53 - 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = u64)]
+pub struct ServerCount(u64);
+
+impl ServerCount {
+    pub const MAX: u64 = (1 << 53) - 1;
+
+    pub fn new(count: u64) -> Option<Self> {
+        (count <= Self::MAX).then_some(Self(count))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerCount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let count = u64::deserialize(deserializer)?;
+        Self::new(count).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{count} is out of range (0 to {})",
+                ServerCount::MAX
+            ))
+        })
+    }
+}
+
+/// Owner lists are short; a longer one is a mistake, not a team.
+pub const MAX_OWNERS: usize = 20;
+
+fn owner_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<ProfileId>, D::Error> {
+    let mut owners = Vec::<ProfileId>::deserialize(deserializer)?;
+    let mut seen = std::collections::HashSet::new();
+    owners.retain(|id| seen.insert(*id));
+    if owners.len() > MAX_OWNERS {
+        return Err(serde::de::Error::custom(format!(
+            "at most {MAX_OWNERS} owners, got {}",
+            owners.len()
+        )));
+    }
+    Ok(owners)
+}
+
+fn some_owner_list<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<ProfileId>>, D::Error> {
+    owner_list(deserializer).map(Some)
+}
+
+/// The public part of a bot that only changes when its listing is edited.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Listing {
+    pub id: BotId,
+    pub platform_id: Snowflake,
+    pub name: BotName,
+    pub username: PlatformUsername,
+    pub avatar: Option<HttpUrl>,
+    pub short_description: ShortDescription,
+    pub long_description: Option<LongDescription>,
+    pub tags: Tags,
+    pub language_code: Option<LanguageCode>,
+    pub prefix: Option<Prefix>,
+    pub invite_url: Option<HttpUrl>,
+    pub website_url: Option<HttpUrl>,
+    pub support_server_url: Option<HttpUrl>,
+    pub github_url: Option<HttpUrl>,
+    pub owner_ids: Vec<ProfileId>,
+    pub certified: bool,
+    pub featured: bool,
+    pub created_at: Timestamp,
+    /// Lowercased name and short description, so search does not lowercase per query.
+    pub search_text: SearchText,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchText {
+    pub name: String,
+    pub short_description: String,
+}
+
+impl SearchText {
+    fn of(name: &BotName, short_description: &ShortDescription) -> Self {
+        Self {
+            name: fold_case(name.as_str()),
+            short_description: fold_case(short_description.as_str()),
+        }
+    }
+}
+
+/// Owner-only delivery settings; never shown on a public route.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WebhookSettings {
+    pub url: Option<HttpUrl>,
+    pub secret: Option<WebhookSecret>,
+}
+
+/// The body of `POST /admin/bots`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewBot {
+    pub platform_id: Snowflake,
+    pub name: BotName,
+    pub username: PlatformUsername,
+    pub short_description: ShortDescription,
+    #[serde(default)]
+    pub avatar: Option<HttpUrl>,
+    #[serde(default)]
+    pub long_description: Option<LongDescription>,
+    #[serde(default)]
+    pub tags: Tags,
+    #[serde(default)]
+    pub language_code: Option<LanguageCode>,
+    #[serde(default)]
+    pub prefix: Option<Prefix>,
+    #[serde(default)]
+    pub invite_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub website_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub support_server_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub github_url: Option<HttpUrl>,
+    #[serde(default, deserialize_with = "owner_list")]
+    pub owner_ids: Vec<ProfileId>,
+    #[serde(default)]
+    pub certified: bool,
+    #[serde(default)]
+    pub featured: bool,
+    #[serde(default)]
+    pub webhook_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub webhook_secret: Option<WebhookSecret>,
+}
+
+/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a nullable one.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BotPatch {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Snowflake>)]
+    pub platform_id: Option<Snowflake>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<BotName>)]
+    pub name: Option<BotName>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<PlatformUsername>)]
+    pub username: Option<PlatformUsername>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<ShortDescription>)]
+    pub short_description: Option<ShortDescription>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub avatar: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<LongDescription>)]
+    pub long_description: Patch<LongDescription>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Tags>)]
+    pub tags: Option<Tags>,
+    #[serde(default)]
+    #[schema(value_type = Option<LanguageCode>)]
+    pub language_code: Patch<LanguageCode>,
+    #[serde(default)]
+    #[schema(value_type = Option<Prefix>)]
+    pub prefix: Patch<Prefix>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub invite_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub website_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub support_server_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub github_url: Patch<HttpUrl>,
+    #[serde(default, deserialize_with = "some_owner_list")]
+    #[schema(value_type = Option<Vec<ProfileId>>)]
+    pub owner_ids: Option<Vec<ProfileId>>,
+    #[serde(default, deserialize_with = "present")]
+    pub certified: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    pub featured: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub webhook_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<WebhookSecret>)]
+    pub webhook_secret: Patch<WebhookSecret>,
+}
+
+/// Everything a bot actor owns: the unit that is published, snapshotted and replayed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BotState {
+    pub listing: Arc<Listing>,
+    pub webhook: WebhookSettings,
+    pub votes: VoteBook,
+    pub server_count: Option<ServerCount>,
+    pub updated_at: Timestamp,
+}
+
+impl BotState {
+    pub fn create(id: BotId, new: NewBot, now: Timestamp) -> Self {
+        let listing = Listing {
+            id,
+            platform_id: new.platform_id,
+            search_text: SearchText::of(&new.name, &new.short_description),
+            name: new.name,
+            username: new.username,
+            avatar: new.avatar,
+            short_description: new.short_description,
+            long_description: new.long_description,
+            tags: new.tags,
+            language_code: new.language_code,
+            prefix: new.prefix,
+            invite_url: new.invite_url,
+            website_url: new.website_url,
+            support_server_url: new.support_server_url,
+            github_url: new.github_url,
+            owner_ids: new.owner_ids,
+            certified: new.certified,
+            featured: new.featured,
+            created_at: now,
+        };
+        Self {
+            listing: Arc::new(listing),
+            webhook: WebhookSettings {
+                url: new.webhook_url,
+                secret: new.webhook_secret,
+            },
+            votes: VoteBook::new(now),
+            server_count: None,
+            updated_at: now,
+        }
+    }
+
+    pub fn apply(&mut self, patch: BotPatch, now: Timestamp) {
+        let mut listing = Listing::clone(&self.listing);
+        let l = &mut listing;
+        if let Some(v) = patch.platform_id {
+            l.platform_id = v;
+        }
+        if let Some(v) = patch.name {
+            l.name = v;
+        }
+        if let Some(v) = patch.username {
+            l.username = v;
+        }
+        if let Some(v) = patch.short_description {
+            l.short_description = v;
+        }
+        if let Some(v) = patch.tags {
+            l.tags = v;
+        }
+        if let Some(v) = patch.owner_ids {
+            l.owner_ids = v;
+        }
+        if let Some(v) = patch.certified {
+            l.certified = v;
+        }
+        if let Some(v) = patch.featured {
+            l.featured = v;
+        }
+        l.avatar = patch.avatar.apply(l.avatar.take());
+        l.long_description = patch.long_description.apply(l.long_description.take());
+        l.language_code = patch.language_code.apply(l.language_code.take());
+        l.prefix = patch.prefix.apply(l.prefix.take());
+        l.invite_url = patch.invite_url.apply(l.invite_url.take());
+        l.website_url = patch.website_url.apply(l.website_url.take());
+        l.support_server_url = patch.support_server_url.apply(l.support_server_url.take());
+        l.github_url = patch.github_url.apply(l.github_url.take());
+        l.search_text = SearchText::of(&l.name, &l.short_description);
+        self.listing = Arc::new(listing);
+        self.webhook.url = patch.webhook_url.apply(self.webhook.url.take());
+        self.webhook.secret = patch.webhook_secret.apply(self.webhook.secret.take());
+        self.updated_at = now;
+    }
+
+    pub fn post_stats(&mut self, count: ServerCount, now: Timestamp) {
+        self.server_count = Some(count);
+        self.updated_at = now;
+    }
+
+    /// The immutable picture of this bot that readers see without asking the actor.
+    pub fn view(&self) -> BotView {
+        BotView {
+            listing: Arc::clone(&self.listing),
+            vote_count: self.votes.total,
+            monthly: self.votes.monthly,
+            server_count: self.server_count,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// What search, `GET /bots/:id` and `GET /bots/:id/stats` read: cheap to publish on every vote,
+/// since the listing is shared, not copied.
+#[derive(Clone, Debug)]
+pub struct BotView {
+    pub listing: Arc<Listing>,
+    pub vote_count: u64,
+    pub monthly: MonthlyCount,
+    pub server_count: Option<ServerCount>,
+    pub updated_at: Timestamp,
+}
+
+impl BotView {
+    /// The invites bucket and sort key: a count never posted counts as 0.
+    pub fn servers(&self) -> u64 {
+        self.server_count.map_or(0, ServerCount::get)
+    }
+
+    pub fn public(&self, now: Timestamp) -> PublicBot<'_> {
+        let l = &*self.listing;
+        PublicBot {
+            id: l.id,
+            name: &l.name,
+            username: &l.username,
+            avatar: l.avatar.as_ref(),
+            short_description: &l.short_description,
+            long_description: l.long_description.as_ref(),
+            tags: &l.tags,
+            language_code: l.language_code.as_ref(),
+            prefix: l.prefix.as_ref(),
+            invite_url: l.invite_url.as_ref(),
+            website_url: l.website_url.as_ref(),
+            support_server_url: l.support_server_url.as_ref(),
+            github_url: l.github_url.as_ref(),
+            owner_ids: &l.owner_ids,
+            vote_count: self.vote_count,
+            monthly_vote_count: self.monthly.at(now),
+            server_count: self.server_count,
+            certified: l.certified,
+            featured: l.featured,
+            created_at: l.created_at,
+        }
+    }
+}
+
+/// SPEC.md 2.1, exactly: owner-only fields have no place here to leak from.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Bot)]
+pub struct PublicBot<'a> {
+    /// Listing UUID of the bot
+    #[schema(value_type = BotId)]
+    pub id: BotId,
+    #[schema(value_type = BotName)]
+    pub name: &'a BotName,
+    #[schema(value_type = PlatformUsername)]
+    pub username: &'a PlatformUsername,
+    #[schema(value_type = Option<HttpUrl>)]
+    pub avatar: Option<&'a HttpUrl>,
+    #[schema(value_type = ShortDescription)]
+    pub short_description: &'a ShortDescription,
+    #[schema(value_type = Option<LongDescription>)]
+    pub long_description: Option<&'a LongDescription>,
+    #[schema(value_type = Tags)]
+    pub tags: &'a Tags,
+    #[schema(value_type = Option<LanguageCode>)]
+    pub language_code: Option<&'a LanguageCode>,
+    #[schema(value_type = Option<Prefix>)]
+    pub prefix: Option<&'a Prefix>,
+    #[schema(value_type = Option<HttpUrl>)]
+    pub invite_url: Option<&'a HttpUrl>,
+    #[schema(value_type = Option<HttpUrl>)]
+    pub website_url: Option<&'a HttpUrl>,
+    #[schema(value_type = Option<HttpUrl>)]
+    pub support_server_url: Option<&'a HttpUrl>,
+    #[schema(value_type = Option<HttpUrl>)]
+    pub github_url: Option<&'a HttpUrl>,
+    #[schema(value_type = Vec<ProfileId>)]
+    pub owner_ids: &'a [ProfileId],
+    pub vote_count: u64,
+    pub monthly_vote_count: u64,
+    /// Left out until the bot first posts stats
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>)]
+    pub server_count: Option<ServerCount>,
+    pub certified: bool,
+    pub featured: bool,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+}

@@ -1,0 +1,27 @@
+//! The domain: identifiers, validated values, bots, profiles, votes and search.
+//!
+//! Nothing here knows about HTTP or actors; a value of these types has passed its validation.
+
+pub mod bot;
+pub mod ids;
+pub mod patch;
+pub mod profile;
+pub mod search;
+pub mod text;
+pub mod time;
+pub mod votes;
+
+use time::Timestamp;
+
+/// Why the directory refused a request, in the domain's words; the API maps each to a status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// No such bot or profile: names what was looked for.
+    NotFound(String),
+    /// A unique field (platform id, username) is taken.
+    Conflict(String),
+    /// A value is valid on its own but not in this directory (an owner that does not exist).
+    Invalid(String),
+    /// The user's last vote for this bot is still active until `retry_at`.
+    AlreadyVoted { retry_at: Timestamp },
+}

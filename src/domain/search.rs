@@ -1,0 +1,361 @@
+//! `GET /bots`: the query string, the filters and the ranking (CONTRACT section 5).
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::bot::BotView;
+use super::ids::BotId;
+use super::time::Timestamp;
+
+pub const DEFAULT_LIMIT: u64 = 24;
+pub const MAX_LIMIT: u64 = 100;
+pub const MAX_QUERY_CHARS: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sort {
+    Votes,
+    Newest,
+    MonthlyVotes,
+    RecentlyUpdated,
+    Invites,
+}
+
+impl Sort {
+    const NAMES: &'static str = "votes, newest, monthly_votes, recently_updated, invites";
+
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "votes" => Self::Votes,
+            "newest" => Self::Newest,
+            "monthly_votes" => Self::MonthlyVotes,
+            "recently_updated" => Self::RecentlyUpdated,
+            "invites" => Self::Invites,
+            _ => return None,
+        })
+    }
+
+    fn key(self, bot: &BotView, now: Timestamp) -> i128 {
+        match self {
+            Self::Votes => bot.vote_count.into(),
+            Self::Newest => bot.listing.created_at.millis().into(),
+            Self::MonthlyVotes => bot.monthly.at(now).into(),
+            Self::RecentlyUpdated => bot.updated_at.millis().into(),
+            Self::Invites => bot.servers().into(),
+        }
+    }
+}
+
+/// Server-count buckets of the `invites` filter, half-open ranges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invites {
+    Under100,
+    From100To1000,
+    From1000To10000,
+    Over10000,
+}
+
+impl Invites {
+    const NAMES: &'static str = "lt100, 100-1000, 1000-10000, gt10000";
+
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "lt100" => Self::Under100,
+            "100-1000" => Self::From100To1000,
+            "1000-10000" => Self::From1000To10000,
+            "gt10000" => Self::Over10000,
+            _ => return None,
+        })
+    }
+
+    fn contains(self, servers: u64) -> bool {
+        match self {
+            Self::Under100 => servers < 100,
+            Self::From100To1000 => (100..1000).contains(&servers),
+            Self::From1000To10000 => (1000..10000).contains(&servers),
+            Self::Over10000 => servers >= 10000,
+        }
+    }
+}
+
+/// A parsed, valid search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Search {
+    pub text: Option<String>,
+    pub tags: Option<HashSet<String>>,
+    pub languages: Option<HashSet<String>>,
+    pub invites: Option<Invites>,
+    pub min_votes: Option<u64>,
+    pub sort: Sort,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// Why a query string was refused, naming the parameter.
+#[derive(Debug, PartialEq, Eq)]
+pub struct QueryError(pub String);
+
+const KNOWN: &[&str] = &[
+    "q", "query", "category", "tags", "language", "langs", "invites", "votes", "sort", "limit",
+    "offset", "page",
+];
+
+impl Search {
+    pub fn parse(query_string: &str) -> Result<Self, QueryError> {
+        let params = Params::parse(query_string)?;
+        let text = match params.get_aliased("q", "query") {
+            Some((name, q)) if q.chars().count() > MAX_QUERY_CHARS => {
+                return Err(QueryError(format!(
+                    "`{name}` must be at most {MAX_QUERY_CHARS} characters"
+                )))
+            }
+            Some((_, q)) => Some(fold_case(q)),
+            None => None,
+        };
+        let sort = match params.get("sort") {
+            None => Sort::Votes,
+            Some(s) => Sort::parse(s).ok_or_else(|| {
+                QueryError(format!("`sort` must be one of {}, got `{s}`", Sort::NAMES))
+            })?,
+        };
+        let invites = match params.get("invites") {
+            None => None,
+            Some(s) => Some(Invites::parse(s).ok_or_else(|| {
+                QueryError(format!(
+                    "`invites` must be one of {}, got `{s}`",
+                    Invites::NAMES
+                ))
+            })?),
+        };
+        let limit = match params.get("limit") {
+            None => DEFAULT_LIMIT,
+            Some(s) => parse_count("limit", s, true)?.min(MAX_LIMIT),
+        };
+        // Both are checked even when offset wins over page: a bad value is never ignored.
+        let page = match params.get("page") {
+            None => None,
+            Some(s) => match parse_count("page", s, false)? {
+                0 => return Err(QueryError("`page` must be 1 or more".into())),
+                page => Some(page),
+            },
+        };
+        let offset = match (params.get("offset"), page) {
+            (Some(s), _) => parse_count("offset", s, false)?,
+            (None, Some(page)) => (page - 1).saturating_mul(limit),
+            (None, None) => 0,
+        };
+        Ok(Self {
+            text: text.filter(|q| !q.is_empty()),
+            tags: list(params.get_aliased("category", "tags")),
+            languages: list(params.get_aliased("language", "langs")),
+            invites,
+            min_votes: params
+                .get("votes")
+                .map(|s| parse_count("votes", s, false))
+                .transpose()?,
+            sort,
+            limit,
+            offset,
+        })
+    }
+
+    fn matches(&self, bot: &BotView) -> bool {
+        let listing = &*bot.listing;
+        if let Some(text) = &self.text {
+            let found = listing.search_text.name.contains(text.as_str())
+                || listing
+                    .search_text
+                    .short_description
+                    .contains(text.as_str());
+            if !found {
+                return false;
+            }
+        }
+        if let Some(tags) = &self.tags {
+            if !listing.tags.iter().any(|t| tags.contains(t.as_str())) {
+                return false;
+            }
+        }
+        if let Some(languages) = &self.languages {
+            let speaks = listing
+                .language_code
+                .as_ref()
+                .is_some_and(|code| languages.contains(code.as_str()));
+            if !speaks {
+                return false;
+            }
+        }
+        if let Some(bucket) = self.invites {
+            if !bucket.contains(bot.servers()) {
+                return false;
+            }
+        }
+        self.min_votes.is_none_or(|min| bot.vote_count >= min)
+    }
+
+    /// Filters, ranks and cuts one page: featured first, then the sort key descending, then the
+    /// listing id ascending so that pages neither overlap nor skip. Only the rows up to the end
+    /// of the page are fully sorted.
+    pub fn run(&self, bots: impl IntoIterator<Item = Arc<BotView>>, now: Timestamp) -> SearchPage {
+        let mut hits: Vec<Ranked> = bots
+            .into_iter()
+            .filter(|bot| self.matches(bot))
+            .map(|bot| Ranked {
+                featured: bot.listing.featured,
+                key: self.sort.key(&bot, now),
+                id: bot.listing.id,
+                bot,
+            })
+            .collect();
+        let total = hits.len() as u64;
+        let end = self.offset.saturating_add(self.limit).min(total) as usize;
+        let start = (self.offset.min(total)) as usize;
+        if end < hits.len() {
+            if end > 0 {
+                hits.select_nth_unstable_by(end - 1, Ranked::order);
+            }
+            hits.truncate(end);
+        }
+        hits.sort_unstable_by(Ranked::order);
+        SearchPage {
+            total,
+            bots: hits.drain(start..).map(|hit| hit.bot).collect(),
+        }
+    }
+}
+
+pub struct SearchPage {
+    pub total: u64,
+    pub bots: Vec<Arc<BotView>>,
+}
+
+struct Ranked {
+    featured: bool,
+    key: i128,
+    id: BotId,
+    bot: Arc<BotView>,
+}
+
+impl Ranked {
+    fn order(a: &Ranked, b: &Ranked) -> Ordering {
+        b.featured
+            .cmp(&a.featured)
+            .then(b.key.cmp(&a.key))
+            .then(a.id.cmp(&b.id))
+    }
+}
+
+/// Lowercases letter by letter, with final sigma as sigma. `str::to_lowercase` picks the form of
+/// sigma by position, so the lowercase of a substring would not always be a substring of the
+/// lowercase, and `ς` would never find `σ`.
+pub fn fold_case(text: &str) -> String {
+    text.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .collect()
+}
+
+/// A count parameter: ASCII digits only, so `+5`, `-1`, `1.5` and `1e3` are all refused.
+/// `limit` is clamped, so any number of digits is fine there; elsewhere it must fit in a u64.
+fn parse_count(name: &str, text: &str, clamp: bool) -> Result<u64, QueryError> {
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(QueryError(format!(
+            "`{name}` must be a whole number of 0 or more, got `{text}`"
+        )));
+    }
+    match text.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if clamp => Ok(u64::MAX),
+        Err(_) => Err(QueryError(format!("`{name}` is too large, got `{text}`"))),
+    }
+}
+
+fn list(param: Option<(&str, &str)>) -> Option<HashSet<String>> {
+    let set: HashSet<String> = param?
+        .1
+        .split(',')
+        .map(|item| item.trim().to_lowercase())
+        .filter(|item| !item.is_empty())
+        .collect();
+    (!set.is_empty()).then_some(set)
+}
+
+/// The known parameters of a query string, each at most once; empty values count as absent.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn parse(query_string: &str) -> Result<Self, QueryError> {
+        let mut params: Vec<(String, String)> = Vec::new();
+        for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
+            if !KNOWN.contains(&name.as_ref()) {
+                continue;
+            }
+            if params.iter().any(|(seen, _)| *seen == name) {
+                return Err(QueryError(format!("`{name}` is given more than once")));
+            }
+            params.push((name.into_owned(), value.into_owned()));
+        }
+        Ok(Self(params))
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, v)| n == name && !v.is_empty())
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The canonical parameter when sent, else its alias; with the name that was used.
+    fn get_aliased<'a>(&'a self, canonical: &'a str, alias: &'a str) -> Option<(&'a str, &'a str)> {
+        self.get(canonical)
+            .map(|v| (canonical, v))
+            .or_else(|| self.get(alias).map(|v| (alias, v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(query: &str) -> String {
+        Search::parse(query).expect_err(query).0
+    }
+
+    #[test]
+    fn defaults() {
+        let s = Search::parse("").expect("valid");
+        assert_eq!((s.sort, s.limit, s.offset), (Sort::Votes, 24, 0));
+        assert!(s.text.is_none() && s.tags.is_none() && s.languages.is_none());
+    }
+
+    #[test]
+    fn paging_rules() {
+        let s = Search::parse("limit=500&page=3").expect("valid");
+        assert_eq!((s.limit, s.offset), (100, 200));
+        let s = Search::parse("limit=10&page=3&offset=4").expect("valid");
+        assert_eq!(s.offset, 4, "offset wins over page");
+        let s = Search::parse("limit=99999999999999999999999").expect("valid");
+        assert_eq!(s.limit, 100);
+        assert!(err("page=0").contains("page"));
+        assert!(err("offset=-1").contains("offset"));
+        assert!(err("limit=1.5").contains("limit"));
+        assert!(err("limit=+5").contains("limit"));
+        assert!(err("votes=1e3").contains("votes"));
+    }
+
+    #[test]
+    fn aliases_and_duplicates() {
+        let s = Search::parse("tags=a&category=B,%20c,,").expect("valid");
+        assert_eq!(
+            s.tags,
+            Some(["b".to_string(), "c".to_string()].into_iter().collect())
+        );
+        let s = Search::parse("query=Foo").expect("valid");
+        assert_eq!(s.text.as_deref(), Some("foo"));
+        assert!(err("sort=votes&sort=newest").contains("sort"));
+        assert!(err("sort=best").contains("sort"));
+        assert!(err("invites=many").contains("invites"));
+        assert!(err(&format!("q={}", "x".repeat(257))).contains('q'));
+        assert!(Search::parse("unknown=1&unknown=2").is_ok());
+    }
+}

@@ -1,0 +1,393 @@
+//! Validated text: every string field the API takes, with its limits.
+//!
+//! A value of one of these types has passed its checks; the limits are listed in docs/API.md.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::{KnownFormat, RefOr};
+
+/// The OpenAPI schema of a string with limits, shared by every validated text type.
+pub(crate) fn string_schema(
+    description: &str,
+    min: Option<usize>,
+    max: Option<usize>,
+    pattern: Option<&str>,
+    format: Option<KnownFormat>,
+) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(description))
+        .min_length(min)
+        .max_length(max)
+        .pattern(pattern)
+        .format(format.map(SchemaFormat::KnownFormat))
+        .into()
+}
+
+/// Implements `ToSchema` for a type that is a string on the wire.
+macro_rules! string_to_schema {
+    ($name:ident, $description:expr, $min:expr, $max:expr, $pattern:expr, $format:expr) => {
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                $crate::domain::text::string_schema($description, $min, $max, $pattern, $format)
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($name))
+            }
+
+            fn schemas(
+                schemas: &mut Vec<(
+                    String,
+                    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+                )>,
+            ) {
+                schemas.push((
+                    stringify!($name).to_string(),
+                    <$name as utoipa::PartialSchema>::schema(),
+                ));
+            }
+        }
+    };
+}
+pub(crate) use string_to_schema;
+
+/// Serde for a type that is a string on the wire and validated by `parse(String)`.
+macro_rules! string_serde {
+    ($name:ident) => {
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Self::parse(text).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Free text with a length range in characters; `multiline` allows line breaks and tabs.
+macro_rules! bounded_text {
+    ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr, multiline: $multiline:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub const MIN: usize = $min;
+            pub const MAX: usize = $max;
+
+            pub fn parse(text: String) -> Result<Self, String> {
+                check_text(&text, $min, $max, $multiline)?;
+                Ok(Self(text))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        string_serde!($name);
+        string_to_schema!(
+            $name,
+            concat!(
+                stringify!($name),
+                ": ",
+                stringify!($min),
+                " to ",
+                stringify!($max),
+                " characters"
+            ),
+            Some($min),
+            Some($max),
+            None,
+            None
+        );
+    };
+}
+
+fn check_text(text: &str, min: usize, max: usize, multiline: bool) -> Result<(), String> {
+    let chars = text.chars().count();
+    if chars < min || chars > max {
+        return Err(format!("must be {min} to {max} characters, got {chars}"));
+    }
+    if min > 0 && text.trim().is_empty() {
+        return Err("must not be blank".into());
+    }
+    let allowed_control = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
+    if text.chars().any(|c| c.is_control() && !allowed_control(c)) {
+        return Err("must not contain control characters".into());
+    }
+    Ok(())
+}
+
+bounded_text!(
+    /// A bot's display name.
+    BotName, 1, 64, multiline: false);
+bounded_text!(
+    /// A bot's or a voter's platform username.
+    PlatformUsername, 1, 64, multiline: false);
+bounded_text!(
+    /// The short description shown on listings.
+    ShortDescription, 1, 300, multiline: false);
+bounded_text!(
+    /// The full description, Markdown.
+    LongDescription, 0, 20_000, multiline: true);
+bounded_text!(
+    /// A bot's command prefix.
+    Prefix, 1, 32, multiline: false);
+bounded_text!(
+    /// A profile's presentation name.
+    DisplayName, 1, 64, multiline: false);
+bounded_text!(
+    /// A profile's short bio, Markdown-safe.
+    Bio, 0, 1024, multiline: true);
+bounded_text!(
+    /// Free-form pronouns.
+    Pronouns, 1, 40, multiline: false);
+bounded_text!(
+    /// The secret a bot's webhook receiver shares with botlist.
+    WebhookSecret, 1, 256, multiline: false);
+
+/// The username a voter had when voting.
+pub type VoterName = PlatformUsername;
+
+/// An absolute http or https URL with a host, at most 2048 characters, kept as given.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HttpUrl(String);
+
+impl HttpUrl {
+    pub const MAX: usize = 2048;
+
+    pub fn parse(text: String) -> Result<Self, String> {
+        if text.len() > Self::MAX {
+            return Err(format!("must be at most {} characters", Self::MAX));
+        }
+        let url = url::Url::parse(&text).map_err(|e| format!("is not a URL ({e})"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("must be an http or https URL".into());
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err("must name a host".into());
+        }
+        if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err("must not contain spaces or control characters".into());
+        }
+        Ok(Self(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+string_serde!(HttpUrl);
+string_to_schema!(
+    HttpUrl,
+    "An absolute http or https URL, at most 2048 characters",
+    Some(1),
+    Some(HttpUrl::MAX),
+    None,
+    Some(KnownFormat::Uri)
+);
+
+/// Text made of a fixed alphabet with a length range.
+macro_rules! slug_text {
+    ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr, $allowed:expr, $pattern:literal, $rule:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(text: String) -> Result<Self, String> {
+                let allowed: fn(u8) -> bool = $allowed;
+                let ok = (($min)..=($max)).contains(&text.len()) && text.bytes().all(allowed);
+                if ok { Ok(Self(text)) } else { Err(format!("`{text}` is not {}", $rule)) }
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        string_serde!($name);
+        string_to_schema!($name, $rule, Some($min), Some($max), Some($pattern), None);
+    };
+}
+
+slug_text!(
+    /// A category tag slug.
+    Tag, 1, 32, |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-',
+    "^[a-z0-9-]{1,32}$", "a tag slug (1 to 32 of a-z, 0-9 and -)");
+slug_text!(
+    /// An ISO 639-1 language code.
+    LanguageCode, 2, 2, |b| b.is_ascii_lowercase(),
+    "^[a-z]{2}$", "a language code (two lowercase letters, ISO 639-1)");
+slug_text!(
+    /// A profile's unique username.
+    ProfileUsername, 2, 32, |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.',
+    "^[a-z0-9_.]{2,32}$", "a username (2 to 32 of a-z, 0-9, _ and .)");
+
+/// A bot's category tags: at most 20, each once, in the order given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Tags(Vec<Tag>);
+
+impl Tags {
+    pub const MAX: usize = 20;
+
+    pub fn new(tags: Vec<Tag>) -> Result<Self, String> {
+        let mut unique: Vec<Tag> = Vec::with_capacity(tags.len());
+        for tag in tags {
+            if !unique.contains(&tag) {
+                unique.push(tag);
+            }
+        }
+        if unique.len() > Self::MAX {
+            return Err(format!("at most {} tags, got {}", Self::MAX, unique.len()));
+        }
+        Ok(Self(unique))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Tag> {
+        self.0.iter()
+    }
+}
+
+impl<'de> Deserialize<'de> for Tags {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let tags = Vec::<Tag>::deserialize(deserializer)?;
+        Self::new(tags).map_err(serde::de::Error::custom)
+    }
+}
+
+impl utoipa::PartialSchema for Tags {
+    fn schema() -> RefOr<Schema> {
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(<Tag as utoipa::PartialSchema>::schema())
+            .max_items(Some(Self::MAX))
+            .description(Some("Category tag slugs, at most 20, duplicates dropped"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Tags {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Tags")
+    }
+}
+
+/// The kinds of social link a profile may show.
+pub const SOCIAL_TYPES: &[&str] = &[
+    "bluesky",
+    "discord",
+    "github",
+    "gitlab",
+    "instagram",
+    "linkedin",
+    "mastodon",
+    "reddit",
+    "tiktok",
+    "twitch",
+    "twitter",
+    "website",
+    "x",
+    "youtube",
+];
+
+/// One of [`SOCIAL_TYPES`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SocialType(String);
+
+impl SocialType {
+    pub fn parse(text: String) -> Result<Self, String> {
+        if SOCIAL_TYPES.contains(&text.as_str()) {
+            Ok(Self(text))
+        } else {
+            Err(format!(
+                "`{text}` is not a social type (one of {})",
+                SOCIAL_TYPES.join(", ")
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+string_serde!(SocialType);
+string_to_schema!(
+    SocialType,
+    "One of bluesky, discord, github, gitlab, instagram, linkedin, mastodon, reddit, tiktok, twitch, twitter, website, x, youtube",
+    Some(1),
+    Some(16),
+    None,
+    None
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_limits_count_characters() {
+        assert!(BotName::parse("é".repeat(64)).is_ok());
+        assert!(BotName::parse("é".repeat(65)).is_err());
+        assert!(BotName::parse(String::new()).is_err());
+        assert!(BotName::parse("   ".into()).is_err());
+        assert!(BotName::parse("a\u{0}b".into()).is_err());
+        assert!(LongDescription::parse("line\nline".into()).is_ok());
+        assert!(LongDescription::parse(String::new()).is_ok());
+    }
+
+    #[test]
+    fn urls_are_http_with_a_host() {
+        assert!(HttpUrl::parse("https://example.com/a?b=c".into()).is_ok());
+        for bad in [
+            "ftp://example.com",
+            "javascript:alert(1)",
+            "https://",
+            "/relative",
+            "http://a b",
+        ] {
+            assert!(HttpUrl::parse(bad.into()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn slugs_follow_their_alphabet() {
+        assert!(Tag::parse("music-bot".into()).is_ok());
+        assert!(Tag::parse("Music".into()).is_err());
+        assert!(Tag::parse("x".repeat(33)).is_err());
+        assert!(LanguageCode::parse("en".into()).is_ok());
+        assert!(LanguageCode::parse("EN".into()).is_err());
+        assert!(LanguageCode::parse("eng".into()).is_err());
+        assert!(ProfileUsername::parse("a.b_c9".into()).is_ok());
+        assert!(ProfileUsername::parse("a".into()).is_err());
+    }
+
+    #[test]
+    fn tags_drop_duplicates_and_cap_at_twenty() {
+        let tag = |s: &str| Tag::parse(s.into()).expect("valid");
+        let tags = Tags::new(vec![tag("a"), tag("b"), tag("a")]).expect("valid");
+        assert_eq!(tags.iter().count(), 2);
+        let many = (0..21).map(|i| tag(&format!("t{i}"))).collect();
+        assert!(Tags::new(many).is_err());
+    }
+}

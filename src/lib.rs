@@ -1,0 +1,8 @@
+//! botlist: a self-hostable bot listing service.
+
+pub mod actors;
+pub mod api;
+pub mod config;
+pub mod demo;
+pub mod domain;
+pub mod startup;

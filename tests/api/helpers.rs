@@ -1,0 +1,208 @@
+//! One way to start the app for a test: bound to port 0, on a manual clock, driven over HTTP.
+
+use std::sync::Arc;
+
+use botlist::domain::time::{ManualClock, Timestamp};
+use botlist::startup::{Application, Settings};
+use chrono::{TimeZone, Utc};
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde_json::{json, Value};
+
+pub const ADMIN: &str = "test-admin-token";
+
+pub struct TestApp {
+    /// `http://127.0.0.1:PORT/api/v1`
+    pub base: String,
+    /// `http://127.0.0.1:PORT`
+    pub root: String,
+    pub port: u16,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+}
+
+/// 2026-11-15T12:00:00Z: the middle of a month, so tests choose when a month ends.
+pub fn start_time() -> Timestamp {
+    Timestamp::from_datetime(
+        Utc.with_ymd_and_hms(2026, 11, 15, 12, 0, 0)
+            .single()
+            .expect("valid date"),
+    )
+}
+
+pub fn test_settings() -> Settings {
+    Settings {
+        bind: "127.0.0.1:0".parse().expect("valid address"),
+        base_path: "/api/v1".into(),
+        admin_token: Some(ADMIN.into()),
+        demo: false,
+        workers: 1,
+        actor_threads: 0,
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings()).await
+}
+
+pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(settings, clock.clone())
+        .await
+        .expect("the app builds");
+    let port = app.port();
+    let base = app.base_url();
+    actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        root: format!("http://127.0.0.1:{port}"),
+        base,
+        port,
+        client: reqwest::Client::new(),
+        clock,
+    }
+}
+
+/// A bot as the admin API created it.
+pub struct TestBot {
+    pub id: String,
+    pub platform_id: String,
+    pub token: String,
+    pub body: Value,
+}
+
+impl TestApp {
+    pub fn request(&self, method: Method, path: &str, token: Option<&str>) -> RequestBuilder {
+        let request = self.client.request(method, format!("{}{path}", self.base));
+        match token {
+            Some(token) => request.header("Authorization", token),
+            None => request,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.request(Method::GET, path, None)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn get_with(&self, path: &str, token: &str) -> Response {
+        self.request(Method::GET, path, Some(token))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn post_json(&self, path: &str, token: Option<&str>, body: &Value) -> Response {
+        self.request(Method::POST, path, token)
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> Response {
+        let request = self.request(method, path, Some(ADMIN));
+        let request = match body {
+            Some(body) => request.json(body),
+            None => request,
+        };
+        request.send().await.expect("request sent")
+    }
+
+    pub async fn create_user(&self, username: &str) -> Value {
+        let response = self
+            .admin(
+                Method::POST,
+                "/admin/users",
+                Some(&json!({ "username": username })),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        response.json().await.expect("json")
+    }
+
+    /// Lists a bot from the given fields over a minimal valid record.
+    pub async fn create_bot(&self, platform_id: u64, fields: Value) -> TestBot {
+        let mut body = json!({
+            "platform_id": platform_id.to_string(),
+            "name": format!("Bot {platform_id}"),
+            "username": format!("bot{platform_id}"),
+            "short_description": "A test bot",
+        });
+        if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+            for (key, value) in fields {
+                body.insert(key.clone(), value.clone());
+            }
+        }
+        let response = self.admin(Method::POST, "/admin/bots", Some(&body)).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::CREATED,
+            "{}",
+            response.text().await.unwrap_or_default()
+        );
+        let created: Value = response.json().await.expect("json");
+        TestBot {
+            id: created["bot"]["id"].as_str().expect("id").to_owned(),
+            platform_id: platform_id.to_string(),
+            token: created["token"].as_str().expect("token").to_owned(),
+            body: created["bot"].clone(),
+        }
+    }
+
+    pub async fn vote(&self, bot: &str, user: u64) -> Response {
+        let body = json!({ "user_id": user.to_string(), "username": format!("user{user}"), "avatar": null });
+        self.admin(
+            Method::POST,
+            &format!("/admin/bots/{bot}/votes"),
+            Some(&body),
+        )
+        .await
+    }
+
+    pub async fn vote_ok(&self, bot: &str, user: u64) {
+        let response = self.vote(bot, user).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::CREATED,
+            "{}",
+            response.text().await.unwrap_or_default()
+        );
+    }
+
+    pub async fn post_stats(&self, bot: &TestBot, servers: u64) {
+        let response = self
+            .post_json(
+                &format!("/bots/{}/stats", bot.id),
+                Some(&bot.token),
+                &json!({ "server_count": servers }),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+}
+
+/// Asserts the envelope and returns the message.
+pub async fn assert_error(response: Response, status: StatusCode, code: &str) -> String {
+    assert_eq!(response.status(), status);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json; charset=utf-8")
+    );
+    let body: Value = response.json().await.expect("an error body is JSON");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    let message = body["error"]["message"]
+        .as_str()
+        .expect("a message")
+        .to_owned();
+    assert!(!message.is_empty());
+    assert_eq!(
+        body.as_object().map(|o| o.len()),
+        Some(1),
+        "only `error`: {body}"
+    );
+    message
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Existing client libraries against a running botlist (CONTRACT.md section 10).
+#
+# Starts nothing: point it at a server you started, e.g.
+#   ./target/release/botlist serve --demo --bind 127.0.0.1:18181 &
+#   BASE=http://127.0.0.1:18181/api/v1 BOT_ID=<platform id> TOKEN=<bot token> VOTER=<recent voter> \
+#     tests/clients/run.sh
+#
+# BASE    base URL of the v1 API (must be loopback, plain http)
+# BOT_ID  the bot's platform (snowflake) id -- what the libraries put in paths,
+#         as they take it from the chat client's user id; the listing UUID also works
+# TOKEN   that bot's API token
+# VOTER   a platform user id that voted for the bot within 12 h (check must say 1)
+# Optional: OTHER_USER (a user that did not vote; default 123456789012345678),
+#           SERVER_COUNT (default 4242), KEEP_TMP=1 to keep the temp dir,
+#           TOPGGPY / TOPPY / TOPGG_SDK / DBLAPI to override the package specs.
+#
+# Installs into a fresh temp dir: a Python venv (topggpy, top.py) and an npm dir
+# (@top-gg/sdk 3.x, dblapi.js). The scripts change nothing in the libraries but
+# their base URL (see each file's header; the npm libraries hard-code
+# https://top.gg/api, so _redirect.js rewrites that origin to BASE in-process).
+# About 24 requests on the bot's token in total: well inside the 60/min limit.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+: "${BASE:?set BASE}" "${BOT_ID:?set BOT_ID}" "${TOKEN:?set TOKEN}" "${VOTER:?set VOTER}"
+export BASE BOT_ID TOKEN VOTER
+case "$BASE" in
+  http://127.0.0.1[:/]*|http://localhost[:/]*|http://\[::1\][:/]*) ;;
+  *) echo "refusing non-loopback BASE=$BASE" >&2; exit 2 ;;
+esac
+
+TOPGGPY="${TOPGGPY:-topggpy==1.4.0}"
+TOPPY="${TOPPY:-top.py==1.4.3}"
+TOPGG_SDK="${TOPGG_SDK:-@top-gg/sdk@3}"
+DBLAPI="${DBLAPI:-dblapi.js@2}"
+
+tmp="$(mktemp -d /tmp/botlist-clients.XXXXXX)"
+if [ "${KEEP_TMP:-0}" != 1 ]; then trap 'rm -rf "$tmp"' EXIT; else echo "temp dir: $tmp"; fi
+
+echo "== installing into $tmp"
+python3 -m venv "$tmp/venv" || exit 2
+"$tmp/venv/bin/pip" install -q --disable-pip-version-check "$TOPGGPY" "$TOPPY" || exit 2
+mkdir -p "$tmp/npm"
+(cd "$tmp/npm" && npm init -y >/dev/null 2>&1 &&
+  npm install --no-audit --no-fund --loglevel=error "$TOPGG_SDK" "$DBLAPI" >/dev/null) || exit 2
+"$tmp/venv/bin/pip" list --disable-pip-version-check 2>/dev/null | grep -Ei '^(topggpy|top\.py|aiohttp|discord\.py) '
+(cd "$tmp/npm" && npm ls --depth=0 2>/dev/null | tail -n +2)
+
+status=0
+summary=()
+run() { # name, command...
+  local name="$1"; shift
+  echo; echo "== $name"
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  printf '%s\n' "$out"
+  if [ $rc -eq 0 ] && grep -q "^PASS " <<<"$out"; then summary+=("PASS $name")
+  else summary+=("FAIL $name"); status=1; fi
+}
+cd "$here"
+run topggpy     "$tmp/venv/bin/python" -W ignore topggpy_client.py
+run top.py      "$tmp/venv/bin/python" -W ignore toppy_client.py
+run @top-gg/sdk env NODE_PATH="$tmp/npm/node_modules" node topgg_sdk_client.js
+run dblapi.js   env NODE_PATH="$tmp/npm/node_modules" node dblapi_client.js
+
+echo; echo "== summary"
+printf '%s\n' "${summary[@]}"
+exit $status
