@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::persist::journal::FsyncMode;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "botlist",
@@ -25,13 +27,37 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
+    /// Write a large deterministic directory straight to a snapshot, for benchmarks and tests.
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GenerateArgs {
+    /// Number of bots.
+    #[arg(long, default_value_t = 100_000)]
+    pub bots: usize,
+    /// Number of votes (accepted votes; the 12-hour rule holds).
+    #[arg(long, default_value_t = 5_000_000)]
+    pub votes: usize,
+    /// Data directory to write the snapshot into; must hold no state yet.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of the generator: the same seed gives the same directory.
+    #[arg(long, default_value_t = 0x0B07_1157)]
+    pub seed: u64,
 }
 
 impl Cli {
-    pub fn into_serve_args(self) -> ServeArgs {
-        match self.command {
-            Some(Command::Serve(args)) => args,
-            None => self.serve,
+    /// The command to run; plain `botlist` serves.
+    pub fn into_command(self) -> Command {
+        self.command.unwrap_or(Command::Serve(self.serve))
+    }
+
+    #[cfg(test)]
+    fn into_serve_args(self) -> ServeArgs {
+        match self.into_command() {
+            Command::Serve(args) => args,
+            Command::Generate(_) => panic!("not serve"),
         }
     }
 }
@@ -49,6 +75,19 @@ pub struct ServeArgs {
     /// Directory for state files.
     #[arg(long, env = "BOTLIST_DATA_DIR", default_value = "snapshots")]
     pub data_dir: PathBuf,
+
+    /// Seconds between snapshots; 0 takes them only on shutdown and on request.
+    #[arg(long, env = "BOTLIST_SNAPSHOT_INTERVAL", default_value_t = 60)]
+    pub snapshot_interval: u64,
+
+    /// When an acknowledged write is on disk: always (fsync before the answer, shared by
+    /// concurrent writes), batch (fsync every 50 ms) or never (left to the OS).
+    #[arg(long, env = "BOTLIST_FSYNC", value_enum, default_value = "always")]
+    pub fsync: FsyncMode,
+
+    /// Start from the last good state when a file is damaged, moving it aside as *.corrupt.
+    #[arg(long, env = "BOTLIST_RECOVER")]
+    pub recover: bool,
 
     /// Token of the admin API; without one the admin API answers 404.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]

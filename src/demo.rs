@@ -5,19 +5,20 @@
 
 use chrono::Duration;
 
-use crate::actors::registry::LoadDirectory;
 use crate::domain::bot::{BotState, NewBot, ServerCount};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token};
 use crate::domain::profile::{NewProfile, Profile, Social};
 use crate::domain::text::{HttpUrl, SocialType, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
+use crate::persist::state::{DirectoryState, StoredBot};
 
 /// The admin token `serve --demo` uses when none is configured. Public, like everything in the
 /// demo: never run a demo directory where it matters.
 pub const DEMO_ADMIN_TOKEN: &str = "demo-admin-token";
 
 pub struct DemoSize {
+    pub seed: u64,
     pub bots: usize,
     pub profiles: usize,
     pub voters: u64,
@@ -27,6 +28,7 @@ pub struct DemoSize {
 impl Default for DemoSize {
     fn default() -> Self {
         Self {
+            seed: 0x0B07_1157,
             bots: 5_000,
             profiles: 1_500,
             voters: 25_000,
@@ -46,7 +48,7 @@ pub struct DemoInfo {
 }
 
 pub struct Demo {
-    pub load: LoadDirectory,
+    pub state: DirectoryState,
     pub info: DemoInfo,
     pub accepted_votes: usize,
 }
@@ -169,7 +171,7 @@ fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 }
 
 pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
-    let mut rng = Rng(0x0B07_1157);
+    let mut rng = Rng(size.seed);
     let profiles = profiles(&mut rng, now, size.profiles);
     let mut bots: Vec<(BotState, Token)> = (0..size.bots)
         .map(|i| bot(&mut rng, now, i, &profiles))
@@ -188,7 +190,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
 
     // Votes over the last 45 days, most of them for a few popular bots (index skewed by a cube),
     // applied in time order so the 12-hour rule holds as it would have live.
-    let mut votes: Vec<(Timestamp, usize, u64)> = (0..size.votes + size.votes / 10)
+    let mut votes: Vec<(Timestamp, usize, u64)> = (0..size.votes + size.votes * 3 / 10)
         .map(|_| {
             let bot = ((size.bots as f64) * rng.unit().powi(3)) as usize;
             let at = now.minus(Duration::milliseconds(
@@ -228,12 +230,16 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
         profile_id: profiles[0].id,
     };
     Demo {
-        load: LoadDirectory {
+        state: DirectoryState {
             profiles,
             bots: bots
                 .into_iter()
-                .map(|(state, token)| (state, token.hash()))
+                .map(|(state, token)| StoredBot {
+                    state,
+                    token: token.hash(),
+                })
                 .collect(),
+            ..DirectoryState::default()
         },
         info,
         accepted_votes: accepted,
@@ -332,32 +338,35 @@ mod tests {
         let b = build(now.plus(Duration::days(3)), &DemoSize::default());
         assert_eq!(a.info.bot_id, b.info.bot_id);
         assert_eq!(a.info.bot_token, b.info.bot_token);
-        assert!(a.load.bots.len() >= 5_000);
+        assert!(a.state.bots.len() >= 5_000);
         assert!(a.accepted_votes >= 200_000, "{}", a.accepted_votes);
         let voters: HashSet<_> = a
-            .load
+            .state
             .bots
             .iter()
-            .flat_map(|(s, _)| s.votes.recent.iter().map(|(v, _)| v.id))
+            .flat_map(|b| b.state.votes.recent.iter().map(|(v, _)| v.id))
             .collect();
         assert!(voters.len() >= 20_000, "{}", voters.len());
         assert!(a
-            .load
+            .state
             .bots
             .iter()
-            .any(|(s, _)| s.votes.total > 1_000 && s.votes.recent.len() == 1_000));
+            .any(|b| b.state.votes.total > 1_000 && b.state.votes.recent.len() == 1_000));
         let buckets: HashSet<u32> = a
-            .load
+            .state
             .bots
             .iter()
-            .map(|(s, _)| s.view().servers().max(1).ilog10().min(4))
+            .map(|b| b.state.view().servers().max(1).ilog10().min(4))
             .collect();
         assert!(
             buckets.len() >= 4,
             "server counts cover every invites bucket"
         );
-        assert!(a.load.bots.iter().any(|(s, _)| s.listing.featured));
-        assert!(a.load.bots.iter().any(|(s, _)| s.listing.certified));
-        assert!(a.load.bots[0].0.votes.has_voted(a.info.recent_voter, now));
+        assert!(a.state.bots.iter().any(|b| b.state.listing.featured));
+        assert!(a.state.bots.iter().any(|b| b.state.listing.certified));
+        assert!(a.state.bots[0]
+            .state
+            .votes
+            .has_voted(a.info.recent_voter, now));
     }
 }

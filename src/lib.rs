@@ -5,4 +5,5 @@ pub mod api;
 pub mod config;
 pub mod demo;
 pub mod domain;
+pub mod persist;
 pub mod startup;

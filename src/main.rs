@@ -1,22 +1,45 @@
+use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use botlist::config::Cli;
-use botlist::domain::time::SystemClock;
-use botlist::startup::{Application, Settings};
+use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
+use botlist::demo::{self, DemoSize};
+use botlist::domain::time::{Clock, SystemClock};
+use botlist::persist::{journal, snapshot};
+use botlist::startup::{Application, Settings, StartError};
+
+/// The exit code of a start refused because of damaged state (CONTRACT section 11).
+const REFUSED: u8 = 2;
 
 #[actix_web::main]
-async fn main() -> std::io::Result<()> {
+async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
-    let args = Cli::parse().into_serve_args();
-    let app = Application::build(Settings::from_args(&args), Arc::new(SystemClock)).await?;
+    match Cli::parse().into_command() {
+        Command::Serve(args) => serve(args).await,
+        Command::Generate(args) => generate(&args),
+    }
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let app = match Application::build(Settings::from_args(&args), Arc::new(SystemClock)).await {
+        Ok(app) => app,
+        Err(StartError::Refused(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(REFUSED);
+        }
+        Err(StartError::Io(error)) => {
+            eprintln!("botlist could not start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     if let Some(demo) = &app.demo {
         println!("demo directory loaded: {} bots", app.directory.len());
         println!(
@@ -30,5 +53,65 @@ async fn main() -> std::io::Result<()> {
         println!("  a profile id:       {}", demo.profile_id);
     }
     println!("listening on {}", app.base_url());
-    app.run_until_stopped().await
+    match app.run_until_stopped().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("botlist stopped with an error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn generate(args: &GenerateArgs) -> ExitCode {
+    let started = Instant::now();
+    if let Err(error) = std::fs::create_dir_all(&args.out) {
+        eprintln!("cannot create {}: {error}", args.out.display());
+        return ExitCode::FAILURE;
+    }
+    let holds_state = std::fs::read_dir(&args.out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            snapshot::parse_snapshot_name(&name).is_some()
+                || journal::parse_segment_name(&name).is_some()
+        });
+    if holds_state {
+        eprintln!(
+            "{} already holds botlist state; generate into an empty directory",
+            args.out.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let size = DemoSize {
+        seed: args.seed,
+        bots: args.bots.max(1),
+        profiles: (args.bots / 3).max(1),
+        voters: (args.votes as u64 / 10).max(1_000),
+        votes: args.votes,
+    };
+    let generated = demo::build(SystemClock.now(), &size);
+    let built = started.elapsed();
+    match snapshot::write(&args.out, &generated.state) {
+        Ok(written) => {
+            println!(
+                "wrote {} ({} bytes): {} bots, {} votes; generated in {:.1} s, written in {:.1} s",
+                written.path.display(),
+                written.bytes,
+                generated.state.bots.len(),
+                generated.accepted_votes,
+                built.as_secs_f64(),
+                (started.elapsed() - built).as_secs_f64()
+            );
+            println!("  a bot id:    {}", generated.info.bot_id);
+            println!("  its token:   {}", generated.info.bot_token.as_str());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("cannot write the snapshot: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

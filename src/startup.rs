@@ -2,7 +2,9 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::num::NonZeroUsize;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::Server;
@@ -10,7 +12,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 
 use crate::actors::directory::Directory;
-use crate::actors::registry::{BotSpawner, Registry};
+use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
 use crate::api::error::envelope_errors;
 use crate::api::health::{count_requests, Metrics};
 use crate::api::{openapi, routes, AppState};
@@ -18,6 +20,10 @@ use crate::config::ServeArgs;
 use crate::demo::{self, DemoInfo, DemoSize};
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
+use crate::persist::journal::{FsyncMode, Journal};
+use crate::persist::recovery::{self, Recovered};
+use crate::persist::state::DirectoryState;
+use crate::persist::Persistence;
 
 /// What the server needs, whether it came from the command line or a test.
 #[derive(Clone, Debug)]
@@ -29,6 +35,12 @@ pub struct Settings {
     pub workers: usize,
     /// 0 runs bot actors on the registry's thread.
     pub actor_threads: usize,
+    /// `None` keeps everything in memory (tests that are not about durability).
+    pub data_dir: Option<PathBuf>,
+    pub fsync: FsyncMode,
+    /// `None`: snapshots only on shutdown and on request.
+    pub snapshot_interval: Option<Duration>,
+    pub recover: bool,
 }
 
 impl Settings {
@@ -41,6 +53,34 @@ impl Settings {
             demo: args.demo,
             workers: args.workers.map_or(cores, NonZeroUsize::get),
             actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
+            data_dir: Some(args.data_dir.clone()),
+            fsync: args.fsync,
+            snapshot_interval: (args.snapshot_interval > 0)
+                .then(|| Duration::from_secs(args.snapshot_interval)),
+            recover: args.recover,
+        }
+    }
+}
+
+/// Why the service did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The data directory holds damage the service will not pass over on its own (exit code 2).
+    Refused(String),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for StartError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(why) => f.write_str(why),
+            Self::Io(error) => write!(f, "{error}"),
         }
     }
 }
@@ -51,33 +91,76 @@ pub struct Application {
     server: Server,
     pub registry: Addr<Registry>,
     pub directory: Arc<Directory>,
+    pub persistence: Option<Arc<Persistence>>,
     /// Set when the demo directory was loaded.
     pub demo: Option<DemoInfo>,
     /// The admin token in force (the demo's when `--demo` ran without one).
     pub admin_token: Option<String>,
+    /// What recovery noticed (torn records, files moved aside).
+    pub warnings: Vec<String>,
     _arbiters: Vec<Arbiter>,
 }
 
 impl Application {
-    /// Binds the listener and starts the actors; serving begins with [`Self::run_until_stopped`].
-    pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> std::io::Result<Self> {
+    /// Recovers the data directory, starts the actors and binds the listener; serving begins
+    /// with [`Self::run_until_stopped`].
+    pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        let recovered = match &settings.data_dir {
+            Some(dir) => {
+                recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
+            }
+            None => Recovered {
+                state: DirectoryState::default(),
+                next_seq: 1,
+                warnings: Vec::new(),
+            },
+        };
+        for warning in &recovered.warnings {
+            tracing::warn!("{warning}");
+        }
+        let journal = match &settings.data_dir {
+            Some(dir) => Journal::open(dir, recovered.next_seq, settings.fsync)?,
+            None => Journal::in_memory(recovered.next_seq),
+        };
+
         let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
             .map(|_| Arbiter::new())
             .collect();
         let directory = Arc::new(Directory::default());
         let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
-        let registry = Registry::new(Arc::clone(&directory), Arc::clone(&clock), spawner).start();
+        let registry = Registry::new(
+            Arc::clone(&directory),
+            Arc::clone(&clock),
+            journal.clone(),
+            spawner,
+        )
+        .start();
+        let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
+        load(&registry, recovered.state).await?;
+        let persistence = settings
+            .data_dir
+            .clone()
+            .map(|dir| Arc::new(Persistence::new(dir, journal, registry.clone())));
 
         let mut admin_token = settings.admin_token.clone();
         let mut demo_info = None;
-        if settings.demo && directory.is_empty() {
+        if settings.demo && was_empty {
             let demo = demo::build(clock.now(), &DemoSize::default());
-            registry
-                .send(demo.load)
-                .await
-                .map_err(|e| std::io::Error::other(format!("loading the demo failed: {e}")))?;
+            load(&registry, demo.state).await?;
             admin_token.get_or_insert_with(|| demo::DEMO_ADMIN_TOKEN.to_owned());
             demo_info = Some(demo.info);
+        }
+        // A fresh demo, or files moved aside: write the state down before anything else.
+        if demo_info.is_some() || !recovered.warnings.is_empty() {
+            if let Some(persistence) = &persistence {
+                persistence
+                    .snapshot()
+                    .await
+                    .map_err(std::io::Error::other)?;
+            }
+        }
+        if let (Some(persistence), Some(every)) = (&persistence, settings.snapshot_interval) {
+            spawn_periodic_snapshots(Arc::clone(persistence), every);
         }
 
         let listener = TcpListener::bind(settings.bind)?;
@@ -91,6 +174,7 @@ impl Application {
             admin_token: admin_token.as_deref().map(TokenHash::of),
             metrics: Metrics::default(),
             openapi_json: openapi_json.into(),
+            persistence: persistence.clone(),
         });
         let base_path = settings.base_path.clone();
         let server = HttpServer::new(move || {
@@ -102,6 +186,8 @@ impl Application {
         })
         .listen(listener)?
         .workers(settings.workers)
+        // Signals are ours: actix's own stop the whole actor system before the last snapshot.
+        .disable_signals()
         .run();
 
         Ok(Self {
@@ -110,8 +196,10 @@ impl Application {
             server,
             registry,
             directory,
+            persistence,
             demo: demo_info,
             admin_token,
+            warnings: recovered.warnings,
             _arbiters: arbiters,
         })
     }
@@ -125,7 +213,58 @@ impl Application {
         format!("http://{}{}", self.address, self.base_path)
     }
 
+    /// Serves until SIGINT or SIGTERM: then stops accepting, lets requests in flight finish,
+    /// and writes a last snapshot.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let handle = self.server.handle();
+        actix_web::rt::spawn(async move {
+            stop_signal().await;
+            tracing::info!("stopping: finishing requests in flight, then a last snapshot");
+            handle.stop(true).await;
+        });
+        self.server.await?;
+        if let Some(persistence) = &self.persistence {
+            persistence
+                .snapshot()
+                .await
+                .map_err(std::io::Error::other)?;
+        }
+        Ok(())
     }
+}
+
+async fn load(registry: &Addr<Registry>, state: DirectoryState) -> std::io::Result<()> {
+    registry
+        .send(LoadDirectory { state })
+        .await
+        .map_err(|e| std::io::Error::other(format!("loading the directory failed: {e}")))
+}
+
+/// SIGINT or SIGTERM.
+async fn stop_signal() {
+    use actix_web::rt::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::error!("cannot listen for SIGINT and SIGTERM");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+fn spawn_periodic_snapshots(persistence: Arc<Persistence>, every: Duration) {
+    actix_web::rt::spawn(async move {
+        let mut ticks = actix_web::rt::time::interval(every);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if let Err(error) = persistence.snapshot().await {
+                tracing::error!(%error, "periodic snapshot failed");
+            }
+        }
+    });
 }

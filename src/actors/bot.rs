@@ -13,6 +13,10 @@ use crate::domain::ids::Snowflake;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::Rejection;
+use crate::persist::journal::{Durable, Journal};
+use crate::persist::state::Record;
+
+use super::when_durable;
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
@@ -24,22 +28,35 @@ pub struct BotActor {
     state: BotState,
     published: Published,
     clock: Arc<dyn Clock>,
+    journal: Journal,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
 }
 
 impl BotActor {
-    pub fn new(state: BotState, published: Published, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        state: BotState,
+        published: Published,
+        clock: Arc<dyn Clock>,
+        journal: Journal,
+    ) -> Self {
         Self {
             state,
             published,
             clock,
+            journal,
             recent_voters: None,
         }
     }
 
-    fn publish(&self) {
+    /// Journals a change already applied in memory and publishes the new view. The reply waits
+    /// for durability while the actor goes on with its next message; records are numbered in
+    /// the order this actor applies them, which is the order replay applies them in.
+    fn commit(&mut self, record: Record) -> Durable {
+        let (seq, durable) = self.journal.submit(&record);
+        self.state.last_seq = seq;
         self.published.store(Arc::new(self.state.view()));
+        durable
     }
 }
 
@@ -57,19 +74,20 @@ impl Actor for BotActor {
 pub struct RecordVote(pub Voter);
 
 impl Handler<RecordVote> for BotActor {
-    type Result = Result<VoteCounts, Rejection>;
+    type Result = ResponseFuture<Result<VoteCounts, Rejection>>;
 
     fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
-        let counts = self
-            .state
-            .votes
-            .vote(voter, self.clock.now())
-            .map_err(|refused| Rejection::AlreadyVoted {
-                retry_at: refused.retry_at,
-            })?;
+        let at = self.clock.now();
+        let counts = match self.state.votes.vote(voter.clone(), at) {
+            Ok(counts) => counts,
+            Err(refused) => {
+                let retry_at = refused.retry_at;
+                return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
+            }
+        };
         self.recent_voters = None;
-        self.publish();
-        Ok(counts)
+        let bot = self.state.listing.id;
+        when_durable(self.commit(Record::Voted { bot, voter, at }), counts)
     }
 }
 
@@ -117,30 +135,39 @@ impl Handler<RecentVoters> for BotActor {
 }
 
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<(), Rejection>")]
 pub struct PostStats(pub ServerCount);
 
 impl Handler<PostStats> for BotActor {
-    type Result = ();
+    type Result = ResponseFuture<Result<(), Rejection>>;
 
-    fn handle(&mut self, PostStats(count): PostStats, _: &mut Self::Context) {
-        self.state.post_stats(count, self.clock.now());
-        self.publish();
+    fn handle(&mut self, PostStats(count): PostStats, _: &mut Self::Context) -> Self::Result {
+        let at = self.clock.now();
+        self.state.post_stats(count, at);
+        let bot = self.state.listing.id;
+        when_durable(self.commit(Record::StatsPosted { bot, count, at }), ())
     }
 }
 
 /// Edits the listing; the registry has already checked what needs the whole directory.
 #[derive(Message)]
-#[rtype(result = "Arc<BotView>")]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
 pub struct ApplyPatch(pub BotPatch);
 
 impl Handler<ApplyPatch> for BotActor {
-    type Result = MessageResult<ApplyPatch>;
+    type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
     fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
-        self.state.apply(patch, self.clock.now());
-        self.publish();
-        MessageResult(self.published.load_full())
+        let at = self.clock.now();
+        self.state.apply(patch, at);
+        let record = Record::BotEdited {
+            bot: self.state.listing.id,
+            listing: Arc::clone(&self.state.listing),
+            webhook: self.state.webhook.clone(),
+            at,
+        };
+        let durable = self.commit(record);
+        when_durable(durable, self.published.load_full())
     }
 }
 
@@ -199,7 +226,13 @@ mod tests {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
-        let bot = BotActor::new(state, Arc::clone(&published), clock.clone()).start();
+        let bot = BotActor::new(
+            state,
+            Arc::clone(&published),
+            clock.clone(),
+            Journal::in_memory(1),
+        )
+        .start();
 
         let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
@@ -227,7 +260,8 @@ mod tests {
 
         bot.send(PostStats(ServerCount::new(7).expect("in range")))
             .await
-            .expect("delivered");
+            .expect("delivered")
+            .expect("stored");
         assert_eq!(published.load().servers(), 7);
     }
 }

@@ -3,3 +3,22 @@
 pub mod bot;
 pub mod directory;
 pub mod registry;
+
+use actix::ResponseFuture;
+
+use crate::domain::Rejection;
+use crate::persist::journal::Durable;
+
+/// The reply to a write, sent once its journal record is durable.
+pub(crate) fn when_durable<T: Send + 'static>(
+    durable: Durable,
+    reply: T,
+) -> ResponseFuture<Result<T, Rejection>> {
+    Box::pin(async move {
+        durable
+            .wait()
+            .await
+            .map_err(|e| Rejection::NotStored(e.0))?;
+        Ok(reply)
+    })
+}

@@ -9,14 +9,17 @@ use std::sync::Arc;
 use actix::prelude::*;
 use arc_swap::ArcSwap;
 
-use super::bot::{ApplyPatch, BotActor, Stop};
+use super::bot::{ApplyPatch, BotActor, ReadState, Stop};
 use super::directory::{BotHandle, Directory};
+use super::when_durable;
 use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token, TokenHash};
 use crate::domain::profile::{NewProfile, Profile, ProfilePatch};
 use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
 use crate::domain::Rejection;
+use crate::persist::journal::{Durable, Journal};
+use crate::persist::state::{DirectoryState, Record, StoredBot};
 
 /// Spreads bot actors over a fixed set of arbiters (threads), round robin.
 pub struct BotSpawner {
@@ -52,7 +55,10 @@ struct Entry {
 pub struct Registry {
     directory: Arc<Directory>,
     clock: Arc<dyn Clock>,
+    journal: Journal,
     spawner: BotSpawner,
+    /// The last journal record of the registry's own (profiles, listing, tokens).
+    last_seq: u64,
     bots: HashMap<BotId, Entry>,
     profiles: HashMap<ProfileId, Profile>,
     usernames: HashMap<ProfileUsername, ProfileId>,
@@ -60,11 +66,18 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(directory: Arc<Directory>, clock: Arc<dyn Clock>, spawner: BotSpawner) -> Self {
+    pub fn new(
+        directory: Arc<Directory>,
+        clock: Arc<dyn Clock>,
+        journal: Journal,
+        spawner: BotSpawner,
+    ) -> Self {
         Self {
             directory,
             clock,
+            journal,
             spawner,
+            last_seq: 0,
             bots: HashMap::new(),
             profiles: HashMap::new(),
             usernames: HashMap::new(),
@@ -77,7 +90,12 @@ impl Registry {
         let platform_id = state.listing.platform_id;
         let owners = state.listing.owner_ids.clone();
         let view = Arc::new(ArcSwap::from_pointee(state.view()));
-        let actor = BotActor::new(state, Arc::clone(&view), Arc::clone(&self.clock));
+        let actor = BotActor::new(
+            state,
+            Arc::clone(&view),
+            Arc::clone(&self.clock),
+            self.journal.clone(),
+        );
         let handle = Arc::new(BotHandle {
             id,
             addr: self.spawner.spawn(actor),
@@ -94,6 +112,14 @@ impl Registry {
             },
         );
         handle
+    }
+
+    /// Journals a registry change. Called before the change is visible to anyone, so a bot's
+    /// own records always come after the record that listed it.
+    fn commit(&mut self, record: &Record) -> (u64, Durable) {
+        let (seq, durable) = self.journal.submit(record);
+        self.last_seq = seq;
+        (seq, durable)
     }
 
     fn check_owners(&self, owners: &[ProfileId]) -> Result<(), Rejection> {
@@ -141,6 +167,16 @@ impl Registry {
         Ok(())
     }
 
+    fn save_profile(&mut self, profile: Profile, replacing: Option<&Profile>) -> Durable {
+        let (_, durable) = self.commit(&Record::ProfileSaved(profile.clone()));
+        if let Some(old) = replacing {
+            self.unindex_profile(old);
+        }
+        self.index_profile(&profile);
+        self.profiles.insert(profile.id, profile);
+        durable
+    }
+
     fn index_profile(&mut self, profile: &Profile) {
         self.usernames.insert(profile.username.clone(), profile.id);
         if let Some(platform_id) = profile.platform_id {
@@ -172,27 +208,85 @@ impl Actor for Registry {
     }
 }
 
-/// A whole directory to list at once: the demo, and later a snapshot being replayed.
+/// A whole directory to list at once: a recovered state, or the demo.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct LoadDirectory {
-    pub profiles: Vec<Profile>,
-    pub bots: Vec<(BotState, TokenHash)>,
+    pub state: DirectoryState,
 }
 
 impl Handler<LoadDirectory> for Registry {
     type Result = ();
 
-    fn handle(&mut self, load: LoadDirectory, _: &mut Self::Context) {
-        for profile in load.profiles {
+    fn handle(&mut self, LoadDirectory { state }: LoadDirectory, _: &mut Self::Context) {
+        self.last_seq = self.last_seq.max(state.registry_seq);
+        for profile in state.profiles {
             self.index_profile(&profile);
             self.profiles.insert(profile.id, profile);
         }
-        for (mut state, token) in load.bots {
-            state.votes.reindex();
+        for StoredBot { mut state, token } in state.bots {
+            state.restore();
             self.list(state, token);
         }
         self.directory.publish_listing();
+    }
+}
+
+/// Every actor's state, for a snapshot. Bots are read one message each while requests go on;
+/// what changes meanwhile is in the journal after `seq` and replay skips what a bot already has.
+#[derive(Message)]
+#[rtype(result = "Result<DirectoryState, String>")]
+pub struct Capture;
+
+impl Handler<Capture> for Registry {
+    type Result = ResponseFuture<Result<DirectoryState, String>>;
+
+    fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
+        let seq = self.journal.last_seq();
+        let registry_seq = self.last_seq;
+        let profiles: Vec<Profile> = self.profiles.values().cloned().collect();
+        let bots: Vec<(Arc<BotHandle>, TokenHash)> = self
+            .bots
+            .iter()
+            .filter_map(|(id, entry)| Some((self.directory.get(*id)?, entry.token)))
+            .collect();
+        let directory = Arc::clone(&self.directory);
+        Box::pin(async move {
+            let mut stored = Vec::with_capacity(bots.len());
+            for chunk in bots.chunks(256) {
+                let reads = chunk.iter().map(|(bot, _)| bot.addr.send(ReadState));
+                let states = futures_util::future::join_all(reads).await;
+                for ((bot, token), state) in chunk.iter().zip(states) {
+                    match state {
+                        Ok(state) => stored.push(StoredBot {
+                            state,
+                            token: *token,
+                        }),
+                        // Delisted meanwhile: the delisting is in the journal after `seq`.
+                        Err(_) if directory.get(bot.id).is_none() => {}
+                        Err(error) => {
+                            return Err(format!("bot {} did not answer: {error}", bot.id))
+                        }
+                    }
+                }
+            }
+            Ok(DirectoryState {
+                seq,
+                registry_seq,
+                profiles,
+                bots: stored,
+            })
+        })
+    }
+}
+
+type Reply<T> = ResponseFuture<Result<T, Rejection>>;
+
+/// The answer to a registry write: refused at once, or given once its record is durable.
+fn reply<T: Send + 'static>(outcome: Result<(Durable, T), Rejection>) -> Reply<T> {
+    match outcome {
+        Ok((durable, value)) => when_durable(durable, value),
+        Err(rejection) => Box::pin(async move { Err(rejection) }),
     }
 }
 
@@ -201,16 +295,23 @@ impl Handler<LoadDirectory> for Registry {
 pub struct CreateBot(pub NewBot);
 
 impl Handler<CreateBot> for Registry {
-    type Result = Result<(Arc<BotView>, Token), Rejection>;
+    type Result = Reply<(Arc<BotView>, Token)>;
 
     fn handle(&mut self, CreateBot(new): CreateBot, _: &mut Self::Context) -> Self::Result {
-        self.check_platform_id_free(new.platform_id, None)?;
-        self.check_owners(&new.owner_ids)?;
-        let token = Token::generate();
-        let state = BotState::create(BotId::new_random(), new, self.clock.now());
-        let handle = self.list(state, token.hash());
-        self.directory.publish_listing();
-        Ok((handle.view(), token))
+        reply((|| {
+            self.check_platform_id_free(new.platform_id, None)?;
+            self.check_owners(&new.owner_ids)?;
+            let token = Token::generate();
+            let mut state = BotState::create(BotId::new_random(), new, self.clock.now());
+            let (seq, durable) = self.commit(&Record::BotListed {
+                state: Box::new(state.clone()),
+                token: token.hash(),
+            });
+            state.last_seq = seq;
+            let handle = self.list(state, token.hash());
+            self.directory.publish_listing();
+            Ok((durable, (handle.view(), token)))
+        })())
     }
 }
 
@@ -219,7 +320,7 @@ impl Handler<CreateBot> for Registry {
 pub struct UpdateBot(pub BotId, pub BotPatch);
 
 impl Handler<UpdateBot> for Registry {
-    type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
+    type Result = Reply<Arc<BotView>>;
 
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, _: &mut Self::Context) -> Self::Result {
         let checked = (|| {
@@ -248,13 +349,14 @@ impl Handler<UpdateBot> for Registry {
             }
             Ok(handle)
         })();
+        // The bot journals the edit itself, in order with its votes and stats.
         Box::pin(async move {
             let handle = checked?;
             handle
                 .addr
                 .send(ApplyPatch(patch))
                 .await
-                .map_err(|_| Self::not_found_bot(id))
+                .map_err(|_| Self::not_found_bot(id))?
         })
     }
 }
@@ -264,20 +366,26 @@ impl Handler<UpdateBot> for Registry {
 pub struct DelistBot(pub BotId);
 
 impl Handler<DelistBot> for Registry {
-    type Result = Result<(), Rejection>;
+    type Result = Reply<()>;
 
     fn handle(&mut self, DelistBot(id): DelistBot, _: &mut Self::Context) -> Self::Result {
-        let entry = self
-            .bots
-            .remove(&id)
-            .ok_or_else(|| Self::not_found_bot(id))?;
-        let handle = self.directory.get(id);
-        self.directory.remove(id, entry.platform_id, entry.token);
-        self.directory.publish_listing();
-        if let Some(handle) = handle {
-            handle.addr.do_send(Stop);
-        }
-        Ok(())
+        reply((|| {
+            if !self.bots.contains_key(&id) {
+                return Err(Self::not_found_bot(id));
+            }
+            let (_, durable) = self.commit(&Record::BotDelisted(id));
+            let entry = self
+                .bots
+                .remove(&id)
+                .ok_or_else(|| Self::not_found_bot(id))?;
+            let handle = self.directory.get(id);
+            self.directory.remove(id, entry.platform_id, entry.token);
+            self.directory.publish_listing();
+            if let Some(handle) = handle {
+                handle.addr.do_send(Stop);
+            }
+            Ok((durable, ()))
+        })())
     }
 }
 
@@ -286,17 +394,26 @@ impl Handler<DelistBot> for Registry {
 pub struct RotateToken(pub BotId);
 
 impl Handler<RotateToken> for Registry {
-    type Result = Result<Token, Rejection>;
+    type Result = Reply<Token>;
 
     fn handle(&mut self, RotateToken(id): RotateToken, _: &mut Self::Context) -> Self::Result {
-        let entry = self
-            .bots
-            .get_mut(&id)
-            .ok_or_else(|| Self::not_found_bot(id))?;
-        let token = Token::generate();
-        self.directory.replace_token(id, entry.token, token.hash());
-        entry.token = token.hash();
-        Ok(token)
+        reply((|| {
+            let old = self
+                .bots
+                .get(&id)
+                .ok_or_else(|| Self::not_found_bot(id))?
+                .token;
+            let token = Token::generate();
+            let (_, durable) = self.commit(&Record::TokenRotated {
+                bot: id,
+                token: token.hash(),
+            });
+            self.directory.replace_token(id, old, token.hash());
+            if let Some(entry) = self.bots.get_mut(&id) {
+                entry.token = token.hash();
+            }
+            Ok((durable, token))
+        })())
     }
 }
 
@@ -317,14 +434,14 @@ impl Handler<GetProfile> for Registry {
 pub struct CreateProfile(pub NewProfile);
 
 impl Handler<CreateProfile> for Registry {
-    type Result = Result<Profile, Rejection>;
+    type Result = Reply<Profile>;
 
     fn handle(&mut self, CreateProfile(new): CreateProfile, _: &mut Self::Context) -> Self::Result {
-        self.check_profile_unique(Some(&new.username), new.platform_id, None)?;
-        let profile = Profile::create(ProfileId::new_random(), new, self.clock.now());
-        self.index_profile(&profile);
-        self.profiles.insert(profile.id, profile.clone());
-        Ok(profile)
+        reply((|| {
+            self.check_profile_unique(Some(&new.username), new.platform_id, None)?;
+            let profile = Profile::create(ProfileId::new_random(), new, self.clock.now());
+            Ok((self.save_profile(profile.clone(), None), profile))
+        })())
     }
 }
 
@@ -333,25 +450,24 @@ impl Handler<CreateProfile> for Registry {
 pub struct UpdateProfile(pub ProfileId, pub ProfilePatch);
 
 impl Handler<UpdateProfile> for Registry {
-    type Result = Result<Profile, Rejection>;
+    type Result = Reply<Profile>;
 
     fn handle(
         &mut self,
         UpdateProfile(id, patch): UpdateProfile,
         _: &mut Self::Context,
     ) -> Self::Result {
-        let current = self
-            .profiles
-            .get(&id)
-            .ok_or_else(|| Self::not_found_profile(id))?;
-        let mut updated = current.clone();
-        updated.apply(patch);
-        self.check_profile_unique(Some(&updated.username), updated.platform_id, Some(id))?;
-        let old = current.clone();
-        self.unindex_profile(&old);
-        self.index_profile(&updated);
-        self.profiles.insert(id, updated.clone());
-        Ok(updated)
+        reply((|| {
+            let current = self
+                .profiles
+                .get(&id)
+                .ok_or_else(|| Self::not_found_profile(id))?
+                .clone();
+            let mut updated = current.clone();
+            updated.apply(patch);
+            self.check_profile_unique(Some(&updated.username), updated.platform_id, Some(id))?;
+            Ok((self.save_profile(updated.clone(), Some(&current)), updated))
+        })())
     }
 }
 
@@ -360,25 +476,28 @@ impl Handler<UpdateProfile> for Registry {
 pub struct DeleteProfile(pub ProfileId);
 
 impl Handler<DeleteProfile> for Registry {
-    type Result = Result<(), Rejection>;
+    type Result = Reply<()>;
 
     fn handle(&mut self, DeleteProfile(id): DeleteProfile, _: &mut Self::Context) -> Self::Result {
-        if !self.profiles.contains_key(&id) {
-            return Err(Self::not_found_profile(id));
-        }
-        let owned = self
-            .bots
-            .values()
-            .filter(|bot| bot.owners.contains(&id))
-            .count();
-        if owned > 0 {
-            return Err(Rejection::Conflict(format!(
-                "profile {id} owns {owned} listed bot(s); remove it from their owner_ids first"
-            )));
-        }
-        if let Some(profile) = self.profiles.remove(&id) {
-            self.unindex_profile(&profile);
-        }
-        Ok(())
+        reply((|| {
+            if !self.profiles.contains_key(&id) {
+                return Err(Self::not_found_profile(id));
+            }
+            let owned = self
+                .bots
+                .values()
+                .filter(|bot| bot.owners.contains(&id))
+                .count();
+            if owned > 0 {
+                return Err(Rejection::Conflict(format!(
+                    "profile {id} owns {owned} listed bot(s); remove it from their owner_ids first"
+                )));
+            }
+            let (_, durable) = self.commit(&Record::ProfileDeleted(id));
+            if let Some(profile) = self.profiles.remove(&id) {
+                self.unindex_profile(&profile);
+            }
+            Ok((durable, ()))
+        })())
     }
 }

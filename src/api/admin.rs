@@ -249,3 +249,35 @@ pub async fn record_vote(
         monthly_vote_count: counts.monthly_vote_count,
     }))
 }
+
+#[derive(Serialize, ToSchema)]
+pub struct SnapshotWritten {
+    /// The snapshot file, in the data directory
+    pub file: String,
+    /// Its size in bytes
+    pub bytes: u64,
+}
+
+#[utoipa::path(
+    post, path = "/admin/snapshot", tag = "admin",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "A snapshot is durably written", body = SnapshotWritten),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 503, description = "No data directory, or the snapshot could not be written", body = ErrorBody),
+    )
+)]
+pub async fn snapshot(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let persistence = state
+        .persistence
+        .as_ref()
+        .ok_or_else(|| ApiError::Unavailable("this server keeps no state on disk".into()))?;
+    let written = persistence.snapshot().await.map_err(|error| {
+        tracing::error!(%error, "snapshot on request failed");
+        ApiError::Unavailable("the snapshot could not be written; see the server log".into())
+    })?;
+    Ok(reply::ok(&SnapshotWritten {
+        file: written.path.display().to_string(),
+        bytes: written.bytes,
+    }))
+}

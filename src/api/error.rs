@@ -150,6 +150,10 @@ impl From<Rejection> for ApiError {
             Rejection::NotFound(m) => Self::NotFound(m),
             Rejection::Conflict(m) => Self::Conflict(m),
             Rejection::Invalid(m) => Self::BadRequest(m),
+            Rejection::NotStored(why) => {
+                tracing::error!(%why, "a write was not stored");
+                Self::Unavailable("the change could not be stored; writes are refused until the operator restarts the service".into())
+            }
             Rejection::AlreadyVoted { retry_at } => Self::AlreadyVoted(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"
             )),

@@ -21,6 +21,7 @@ use crate::actors::directory::Directory;
 use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
+use crate::persist::Persistence;
 use error::ApiError;
 use health::Metrics;
 
@@ -34,6 +35,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The OpenAPI document, rendered once.
     pub openapi_json: web::Bytes,
+    /// `None` when the service keeps its state in memory only.
+    pub persistence: Option<Arc<Persistence>>,
 }
 
 /// Every route. The classic routes without an id come before `/bots/{id}` so they win.
@@ -70,7 +73,8 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                             .delete(admin::delist_bot),
                     )
                     .service(web::resource("/admin/bots/{id}/token").post(admin::rotate_token))
-                    .service(web::resource("/admin/bots/{id}/votes").post(admin::record_vote)),
+                    .service(web::resource("/admin/bots/{id}/votes").post(admin::record_vote))
+                    .service(web::resource("/admin/snapshot").post(admin::snapshot)),
             )
             .default_service(web::to(no_route));
     }

@@ -31,6 +31,7 @@ use super::{admin, bots, error, health, stats, users, votes};
         admin::delist_bot,
         admin::rotate_token,
         admin::record_vote,
+        admin::snapshot,
         health::healthz,
         health::metrics,
     ),

@@ -100,6 +100,6 @@ async fn store(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
-    bot.send(PostStats(post.server_count)).await?;
+    bot.send(PostStats(post.server_count)).await??;
     Ok(reply::ok(&Ok { ok: true }))
 }

@@ -88,11 +88,13 @@ pub struct Listing {
     pub certified: bool,
     pub featured: bool,
     pub created_at: Timestamp,
-    /// Lowercased name and short description, so search does not lowercase per query.
+    /// Case-folded name and short description, so search does not fold per query. Derived, so
+    /// not stored: [`BotState::restore`] rebuilds it with this build's folding.
+    #[serde(skip)]
     pub search_text: SearchText,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchText {
     pub name: String,
     pub short_description: String,
@@ -218,6 +220,9 @@ pub struct BotState {
     pub votes: VoteBook,
     pub server_count: Option<ServerCount>,
     pub updated_at: Timestamp,
+    /// The last journal record applied to this bot, so replay skips what a snapshot holds.
+    #[serde(default)]
+    pub last_seq: u64,
 }
 
 impl BotState {
@@ -252,6 +257,21 @@ impl BotState {
             votes: VoteBook::new(now),
             server_count: None,
             updated_at: now,
+            last_seq: 0,
+        }
+    }
+
+    /// Rebuilds what is derived and not stored, after a snapshot or a journal record is read.
+    pub fn restore(&mut self) {
+        self.votes.reindex();
+        self.restore_listing();
+    }
+
+    pub fn restore_listing(&mut self) {
+        let l = &self.listing;
+        let search_text = SearchText::of(&l.name, &l.short_description);
+        if l.search_text != search_text {
+            Arc::make_mut(&mut self.listing).search_text = search_text;
         }
     }
 

@@ -24,4 +24,6 @@ pub enum Rejection {
     Invalid(String),
     /// The user's last vote for this bot is still active until `retry_at`.
     AlreadyVoted { retry_at: Timestamp },
+    /// The change could not be made durable; the service refuses writes from now on.
+    NotStored(String),
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use botlist::domain::time::{ManualClock, Timestamp};
+use botlist::persist::journal::FsyncMode;
 use botlist::startup::{Application, Settings};
 use chrono::{TimeZone, Utc};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -37,6 +38,10 @@ pub fn test_settings() -> Settings {
         demo: false,
         workers: 1,
         actor_threads: 0,
+        data_dir: None,
+        fsync: FsyncMode::Always,
+        snapshot_interval: None,
+        recover: false,
     }
 }
 

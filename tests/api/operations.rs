@@ -88,6 +88,7 @@ fn every_route(base: &str) -> BTreeSet<String> {
         "DELETE /admin/bots/{id}",
         "POST /admin/bots/{id}/token",
         "POST /admin/bots/{id}/votes",
+        "POST /admin/snapshot",
     ];
     api.iter()
         .map(|route| route.replacen(' ', &format!(" {base}"), 1))

@@ -1,0 +1,478 @@
+//! The journal: every acknowledged change, appended before its 2xx is sent.
+//!
+//! Writers hand records to one writer thread and wait; the thread writes whatever has queued up
+//! and makes it durable with one fsync for the whole batch (group commit), so concurrent writers
+//! share an fsync instead of queueing for one each.
+//!
+//! A segment file is a header (magic, format version, first sequence number) and frames:
+//! `len: u32 LE | crc32: u32 LE | seq: u64 LE | payload (MessagePack Record, len bytes)`, the
+//! CRC covering `seq` and the payload. docs/PERSISTENCE.md has the details.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::state::Record;
+use super::{sync_dir, FORMAT_VERSION};
+
+pub const MAGIC: &[u8; 8] = b"BLJOURNL";
+pub const HEADER_LEN: usize = 8 + 4 + 8;
+pub const FRAME_HEADER_LEN: usize = 4 + 4 + 8;
+/// No record is near this; a length above it is damage, not data.
+pub const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
+/// A segment past this size is closed and a new one started.
+const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// How many queued records one write and fsync take at most.
+const MAX_BATCH: usize = 8192;
+/// With `--fsync batch`, how often written records are made durable.
+const BATCH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// When acknowledged means on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsyncMode {
+    /// fsync before every acknowledgement, shared by the writes that arrive together.
+    Always,
+    /// fsync every 50 ms: a power cut may lose the last 50 ms; a crash of the process does not.
+    Batch,
+    /// Never fsync: the operating system decides when data reaches the disk.
+    Never,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalError(pub String);
+
+pub fn segment_name(first_seq: u64) -> String {
+    format!("journal-{first_seq:020}.log")
+}
+
+/// The first sequence number in a segment's file name.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    name.strip_prefix("journal-")?
+        .strip_suffix(".log")?
+        .parse()
+        .ok()
+}
+
+pub fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(payload);
+    let mut out = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&hasher.finalize().to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+pub fn segment_header(first_seq: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&first_seq.to_le_bytes());
+    out
+}
+
+struct Pending {
+    frame: Vec<u8>,
+    seq: u64,
+    done: oneshot::Sender<Result<(), JournalError>>,
+}
+
+struct Submitter {
+    next_seq: u64,
+    queue: Option<mpsc::Sender<Pending>>,
+}
+
+struct Shared {
+    submitter: Mutex<Submitter>,
+    failed: Mutex<Option<JournalError>>,
+    rotate: AtomicBool,
+}
+
+/// A handle to the journal; cheap to clone, one per actor.
+#[derive(Clone)]
+pub struct Journal {
+    shared: Arc<Shared>,
+}
+
+/// Resolves when the record is as durable as the fsync mode promises.
+pub struct Durable(Result<oneshot::Receiver<Result<(), JournalError>>, JournalError>);
+
+impl Durable {
+    pub fn done() -> Self {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Ok(()));
+        Self(Ok(rx))
+    }
+
+    pub async fn wait(self) -> Result<(), JournalError> {
+        match self.0 {
+            Err(error) => Err(error),
+            Ok(rx) => rx
+                .await
+                .unwrap_or_else(|_| Err(JournalError("the journal writer stopped".into()))),
+        }
+    }
+}
+
+impl Journal {
+    /// A journal that numbers records and keeps nothing: the service without a data directory.
+    pub fn in_memory(next_seq: u64) -> Self {
+        Self::with_queue(next_seq, None)
+    }
+
+    fn with_queue(next_seq: u64, queue: Option<mpsc::Sender<Pending>>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                submitter: Mutex::new(Submitter { next_seq, queue }),
+                failed: Mutex::new(None),
+                rotate: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Starts a new segment at `next_seq` in `dir` and the thread that writes it.
+    pub fn open(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        let segment = Segment::create(dir, next_seq)?;
+        let (tx, rx) = mpsc::channel();
+        let journal = Self::with_queue(next_seq, Some(tx));
+        let shared = Arc::clone(&journal.shared);
+        let dir = dir.to_path_buf();
+        std::thread::Builder::new()
+            .name("journal-writer".into())
+            .spawn(move || {
+                Writer {
+                    dir,
+                    segment,
+                    mode,
+                    shared,
+                }
+                .run(rx)
+            })?;
+        Ok(journal)
+    }
+
+    /// Numbers the record and queues it; the order of numbers is the order of calls.
+    pub fn submit(&self, record: &Record) -> (u64, Durable) {
+        let payload = match rmp_serde::to_vec(record) {
+            Ok(payload) => payload,
+            Err(error) => {
+                return (
+                    0,
+                    Durable(Err(JournalError(format!(
+                        "a record did not encode: {error}"
+                    )))),
+                )
+            }
+        };
+        if let Some(error) = self.failure() {
+            return (0, Durable(Err(error)));
+        }
+        let mut submitter = lock(&self.shared.submitter);
+        let seq = submitter.next_seq;
+        submitter.next_seq += 1;
+        let Some(queue) = &submitter.queue else {
+            return (seq, Durable::done());
+        };
+        let (done, rx) = oneshot::channel();
+        let pending = Pending {
+            frame: frame(seq, &payload),
+            seq,
+            done,
+        };
+        match queue.send(pending) {
+            Ok(()) => (seq, Durable(Ok(rx))),
+            Err(_) => (
+                seq,
+                Durable(Err(JournalError("the journal writer stopped".into()))),
+            ),
+        }
+    }
+
+    /// The number of the last record submitted.
+    pub fn last_seq(&self) -> u64 {
+        lock(&self.shared.submitter).next_seq - 1
+    }
+
+    /// Starts a new segment with the next batch, so older ones can be retired sooner.
+    pub fn request_rotation(&self) {
+        self.shared.rotate.store(true, Ordering::Relaxed);
+    }
+
+    /// Set once a write or fsync failed: from then on every write is refused, because the
+    /// service can no longer promise that what it acknowledges is kept.
+    pub fn failure(&self) -> Option<JournalError> {
+        lock(&self.shared.failed).clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+struct Segment {
+    file: BufWriter<File>,
+    bytes: u64,
+    records: u64,
+}
+
+impl Segment {
+    fn create(dir: &Path, first_seq: u64) -> io::Result<Self> {
+        let path: PathBuf = dir.join(segment_name(first_seq));
+        // A segment of this name exists when the last run wrote no record after starting it
+        // (or only a torn one): it holds nothing acknowledged, so it is started over.
+        if path.exists() && !read_segment(&path)?.records.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already holds records", path.display()),
+            ));
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?;
+        let mut file = BufWriter::with_capacity(1 << 20, file);
+        file.write_all(&segment_header(first_seq))?;
+        file.flush()?;
+        file.get_ref().sync_all()?;
+        sync_dir(dir)?;
+        Ok(Self {
+            file,
+            bytes: HEADER_LEN as u64,
+            records: 0,
+        })
+    }
+}
+
+struct Writer {
+    dir: PathBuf,
+    segment: Segment,
+    mode: FsyncMode,
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    fn run(mut self, queue: mpsc::Receiver<Pending>) {
+        let mut unsynced = false;
+        let mut last_sync = Instant::now();
+        loop {
+            let first = if self.mode == FsyncMode::Batch {
+                match queue.recv_timeout(BATCH_INTERVAL) {
+                    Ok(pending) => pending,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if unsynced {
+                            unsynced = self.sync().is_err();
+                            last_sync = Instant::now();
+                        }
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match queue.recv() {
+                    Ok(pending) => pending,
+                    Err(_) => break,
+                }
+            };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(pending) => batch.push(pending),
+                    Err(_) => break,
+                }
+            }
+            let sync_now = match self.mode {
+                FsyncMode::Always => true,
+                FsyncMode::Batch => last_sync.elapsed() >= BATCH_INTERVAL,
+                FsyncMode::Never => false,
+            };
+            let result = self.write(&batch, sync_now);
+            if sync_now {
+                last_sync = Instant::now();
+            }
+            unsynced = !sync_now;
+            if let Err(error) = &result {
+                tracing::error!(error = %error.0, "the journal failed; writes are refused from now on");
+                *lock(&self.shared.failed) = Some(error.clone());
+            }
+            for pending in batch {
+                let _ = pending.done.send(result.clone());
+            }
+        }
+        if unsynced {
+            let _ = self.sync();
+        }
+    }
+
+    fn write(&mut self, batch: &[Pending], sync: bool) -> Result<(), JournalError> {
+        if let Some(error) = lock(&self.shared.failed).clone() {
+            return Err(error);
+        }
+        let requested = self.shared.rotate.swap(false, Ordering::Relaxed);
+        let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);
+        if rotate {
+            self.sync()?;
+            self.segment = Segment::create(&self.dir, batch[0].seq).map_err(io_error)?;
+        }
+        for pending in batch {
+            self.segment
+                .file
+                .write_all(&pending.frame)
+                .map_err(io_error)?;
+            self.segment.bytes += pending.frame.len() as u64;
+            self.segment.records += 1;
+        }
+        self.segment.file.flush().map_err(io_error)?;
+        if sync {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        self.segment.file.get_ref().sync_data().map_err(io_error)
+    }
+}
+
+fn io_error(error: io::Error) -> JournalError {
+    JournalError(format!("journal write failed: {error}"))
+}
+
+/// How a segment ended when read back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SegmentEnd {
+    Clean,
+    /// The last record was cut short by a crash mid-write: never acknowledged, dropped.
+    Torn {
+        offset: u64,
+    },
+    /// Damage followed by more data: never skipped silently.
+    Corrupt {
+        offset: u64,
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+pub struct SegmentScan {
+    pub path: PathBuf,
+    pub first_seq: u64,
+    pub records: Vec<(u64, Record)>,
+    pub end: SegmentEnd,
+}
+
+/// Reads and checks one segment. A damaged tail of zeros or a record that runs past the end of
+/// the file is a torn write; a bad record with data after it is corruption.
+pub fn read_segment(path: &Path) -> io::Result<SegmentScan> {
+    let bytes = fs::read(path)?;
+    Ok(scan_segment(path, &bytes))
+}
+
+pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
+    let name_seq = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(parse_segment_name)
+        .unwrap_or(0);
+    let mut scan = SegmentScan {
+        path: path.to_path_buf(),
+        first_seq: name_seq,
+        records: Vec::new(),
+        end: SegmentEnd::Clean,
+    };
+    if bytes.len() < HEADER_LEN {
+        // A crash between creating the file and writing its header: nothing was acknowledged.
+        scan.end = SegmentEnd::Torn { offset: 0 };
+        return scan;
+    }
+    if &bytes[..8] != MAGIC {
+        scan.end = SegmentEnd::Corrupt {
+            offset: 0,
+            reason: "not a botlist journal (bad magic bytes)".into(),
+        };
+        return scan;
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != FORMAT_VERSION {
+        scan.end = SegmentEnd::Corrupt {
+            offset: 8,
+            reason: format!(
+                "journal format version {version}; this build reads version {FORMAT_VERSION}"
+            ),
+        };
+        return scan;
+    }
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&bytes[12..20]);
+    scan.first_seq = u64::from_le_bytes(first);
+    let mut offset = HEADER_LEN;
+    while offset < bytes.len() {
+        match read_frame(&bytes[offset..]) {
+            Ok((seq, record, used)) => {
+                scan.records.push((seq, record));
+                offset += used;
+            }
+            Err(reason) => {
+                let rest_is_torn = frame_runs_past_end(&bytes[offset..])
+                    || bytes[offset..].iter().all(|&b| b == 0);
+                scan.end = if rest_is_torn {
+                    SegmentEnd::Torn {
+                        offset: offset as u64,
+                    }
+                } else {
+                    SegmentEnd::Corrupt {
+                        offset: offset as u64,
+                        reason,
+                    }
+                };
+                break;
+            }
+        }
+    }
+    scan
+}
+
+fn frame_runs_past_end(rest: &[u8]) -> bool {
+    if rest.len() < FRAME_HEADER_LEN {
+        return true;
+    }
+    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+    len <= MAX_RECORD_BYTES && FRAME_HEADER_LEN + len > rest.len()
+}
+
+/// One frame: its sequence number, record and length in bytes.
+pub fn read_frame(rest: &[u8]) -> Result<(u64, Record, usize), String> {
+    if rest.len() < FRAME_HEADER_LEN {
+        return Err("a record header is cut short".into());
+    }
+    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+    if len > MAX_RECORD_BYTES {
+        return Err(format!(
+            "a record claims {len} bytes, more than any record has"
+        ));
+    }
+    let end = FRAME_HEADER_LEN + len;
+    if end > rest.len() {
+        return Err("a record is cut short".into());
+    }
+    let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&rest[8..end]);
+    if hasher.finalize() != crc {
+        return Err("checksum mismatch".into());
+    }
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&rest[8..16]);
+    let record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])
+        .map_err(|e| format!("a record with a good checksum does not decode: {e}"))?;
+    Ok((u64::from_le_bytes(seq), record, end))
+}

@@ -1,0 +1,184 @@
+//! Snapshot files: the whole directory in MessagePack behind a checked header.
+//!
+//! `magic "BLSNAPSH" | format version: u32 LE | seq: u64 LE | payload length: u64 LE |
+//! crc32 of payload: u32 LE | payload`. Written to a temporary file, fsynced, renamed into place,
+//! and the directory fsynced, so a snapshot file is either whole or absent.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::state::DirectoryState;
+use super::{sync_dir, FORMAT_VERSION};
+
+pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
+pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
+/// How many snapshots are kept; the journal is kept from the oldest of them on.
+pub const KEEP: usize = 3;
+
+pub fn snapshot_name(seq: u64) -> String {
+    format!("snapshot-{seq:020}.msgpack")
+}
+
+pub fn parse_snapshot_name(name: &str) -> Option<u64> {
+    name.strip_prefix("snapshot-")?
+        .strip_suffix(".msgpack")?
+        .parse()
+        .ok()
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    Io(String),
+    /// Damage: the file cannot be used, an older snapshot may be.
+    Damaged(String),
+    /// Written by a newer botlist: refused, never skipped, so no newer data is dropped.
+    NewerVersion(u32),
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "cannot be read: {e}"),
+            Self::Damaged(why) => write!(f, "is damaged: {why}"),
+            Self::NewerVersion(v) => write!(
+                f,
+                "was written by a newer botlist (format version {v}; this build reads version {FORMAT_VERSION} and older)"
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// Feeds the CRC while bytes go to the file.
+struct Checksummed<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
+    let path = dir.join(snapshot_name(state.seq));
+    let temp = dir.join(format!("{}.tmp", snapshot_name(state.seq)));
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)?;
+    let mut out = Checksummed {
+        inner: BufWriter::with_capacity(1 << 20, file),
+        crc: crc32fast::Hasher::new(),
+        bytes: 0,
+    };
+    out.inner.write_all(&[0u8; HEADER_LEN])?;
+    rmp_serde::encode::write(&mut out, state).map_err(io::Error::other)?;
+    let payload_len = out.bytes;
+    let crc = out.crc.finalize();
+    let mut file: File = out.inner.into_inner().map_err(|e| e.into_error())?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&header(state.seq, payload_len, crc))?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&temp, &path)?;
+    sync_dir(dir)?;
+    Ok(Written {
+        path,
+        bytes: HEADER_LEN as u64 + payload_len,
+    })
+}
+
+fn header(seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&payload_len.to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
+    let bytes = fs::read(path).map_err(|e| SnapshotError::Io(e.to_string()))?;
+    decode(&bytes)
+}
+
+/// Checks and decodes a whole snapshot file; never panics and never trusts a length it has
+/// not checked against the bytes that are there.
+pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
+    let damaged = |why: &str| SnapshotError::Damaged(why.to_string());
+    if bytes.is_empty() {
+        return Err(damaged("the file is empty"));
+    }
+    if bytes.len() < HEADER_LEN {
+        return Err(damaged("the header is cut short"));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(damaged("not a botlist snapshot (bad magic bytes)"));
+    }
+    let u32_at =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let u64_at = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    let version = u32_at(8);
+    if version > FORMAT_VERSION {
+        return Err(SnapshotError::NewerVersion(version));
+    }
+    if version == 0 {
+        return Err(damaged("format version 0 does not exist"));
+    }
+    let seq = u64_at(12);
+    let payload_len = u64_at(20);
+    let crc = u32_at(28);
+    let payload = &bytes[HEADER_LEN..];
+    if payload.len() as u64 != payload_len {
+        return Err(SnapshotError::Damaged(format!(
+            "the header announces {payload_len} bytes of data, the file has {}",
+            payload.len()
+        )));
+    }
+    if crc32fast::hash(payload) != crc {
+        return Err(damaged("checksum mismatch"));
+    }
+    let state: DirectoryState = rmp_serde::from_slice(payload)
+        .map_err(|e| SnapshotError::Damaged(format!("the data does not decode: {e}")))?;
+    if state.seq != seq {
+        return Err(damaged(
+            "the header and the data disagree on the sequence number",
+        ));
+    }
+    Ok(state)
+}
+
+/// Snapshot files in `dir`, newest first.
+pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Some(seq) = entry.file_name().to_str().and_then(parse_snapshot_name) {
+            found.push((seq, entry.path()));
+        }
+    }
+    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    Ok(found)
+}

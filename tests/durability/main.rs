@@ -1,0 +1,7 @@
+//! Durability: the real binary, killed and restarted on the same data directory.
+
+mod corruption;
+mod crash;
+mod lifecycle;
+mod process;
+mod replay;
