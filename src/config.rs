@@ -89,6 +89,28 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_RECOVER")]
     pub recover: bool,
 
+    /// Requests per minute per key on `/bots` routes and, separately, on `/users`; 0 turns
+    /// limits off.
+    #[arg(long, env = "BOTLIST_RATE_LIMIT", default_value_t = 60)]
+    pub rate_limit: u32,
+
+    /// Key rate limits by the first X-Forwarded-For address (behind a trusted proxy only).
+    #[arg(long, env = "BOTLIST_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
+
+    /// Connections served at once, over all workers; more wait in the listen backlog.
+    #[arg(long, env = "BOTLIST_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// Seconds a client has to send a request's headers, and again its body: slow clients are
+    /// cut off, never holding a worker.
+    #[arg(long, env = "BOTLIST_REQUEST_TIMEOUT", default_value_t = 10)]
+    pub request_timeout: u64,
+
+    /// Seconds an idle keep-alive connection stays open.
+    #[arg(long, env = "BOTLIST_KEEP_ALIVE", default_value_t = 15)]
+    pub keep_alive: u64,
+
     /// Token of the admin API; without one the admin API answers 404.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,

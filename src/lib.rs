@@ -5,5 +5,7 @@ pub mod api;
 pub mod config;
 pub mod demo;
 pub mod domain;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod persist;
 pub mod startup;

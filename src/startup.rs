@@ -14,7 +14,9 @@ use actix_web::{web, App, HttpServer};
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
 use crate::api::error::envelope_errors;
+use crate::api::guard::{catch_panics, limit_headers};
 use crate::api::health::{count_requests, Metrics};
+use crate::api::limits::{self, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::ServeArgs;
 use crate::demo::{self, DemoInfo, DemoSize};
@@ -41,6 +43,14 @@ pub struct Settings {
     /// `None`: snapshots only on shutdown and on request.
     pub snapshot_interval: Option<Duration>,
     pub recover: bool,
+    /// Requests per minute per key; 0 turns limits off.
+    pub rate_limit: u32,
+    pub trust_forwarded_for: bool,
+    /// Connections served at once, over all workers.
+    pub max_connections: usize,
+    /// Time to send headers, and again to send the body.
+    pub request_timeout: Duration,
+    pub keep_alive: Duration,
 }
 
 impl Settings {
@@ -58,6 +68,11 @@ impl Settings {
             snapshot_interval: (args.snapshot_interval > 0)
                 .then(|| Duration::from_secs(args.snapshot_interval)),
             recover: args.recover,
+            rate_limit: args.rate_limit,
+            trust_forwarded_for: args.trust_forwarded_for,
+            max_connections: args.max_connections.max(1),
+            request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+            keep_alive: Duration::from_secs(args.keep_alive),
         }
     }
 }
@@ -163,6 +178,11 @@ impl Application {
             spawn_periodic_snapshots(Arc::clone(persistence), every);
         }
 
+        let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
+        if let Some(limiter) = &limiter {
+            limits::spawn_sweeper(Arc::clone(limiter));
+        }
+
         let listener = TcpListener::bind(settings.bind)?;
         let address = listener.local_addr()?;
         let openapi_json = serde_json::to_vec(&openapi::document(&settings.base_path))
@@ -175,17 +195,26 @@ impl Application {
             metrics: Metrics::default(),
             openapi_json: openapi_json.into(),
             persistence: persistence.clone(),
+            limiter,
+            trust_forwarded_for: settings.trust_forwarded_for,
+            request_timeout: settings.request_timeout,
         });
         let base_path = settings.base_path.clone();
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .wrap(from_fn(catch_panics))
                 .wrap(from_fn(envelope_errors))
                 .wrap(from_fn(count_requests))
+                .wrap(from_fn(limit_headers))
                 .configure(routes(&base_path))
         })
         .listen(listener)?
         .workers(settings.workers)
+        .max_connections((settings.max_connections / settings.workers.max(1)).max(1))
+        .client_request_timeout(settings.request_timeout)
+        .client_disconnect_timeout(Duration::from_secs(1))
+        .keep_alive(settings.keep_alive)
         // Signals are ours: actix's own stop the whole actor system before the last snapshot.
         .disable_signals()
         .run();

@@ -23,6 +23,8 @@ pub enum ApiError {
     Conflict(String),
     AlreadyVoted(String),
     PayloadTooLarge(String),
+    RequestTimeout(String),
+    HeadersTooLarge(String),
     UnsupportedMediaType(String),
     /// A bug. What went wrong is logged, never sent.
     Internal,
@@ -54,6 +56,8 @@ impl ApiError {
             Self::Conflict(_) => "conflict",
             Self::AlreadyVoted(_) => "already_voted",
             Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::RequestTimeout(_) => "request_timeout",
+            Self::HeadersTooLarge(_) => "headers_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::Internal => "internal_error",
             Self::Unavailable(_) => "unavailable",
@@ -70,6 +74,8 @@ impl ApiError {
             | Self::Conflict(m)
             | Self::AlreadyVoted(m)
             | Self::PayloadTooLarge(m)
+            | Self::RequestTimeout(m)
+            | Self::HeadersTooLarge(m)
             | Self::UnsupportedMediaType(m)
             | Self::Unavailable(m) => m,
             Self::Internal => "internal error; it has been logged",
@@ -87,6 +93,9 @@ impl ApiError {
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType(
                 "send the body with Content-Type: application/json".into(),
             ),
+            StatusCode::REQUEST_TIMEOUT => {
+                Self::RequestTimeout("the request did not arrive in time".into())
+            }
             StatusCode::SERVICE_UNAVAILABLE => {
                 Self::Unavailable("the service is shutting down".into())
             }
@@ -125,6 +134,8 @@ impl ResponseError for ApiError {
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) | Self::AlreadyVoted(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

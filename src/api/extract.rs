@@ -31,15 +31,28 @@ pub async fn json_body<T: DeserializeOwned>(
     if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
         return Err(ApiError::PayloadTooLarge(body_too_large()));
     }
-    let mut body = BytesMut::with_capacity(declared.map_or(1024, |l| l as usize));
-    while let Some(chunk) = payload.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge(body_too_large()));
+    let deadline = app_state(request)?.request_timeout;
+    let read = async {
+        let mut body = BytesMut::with_capacity(declared.map_or(1024, |l| l as usize));
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk
+                .map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(ApiError::PayloadTooLarge(body_too_large()));
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
-    }
+        Ok(body)
+    };
+    // A body sent a byte at a time would otherwise hold the request open as long as it likes.
+    let body = actix_web::rt::time::timeout(deadline, read)
+        .await
+        .map_err(|_| {
+            ApiError::RequestTimeout(format!(
+                "the body did not arrive within {} s",
+                deadline.as_secs()
+            ))
+        })??;
     parse_json(&body)
 }
 

@@ -4,7 +4,9 @@ pub mod admin;
 pub mod bots;
 pub mod error;
 pub mod extract;
+pub mod guard;
 pub mod health;
+pub mod limits;
 pub mod openapi;
 pub mod reply;
 pub mod stats;
@@ -15,6 +17,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
+use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::actors::directory::Directory;
@@ -37,6 +40,11 @@ pub struct AppState {
     pub openapi_json: web::Bytes,
     /// `None` when the service keeps its state in memory only.
     pub persistence: Option<Arc<Persistence>>,
+    /// `None` with `--rate-limit 0`.
+    pub limiter: Option<Arc<limits::RateLimiter>>,
+    pub trust_forwarded_for: bool,
+    /// How long a client has to send a body once its headers are in.
+    pub request_timeout: std::time::Duration,
 }
 
 /// Every route. The classic routes without an id come before `/bots/{id}` so they win.
@@ -47,19 +55,29 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
             .service(
                 web::scope(base_path)
                     .service(web::resource("/openapi.json").get(openapi_json))
-                    .service(web::resource("/bots").get(bots::search))
-                    .service(web::resource("/bots/stats").post(stats::post_own_stats))
-                    .service(web::resource("/bots/check").get(votes::own_check))
-                    .service(web::resource("/bots/votes").get(votes::own_voters))
-                    .service(web::resource("/bots/{id}").get(bots::get_bot))
                     .service(
-                        web::resource("/bots/{id}/stats")
-                            .get(stats::get_stats)
-                            .post(stats::post_stats),
+                        web::scope("/bots")
+                            .wrap(from_fn(limits::limit_bots))
+                            .service(web::resource("").get(bots::search))
+                            .service(web::resource("/stats").post(stats::post_own_stats))
+                            .service(web::resource("/check").get(votes::own_check))
+                            .service(web::resource("/votes").get(votes::own_voters))
+                            .service(web::resource("/{id}").get(bots::get_bot))
+                            .service(
+                                web::resource("/{id}/stats")
+                                    .get(stats::get_stats)
+                                    .post(stats::post_stats),
+                            )
+                            .service(web::resource("/{id}/votes").get(votes::voters))
+                            .service(web::resource("/{id}/check").get(votes::check))
+                            .default_service(web::to(no_route)),
                     )
-                    .service(web::resource("/bots/{id}/votes").get(votes::voters))
-                    .service(web::resource("/bots/{id}/check").get(votes::check))
-                    .service(web::resource("/users/{user_id}").get(users::get_user))
+                    .service(
+                        web::scope("/users")
+                            .wrap(from_fn(limits::limit_users))
+                            .service(web::resource("/{user_id}").get(users::get_user))
+                            .default_service(web::to(no_route)),
+                    )
                     .service(web::resource("/admin/users").post(admin::create_user))
                     .service(
                         web::resource("/admin/users/{id}")

@@ -42,6 +42,11 @@ pub fn test_settings() -> Settings {
         fsync: FsyncMode::Always,
         snapshot_interval: None,
         recover: false,
+        rate_limit: 60,
+        trust_forwarded_for: false,
+        max_connections: 1_000,
+        request_timeout: std::time::Duration::from_secs(10),
+        keep_alive: std::time::Duration::from_secs(15),
     }
 }
 

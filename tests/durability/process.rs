@@ -42,6 +42,8 @@ fn command(dir: &Path, extra: &[&str]) -> Command {
             "--workers",
             "2",
         ])
+        // Limits are tested in tests/api; here clients write as fast as they can.
+        .args(["--rate-limit", "0"])
         .arg("--data-dir")
         .arg(dir)
         .args(extra)

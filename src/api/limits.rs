@@ -1,0 +1,344 @@
+//! Rate limits (CONTRACT section 3): a GCRA bucket per key, burst N, one request back every
+//! 60/N seconds; `/bots` routes share one bucket per key, `/users` has its own, keyed by IP.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::web;
+use dashmap::DashMap;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{reply, AppState};
+use crate::domain::ids::BotId;
+use crate::domain::time::Clock;
+
+/// Keys kept before idle ones are evicted early; at about 80 bytes a key, some 20 MB.
+pub const MAX_KEYS: usize = 250_000;
+
+/// Which bucket a request draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RateKey {
+    /// Any `/bots` route with a valid token: the token's bot.
+    Bot(BotId),
+    /// Any `/bots` route without one: the client address (IPv6 by its /64).
+    BotsByIp(IpAddr),
+    /// `GET /users/:user_id`: always the client address.
+    UsersByIp(IpAddr),
+}
+
+/// The answer for one request.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub limit: u32,
+    pub remaining: u32,
+    /// Seconds until the bucket is full again.
+    pub reset: u64,
+    /// Seconds until a request would be allowed (refused requests only), at least 1.
+    pub retry_after: u64,
+}
+
+/// GCRA: each key stores the theoretical arrival time (TAT) of its next request. A key whose
+/// TAT has passed is a full bucket, the same as no entry, so such keys can always be dropped.
+pub struct RateLimiter {
+    limit: u32,
+    /// Milliseconds one request costs: 60 s / limit.
+    interval: i64,
+    clock: Arc<dyn Clock>,
+    tats: DashMap<RateKey, i64>,
+    max_keys: usize,
+    inserts_since_sweep: AtomicUsize,
+}
+
+impl RateLimiter {
+    /// `None` when `limit` is 0: limits are off.
+    pub fn new(limit: u32, clock: Arc<dyn Clock>) -> Option<Self> {
+        Self::with_max_keys(limit, clock, MAX_KEYS)
+    }
+
+    pub fn with_max_keys(limit: u32, clock: Arc<dyn Clock>, max_keys: usize) -> Option<Self> {
+        (limit > 0).then(|| Self {
+            limit,
+            interval: 60_000 / i64::from(limit),
+            clock,
+            tats: DashMap::new(),
+            max_keys,
+            inserts_since_sweep: AtomicUsize::new(0),
+        })
+    }
+
+    fn burst(&self) -> i64 {
+        self.interval * i64::from(self.limit)
+    }
+
+    pub fn check(&self, key: RateKey) -> Decision {
+        let now = self.clock.now().millis();
+        let decision = {
+            let mut inserted = false;
+            let mut tat = self.tats.entry(key).or_insert_with(|| {
+                inserted = true;
+                now
+            });
+            let start = (*tat).max(now);
+            let after = start + self.interval;
+            let allowed = after - now <= self.burst();
+            if allowed {
+                *tat = after;
+            }
+            let debt = if allowed { after - now } else { start - now };
+            if inserted {
+                self.inserts_since_sweep.fetch_add(1, Ordering::Relaxed);
+            }
+            Decision {
+                allowed,
+                limit: self.limit,
+                remaining: ((self.burst() - debt) / self.interval).max(0) as u32,
+                reset: ceil_seconds(debt),
+                retry_after: ceil_seconds(after - self.burst() - now).max(1),
+            }
+        };
+        if self.tats.len() > self.max_keys {
+            self.evict(now);
+        }
+        decision
+    }
+
+    /// Drops every full bucket; then, if still too many, the most idle ones (they come back
+    /// with a full bucket, the most generous error possible). Amortised: after a sweep at most
+    /// half the cap is kept, so the next one is at least half the cap of new keys away.
+    fn evict(&self, now: i64) {
+        self.inserts_since_sweep.store(0, Ordering::Relaxed);
+        let mut horizon = now;
+        while self.tats.len() > self.max_keys / 2 {
+            self.tats.retain(|_, tat| *tat > horizon);
+            horizon += self.burst() / 8;
+            if horizon > now + self.burst() {
+                break;
+            }
+        }
+    }
+
+    /// Drops full buckets; run from time to time so idle keys do not stay.
+    pub fn sweep(&self) {
+        let now = self.clock.now().millis();
+        self.tats.retain(|_, tat| *tat > now);
+    }
+
+    pub fn keys(&self) -> usize {
+        self.tats.len()
+    }
+}
+
+fn ceil_seconds(millis: i64) -> u64 {
+    (millis.max(0) as u64).div_ceil(1000)
+}
+
+/// The body of a 429: not the error envelope (SPEC.md section 7).
+#[derive(Serialize, ToSchema)]
+pub struct RetryAfter {
+    /// Whole seconds to wait, the same as the Retry-After header
+    pub retry_after: u64,
+}
+
+/// The client address a limit is keyed by: the TCP peer, or the first X-Forwarded-For address
+/// when the operator said a trusted proxy sets it. IPv6 clients are keyed by their /64, which is
+/// what one subscriber usually gets.
+pub fn client_ip(request: &ServiceRequest, trust_forwarded_for: bool) -> IpAddr {
+    let forwarded = trust_forwarded_for
+        .then(|| request.headers().get("x-forwarded-for"))
+        .flatten()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .and_then(|first| first.trim().parse::<IpAddr>().ok());
+    let ip = forwarded
+        .or_else(|| request.peer_addr().map(|a| a.ip()))
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::from(segments)
+            }
+        },
+        v4 => v4,
+    }
+}
+
+fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
+    [
+        (
+            HeaderName::from_static("x-ratelimit-limit"),
+            decision.limit.into(),
+        ),
+        (
+            HeaderName::from_static("x-ratelimit-remaining"),
+            decision.remaining.into(),
+        ),
+        (
+            HeaderName::from_static("x-ratelimit-reset"),
+            decision.reset.into(),
+        ),
+    ]
+}
+
+/// Middleware for the `/bots` scope.
+pub async fn limit_bots(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    limit(request, next, |state, request| {
+        let token_bot = request
+            .headers()
+            .get(actix_web::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|token| state.directory.authenticate(token));
+        match token_bot {
+            Some(bot) => RateKey::Bot(bot),
+            None => RateKey::BotsByIp(client_ip(request, state.trust_forwarded_for)),
+        }
+    })
+    .await
+}
+
+/// Middleware for `/users`.
+pub async fn limit_users(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    limit(request, next, |state, request| {
+        RateKey::UsersByIp(client_ip(request, state.trust_forwarded_for))
+    })
+    .await
+}
+
+async fn limit(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+    key: impl FnOnce(&AppState, &ServiceRequest) -> RateKey,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let state = request.app_data::<web::Data<AppState>>().cloned();
+    let Some((state, limiter)) = state.and_then(|s| s.limiter.clone().map(|l| (s, l))) else {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    };
+    let decision = limiter.check(key(&state, &request));
+    if !decision.allowed {
+        // A refused request does no other work: no handler, no body read.
+        let mut response = reply::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            &RetryAfter {
+                retry_after: decision.retry_after,
+            },
+        );
+        let response_headers = response.headers_mut();
+        response_headers.insert(RETRY_AFTER, decision.retry_after.into());
+        for (name, value) in headers(&decision) {
+            response_headers.insert(name, value);
+        }
+        return Ok(request.into_response(response));
+    }
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    for (name, value) in headers(&decision) {
+        response.headers_mut().insert(name, value);
+    }
+    Ok(response)
+}
+
+/// Drops idle keys every few seconds, whatever the traffic.
+pub fn spawn_sweeper(limiter: Arc<RateLimiter>) {
+    actix_web::rt::spawn(async move {
+        let mut ticks = actix_web::rt::time::interval(std::time::Duration::from_secs(10));
+        loop {
+            ticks.tick().await;
+            limiter.sweep();
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::{ManualClock, Timestamp};
+
+    fn limiter(limit: u32, max_keys: usize) -> (RateLimiter, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
+        let limiter = RateLimiter::with_max_keys(limit, clock.clone(), max_keys).expect("on");
+        (limiter, clock)
+    }
+
+    fn ip(n: u32) -> RateKey {
+        RateKey::BotsByIp(IpAddr::from(n.to_be_bytes()))
+    }
+
+    #[test]
+    fn a_burst_of_60_then_one_a_second() {
+        let (limiter, clock) = limiter(60, MAX_KEYS);
+        for used in 1..=60u32 {
+            let d = limiter.check(ip(1));
+            assert!(d.allowed);
+            assert_eq!(d.remaining, 60 - used);
+        }
+        let refused = limiter.check(ip(1));
+        assert!(!refused.allowed);
+        assert_eq!(
+            (refused.remaining, refused.retry_after, refused.reset),
+            (0, 1, 60)
+        );
+        clock.advance(chrono::Duration::milliseconds(999));
+        assert!(!limiter.check(ip(1)).allowed);
+        clock.advance(chrono::Duration::milliseconds(1));
+        let d = limiter.check(ip(1));
+        assert!(d.allowed);
+        assert_eq!(d.remaining, 0);
+        assert!(
+            limiter.check(ip(2)).allowed,
+            "another key has its own bucket"
+        );
+        clock.advance(chrono::Duration::seconds(60));
+        assert_eq!(limiter.check(ip(1)).remaining, 59, "a full bucket again");
+    }
+
+    #[test]
+    fn a_million_distinct_keys_do_not_grow_the_limiter_without_bound() {
+        let cap = 10_000;
+        let (limiter, clock) = limiter(60, cap);
+        let mut largest = 0;
+        for n in 0..1_000_000u32 {
+            if n % 1000 == 0 {
+                clock.advance(chrono::Duration::milliseconds(50));
+            }
+            assert!(
+                limiter.check(ip(n)).allowed,
+                "a new key always has a full bucket"
+            );
+            largest = largest.max(limiter.keys());
+        }
+        assert!(largest <= cap + 1, "{largest} keys held at most");
+        clock.advance(chrono::Duration::seconds(61));
+        limiter.sweep();
+        assert_eq!(limiter.keys(), 0, "idle keys are all dropped");
+    }
+
+    #[test]
+    fn eviction_keeps_the_busy_keys() {
+        let (limiter, _clock) = limiter(60, 100);
+        for _ in 0..60 {
+            limiter.check(ip(0));
+        }
+        for n in 1..=200 {
+            limiter.check(ip(n));
+        }
+        assert!(
+            !limiter.check(ip(0)).allowed,
+            "the exhausted key was not forgiven"
+        );
+    }
+}

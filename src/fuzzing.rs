@@ -1,0 +1,74 @@
+//! Entry points for the fuzz targets in `fuzz/`, also run over the committed seeds by
+//! `cargo test` (tests/fuzz_seeds.rs), so a regression shows up without a fuzzer.
+//!
+//! Each takes arbitrary bytes and must return without panicking, whatever they are.
+
+use std::path::Path;
+
+use crate::api::admin::VotePost;
+use crate::api::extract::{parse_json, snowflake_param};
+use crate::api::stats::StatsPost;
+use crate::domain::bot::{BotPatch, NewBot};
+use crate::domain::ids::{BotId, ProfileId, Snowflake};
+use crate::domain::profile::{NewProfile, ProfilePatch};
+use crate::domain::search::Search;
+use crate::persist::{journal, snapshot};
+
+/// The `GET /bots` query string.
+pub fn search_query(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(search) = Search::parse(&text) {
+        assert!(search.limit <= crate::domain::search::MAX_LIMIT);
+    }
+}
+
+/// Every JSON request body; the first byte picks which.
+pub fn json_body(data: &[u8]) {
+    let Some((&which, body)) = data.split_first() else {
+        return;
+    };
+    match which % 6 {
+        0 => drop(parse_json::<StatsPost>(body)),
+        1 => drop(parse_json::<NewBot>(body)),
+        2 => drop(parse_json::<BotPatch>(body)),
+        3 => drop(parse_json::<NewProfile>(body)),
+        4 => drop(parse_json::<ProfilePatch>(body)),
+        _ => drop(parse_json::<VotePost>(body)),
+    }
+}
+
+/// Path ids (UUID or snowflake) and the `userId` query parameter.
+pub fn ids(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some(snowflake) = Snowflake::parse(&text) {
+        assert_eq!(
+            snowflake.to_string(),
+            text,
+            "a snowflake prints as it was parsed"
+        );
+    }
+    if let Some(id) = BotId::parse(&text) {
+        assert_eq!(id.to_string(), text.to_lowercase());
+    }
+    let _ = ProfileId::parse(&text);
+    let _ = snowflake_param(&text, "userId");
+}
+
+/// A snapshot file.
+pub fn snapshot_file(data: &[u8]) {
+    let _ = snapshot::decode(data);
+}
+
+/// A journal segment.
+pub fn journal_segment(data: &[u8]) {
+    let _ = journal::scan_segment(Path::new("journal-00000000000000000001.log"), data);
+}
+
+/// The targets by name, as `fuzz/seeds/<name>/` calls them.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("search_query", search_query),
+    ("json_body", json_body),
+    ("ids", ids),
+    ("snapshot_file", snapshot_file),
+    ("journal_segment", journal_segment),
+];

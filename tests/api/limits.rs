@@ -1,0 +1,353 @@
+//! CONTRACT section 3 (rate limits) and the request limits of the hostile-input issue.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp};
+
+fn header(response: &reqwest::Response, name: &str) -> Option<u64> {
+    response.headers().get(name)?.to_str().ok()?.parse().ok()
+}
+
+async fn exhaust(app: &TestApp, path: &str, token: Option<&str>) {
+    for used in 1..=60u64 {
+        let response = app
+            .request(Method::GET, path, token)
+            .send()
+            .await
+            .expect("sent");
+        assert_ne!(
+            response.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "request {used}"
+        );
+        assert_eq!(header(&response, "x-ratelimit-remaining"), Some(60 - used));
+    }
+}
+
+async fn assert_limited(response: reqwest::Response) -> u64 {
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry = header(&response, "retry-after").expect("Retry-After");
+    assert!(retry >= 1);
+    assert_eq!(header(&response, "x-ratelimit-limit"), Some(60));
+    assert_eq!(header(&response, "x-ratelimit-remaining"), Some(0));
+    assert!(header(&response, "x-ratelimit-reset").is_some_and(|r| r >= retry));
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json; charset=utf-8")
+    );
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(
+        body,
+        json!({ "retry_after": retry }),
+        "not the error envelope"
+    );
+    retry
+}
+
+#[actix_web::test]
+async fn sixty_requests_then_429_with_retry_after_and_one_back_each_second() {
+    let app = spawn_app().await;
+    let first = app.get("/bots").await;
+    assert_eq!(header(&first, "x-ratelimit-limit"), Some(60));
+    assert_eq!(header(&first, "x-ratelimit-remaining"), Some(59));
+    assert_eq!(header(&first, "x-ratelimit-reset"), Some(1));
+    for _ in 0..59 {
+        app.get("/bots").await;
+    }
+    assert_eq!(assert_limited(app.get("/bots").await).await, 1);
+    app.clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
+    assert_limited(app.get("/bots").await).await;
+    app.clock.advance(chrono::Duration::seconds(60));
+    assert_eq!(
+        header(&app.get("/bots").await, "x-ratelimit-remaining"),
+        Some(59)
+    );
+}
+
+#[actix_web::test]
+async fn every_bots_route_shares_one_bucket_and_errors_carry_the_headers() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let paths = [
+        "/bots".to_string(),
+        format!("/bots/{}", bot.id),
+        format!("/bots/{}/stats", bot.id),
+        "/bots/404".into(),
+        "/bots/x/y/z".into(),
+    ];
+    for i in 0..60 {
+        let response = app.get(&paths[i % paths.len()]).await;
+        assert!(
+            header(&response, "x-ratelimit-remaining").is_some(),
+            "{} {}",
+            paths[i % paths.len()],
+            response.status()
+        );
+    }
+    assert_limited(app.get(&format!("/bots/{}/stats", bot.id)).await).await;
+    assert_limited(app.get("/bots/check?userId=1").await).await;
+}
+
+#[actix_web::test]
+async fn a_valid_token_is_its_own_key_and_a_bad_one_counts_as_the_ip() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    exhaust(&app, "/bots", None).await;
+    assert_limited(app.get_with("/bots", "not-a-token").await).await;
+    let response = app.get_with("/bots", &bot.token).await;
+    assert_eq!(response.status(), StatusCode::OK, "the bot's own bucket");
+    assert_eq!(header(&response, "x-ratelimit-remaining"), Some(59));
+    exhaust_from(&app, &bot.token, 59).await;
+    let refused = app
+        .request(
+            Method::POST,
+            &format!("/bots/{}/stats", bot.id),
+            Some(&bot.token),
+        )
+        .json(&json!({ "server_count": 999 }))
+        .send()
+        .await
+        .expect("sent");
+    assert_limited(refused).await;
+    app.clock.advance(chrono::Duration::seconds(1));
+    let stats: Value = app
+        .get_with(&format!("/bots/{}/stats", bot.id), &bot.token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(stats["server_count"], 0, "a refused request does no work");
+}
+
+async fn exhaust_from(app: &TestApp, token: &str, left: u64) {
+    for _ in 0..left {
+        assert_eq!(app.get_with("/bots", token).await.status(), StatusCode::OK);
+    }
+}
+
+#[actix_web::test]
+async fn users_have_their_own_bucket_and_admin_is_not_limited() {
+    let app = spawn_app().await;
+    let user = app.create_user("ada").await;
+    exhaust(&app, "/bots", None).await;
+    let path = format!("/users/{}", user["id"].as_str().expect("id"));
+    let response = app.get(&path).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(header(&response, "x-ratelimit-remaining"), Some(59));
+    for _ in 0..59 {
+        app.get(&path).await;
+    }
+    assert_limited(app.get(&path).await).await;
+    for n in 0..70 {
+        let response = app
+            .admin(
+                Method::POST,
+                "/admin/users",
+                Some(&json!({ "username": format!("u{n}") })),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        assert!(response.headers().get("x-ratelimit-limit").is_none());
+    }
+}
+
+#[actix_web::test]
+async fn rate_limit_0_turns_limits_off() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    let app = spawn_app_with(settings).await;
+    for _ in 0..80 {
+        let response = app.get("/bots").await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.headers().get("x-ratelimit-limit").is_none());
+    }
+}
+
+#[actix_web::test]
+async fn forwarded_for_is_the_key_only_when_trusted() {
+    let app = spawn_app().await;
+    for n in 0..61 {
+        let response = app
+            .request(Method::GET, "/bots", None)
+            .header("x-forwarded-for", format!("10.0.0.{n}"))
+            .send()
+            .await
+            .expect("sent");
+        if n == 60 {
+            assert_limited(response).await;
+        }
+    }
+    let mut settings = test_settings();
+    settings.trust_forwarded_for = true;
+    let app = spawn_app_with(settings).await;
+    for n in 0..61 {
+        let response = app
+            .request(Method::GET, "/bots", None)
+            .header("x-forwarded-for", format!("203.0.113.{n}, 10.0.0.1"))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "each client address has its own bucket"
+        );
+    }
+}
+
+/// Raw HTTP on a blocking thread: returns what the server sent before closing, and how long
+/// the connection stayed open.
+async fn raw(port: u16, steps: Vec<(Vec<u8>, Duration)>, read_for: Duration) -> (String, Duration) {
+    actix_web::rt::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+        stream.set_read_timeout(Some(read_for)).expect("timeout");
+        for (bytes, pause) in steps {
+            if stream.write_all(&bytes).is_err() {
+                break;
+            }
+            std::thread::sleep(pause);
+        }
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            started.elapsed(),
+        )
+    })
+    .await
+    .expect("joined")
+}
+
+#[actix_web::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off_while_others_are_served() {
+    let mut settings = test_settings();
+    settings.request_timeout = Duration::from_secs(1);
+    let app = spawn_app_with(settings).await;
+    let slow = raw(
+        app.port,
+        vec![(
+            b"GET /api/v1/bots HTTP/1.1\r\nHost: x\r\n".to_vec(),
+            Duration::ZERO,
+        )],
+        Duration::from_secs(10),
+    );
+    let served = async {
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+        app.get("/bots").await.status()
+    };
+    let ((answer, open_for), status) = tokio::join!(slow, served);
+    assert_eq!(status, StatusCode::OK, "the slow client holds no worker");
+    assert!(
+        open_for < Duration::from_secs(5),
+        "cut off after {open_for:?}"
+    );
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+}
+
+#[actix_web::test]
+async fn a_body_that_trickles_in_is_408_with_the_envelope() {
+    let mut settings = test_settings();
+    settings.request_timeout = Duration::from_secs(1);
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    let head = format!(
+        "POST /api/v1/bots/{}/stats HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{{",
+        bot.id, bot.token
+    );
+    let (answer, _) = raw(
+        app.port,
+        vec![
+            (head.into_bytes(), Duration::from_millis(1500)),
+            (b" ".to_vec(), Duration::ZERO),
+        ],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"request_timeout\""), "{answer}");
+}
+
+#[actix_web::test]
+async fn oversized_headers_are_refused_and_the_server_goes_on() {
+    let app = spawn_app().await;
+    let huge = "x".repeat(64 * 1024);
+    let request = format!(
+        "GET /api/v1/bots HTTP/1.1\r\nHost: x\r\nX-Big: {huge}\r\nConnection: close\r\n\r\n"
+    );
+    let (answer, _) = raw(
+        app.port,
+        vec![(request.into_bytes(), Duration::ZERO)],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:.200}");
+    assert!(answer.contains("\"headers_too_large\""), "{answer:.400}");
+    let many: String = (0..200).map(|n| format!("X-H{n}: v\r\n")).collect();
+    let request =
+        format!("GET /api/v1/bots HTTP/1.1\r\nHost: x\r\n{many}Connection: close\r\n\r\n");
+    let (answer, _) = raw(
+        app.port,
+        vec![(request.into_bytes(), Duration::ZERO)],
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431") || answer.starts_with("HTTP/1.1 400"),
+        "{answer:.200}"
+    );
+    assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
+}
+
+#[actix_web::test]
+async fn an_idle_keep_alive_connection_is_closed() {
+    let mut settings = test_settings();
+    settings.keep_alive = Duration::from_secs(1);
+    let app = spawn_app_with(settings).await;
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    let (answer, open_for) = raw(
+        app.port,
+        vec![(request, Duration::ZERO)],
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        open_for < Duration::from_secs(5),
+        "closed after {open_for:?}"
+    );
+}
+
+#[actix_web::test]
+async fn admin_routes_are_never_limited_even_for_a_client_over_its_limit() {
+    let app = spawn_app().await;
+    exhaust(&app, "/bots", None).await;
+    let response = app
+        .admin(
+            Method::POST,
+            "/admin/users",
+            Some(&json!({ "username": "ada" })),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let wrong = app
+        .request(Method::POST, "/admin/users", Some("wrong"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(wrong.headers().get("x-ratelimit-limit").is_none());
+    assert_error(wrong, StatusCode::UNAUTHORIZED, "unauthorized").await;
+}
