@@ -64,8 +64,11 @@ pub fn journal_segment(data: &[u8]) {
     let _ = journal::scan_segment(Path::new("journal-00000000000000000001.log"), data);
 }
 
+/// A fuzz entry point.
+pub type Target = fn(&[u8]);
+
 /// The targets by name, as `fuzz/seeds/<name>/` calls them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("search_query", search_query),
     ("json_body", json_body),
     ("ids", ids),
