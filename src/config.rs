@@ -111,6 +111,10 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_KEEP_ALIVE", default_value_t = 15)]
     pub keep_alive: u64,
 
+    /// Let webhook URLs point at loopback, private and link-local addresses.
+    #[arg(long, env = "BOTLIST_ALLOW_PRIVATE_WEBHOOKS")]
+    pub allow_private_webhooks: bool,
+
     /// Token of the admin API; without one the admin API answers 404.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,

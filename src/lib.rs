@@ -9,3 +9,4 @@ pub mod domain;
 pub mod fuzzing;
 pub mod persist;
 pub mod startup;
+pub mod webhooks;

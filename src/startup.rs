@@ -26,6 +26,7 @@ use crate::persist::journal::{FsyncMode, Journal};
 use crate::persist::recovery::{self, Recovered};
 use crate::persist::state::DirectoryState;
 use crate::persist::Persistence;
+use crate::webhooks::Dispatcher;
 
 /// What the server needs, whether it came from the command line or a test.
 #[derive(Clone, Debug)]
@@ -51,6 +52,10 @@ pub struct Settings {
     /// Time to send headers, and again to send the body.
     pub request_timeout: Duration,
     pub keep_alive: Duration,
+    /// Let webhooks reach loopback and private addresses (tests, private deployments).
+    pub allow_private_webhooks: bool,
+    /// How long a webhook receiver has to answer.
+    pub webhook_timeout: Duration,
 }
 
 impl Settings {
@@ -73,6 +78,8 @@ impl Settings {
             max_connections: args.max_connections.max(1),
             request_timeout: Duration::from_secs(args.request_timeout.max(1)),
             keep_alive: Duration::from_secs(args.keep_alive),
+            allow_private_webhooks: args.allow_private_webhooks,
+            webhook_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -143,10 +150,19 @@ impl Application {
             .collect();
         let directory = Arc::new(Directory::default());
         let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&clock),
+            Arc::clone(&directory),
+            settings.webhook_timeout,
+            settings.allow_private_webhooks,
+        )
+        .map_err(std::io::Error::other)?;
+        dispatcher.start();
         let registry = Registry::new(
             Arc::clone(&directory),
             Arc::clone(&clock),
             journal.clone(),
+            dispatcher,
             spawner,
         )
         .start();
@@ -198,6 +214,7 @@ impl Application {
             limiter,
             trust_forwarded_for: settings.trust_forwarded_for,
             request_timeout: settings.request_timeout,
+            allow_private_webhooks: settings.allow_private_webhooks,
         });
         let base_path = settings.base_path.clone();
         let server = HttpServer::new(move || {

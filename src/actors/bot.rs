@@ -7,14 +7,17 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use arc_swap::ArcSwap;
+use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView, ServerCount};
 use crate::domain::ids::Snowflake;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
+use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal};
 use crate::persist::state::Record;
+use crate::webhooks::{Dispatcher, Job, Target};
 
 use super::when_durable;
 
@@ -29,6 +32,7 @@ pub struct BotActor {
     published: Published,
     clock: Arc<dyn Clock>,
     journal: Journal,
+    dispatcher: Arc<Dispatcher>,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
 }
@@ -39,14 +43,67 @@ impl BotActor {
         published: Published,
         clock: Arc<dyn Clock>,
         journal: Journal,
+        dispatcher: Arc<Dispatcher>,
     ) -> Self {
         Self {
             state,
             published,
             clock,
             journal,
+            dispatcher,
             recent_voters: None,
         }
+    }
+
+    /// Keeps a delivery in the outbox, journals it, and schedules its next attempt if it has one.
+    fn save_delivery(&mut self, delivery: Delivery) -> Durable {
+        self.state.deliveries.save(delivery.clone());
+        let bot = self.state.listing.id;
+        let durable = self.commit(Record::DeliverySaved {
+            bot,
+            delivery: delivery.clone(),
+        });
+        self.schedule(&delivery);
+        for overflow in self.state.deliveries.overflow() {
+            let mut given_up = overflow;
+            given_up.state = DeliveryState::Failed;
+            given_up.next_attempt_at = None;
+            given_up.last_error = Some("the outbox of this bot is full".into());
+            self.state.deliveries.save(given_up.clone());
+            self.commit(Record::DeliverySaved {
+                bot,
+                delivery: given_up,
+            });
+        }
+        durable
+    }
+
+    /// Hands an open delivery to the dispatcher for its due time, to the URL set now.
+    fn schedule(&self, delivery: &Delivery) {
+        let (Some(due), Some(url)) = (delivery.next_attempt_at, &self.state.webhook.url) else {
+            return;
+        };
+        if !delivery.is_open() {
+            return;
+        }
+        let format = self.state.webhook.format;
+        self.dispatcher.schedule(Job {
+            bot: self.state.listing.id,
+            delivery: delivery.id,
+            event: delivery.event,
+            due,
+            target: Target {
+                url: url.as_str().to_owned(),
+                secret: self
+                    .state
+                    .webhook
+                    .secret
+                    .as_ref()
+                    .map(|s| s.as_str().to_owned()),
+                format,
+            },
+            body: delivery.body(format).to_owned(),
+        });
     }
 
     /// Journals a change already applied in memory and publishes the new view. The reply waits
@@ -65,6 +122,10 @@ impl Actor for BotActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+        // Deliveries queued or in retry before a restart go out again.
+        for delivery in self.state.deliveries.open() {
+            self.schedule(delivery);
+        }
     }
 }
 
@@ -87,7 +148,104 @@ impl Handler<RecordVote> for BotActor {
         };
         self.recent_voters = None;
         let bot = self.state.listing.id;
-        when_durable(self.commit(Record::Voted { bot, voter, at }), counts)
+        let mut durable = self.commit(Record::Voted {
+            bot,
+            voter: voter.clone(),
+            at,
+        });
+        if self.state.webhook.url.is_some() {
+            let delivery = Delivery::vote(Uuid::new_v4(), &self.state.listing, &voter, at, counts);
+            // Journaled after the vote: its being durable means the vote is too.
+            durable = self.save_delivery(delivery);
+        }
+        when_durable(durable, counts)
+    }
+}
+
+/// What one webhook attempt came to, from the dispatcher.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DeliveryOutcome {
+    pub delivery: Uuid,
+    pub attempt: Attempt,
+}
+
+impl Handler<DeliveryOutcome> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, outcome: DeliveryOutcome, _: &mut Self::Context) {
+        let Some(mut delivery) = self.state.deliveries.get(outcome.delivery).cloned() else {
+            return;
+        };
+        // A late answer for a delivery already settled (say, redelivered and delivered) is news
+        // of nothing.
+        if !delivery.is_open() {
+            return;
+        }
+        delivery.record(outcome.attempt, self.clock.now());
+        self.save_delivery(delivery);
+    }
+}
+
+/// Queues a `webhook.test` event to the bot's receiver.
+#[derive(Message)]
+#[rtype(result = "Result<Delivery, Rejection>")]
+pub struct SendTest;
+
+impl Handler<SendTest> for BotActor {
+    type Result = ResponseFuture<Result<Delivery, Rejection>>;
+
+    fn handle(&mut self, _: SendTest, _: &mut Self::Context) -> Self::Result {
+        if self.state.webhook.url.is_none() {
+            return Box::pin(async {
+                Err(Rejection::Invalid(
+                    "this bot has no webhook_url to send to".into(),
+                ))
+            });
+        }
+        let delivery = Delivery::test(Uuid::new_v4(), &self.state.listing, self.clock.now());
+        when_durable(self.save_delivery(delivery.clone()), delivery)
+    }
+}
+
+/// Sends a delivery again from its first try: the same id and body.
+#[derive(Message)]
+#[rtype(result = "Result<Delivery, Rejection>")]
+pub struct Redeliver(pub Uuid);
+
+impl Handler<Redeliver> for BotActor {
+    type Result = ResponseFuture<Result<Delivery, Rejection>>;
+
+    fn handle(&mut self, Redeliver(id): Redeliver, _: &mut Self::Context) -> Self::Result {
+        let Some(mut delivery) = self.state.deliveries.get(id).cloned() else {
+            return Box::pin(async move {
+                Err(Rejection::NotFound(format!(
+                    "no delivery with id {id} for this bot"
+                )))
+            });
+        };
+        if self.state.webhook.url.is_none() {
+            return Box::pin(async {
+                Err(Rejection::Invalid(
+                    "this bot has no webhook_url to send to".into(),
+                ))
+            });
+        }
+        delivery.requeue(self.clock.now());
+        when_durable(self.save_delivery(delivery.clone()), delivery)
+    }
+}
+
+/// The latest deliveries, newest first.
+#[derive(Message)]
+#[rtype(result = "Vec<Delivery>")]
+pub struct RecentDeliveries;
+
+impl Handler<RecentDeliveries> for BotActor {
+    type Result = MessageResult<RecentDeliveries>;
+
+    fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.state.deliveries.recent().cloned().collect())
     }
 }
 
@@ -226,11 +384,20 @@ mod tests {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
+        let directory = Arc::new(crate::actors::directory::Directory::default());
+        let dispatcher = Dispatcher::new(
+            clock.clone(),
+            directory,
+            std::time::Duration::from_secs(1),
+            false,
+        )
+        .expect("a client");
         let bot = BotActor::new(
             state,
             Arc::clone(&published),
             clock.clone(),
             Journal::in_memory(1),
+            dispatcher,
         )
         .start();
 

@@ -20,6 +20,7 @@ use crate::domain::time::Clock;
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal};
 use crate::persist::state::{DirectoryState, Record, StoredBot};
+use crate::webhooks::Dispatcher;
 
 /// Spreads bot actors over a fixed set of arbiters (threads), round robin.
 pub struct BotSpawner {
@@ -56,6 +57,7 @@ pub struct Registry {
     directory: Arc<Directory>,
     clock: Arc<dyn Clock>,
     journal: Journal,
+    dispatcher: Arc<Dispatcher>,
     spawner: BotSpawner,
     /// The last journal record of the registry's own (profiles, listing, tokens).
     last_seq: u64,
@@ -70,12 +72,14 @@ impl Registry {
         directory: Arc<Directory>,
         clock: Arc<dyn Clock>,
         journal: Journal,
+        dispatcher: Arc<Dispatcher>,
         spawner: BotSpawner,
     ) -> Self {
         Self {
             directory,
             clock,
             journal,
+            dispatcher,
             spawner,
             last_seq: 0,
             bots: HashMap::new(),
@@ -95,6 +99,7 @@ impl Registry {
             Arc::clone(&view),
             Arc::clone(&self.clock),
             self.journal.clone(),
+            Arc::clone(&self.dispatcher),
         );
         let handle = Arc::new(BotHandle {
             id,

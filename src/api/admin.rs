@@ -9,7 +9,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{json_body, Admin};
 use super::users::not_found as profile_not_found;
 use super::{reply, AppState};
-use crate::actors::bot::RecordVote;
+use crate::actors::bot::{RecentDeliveries, RecordVote, Redeliver, SendTest};
 use crate::actors::registry::{
     CreateBot, CreateProfile, DeleteProfile, DelistBot, RotateToken, UpdateBot, UpdateProfile,
 };
@@ -17,7 +17,12 @@ use crate::domain::bot::{BotPatch, NewBot, PublicBot};
 use crate::domain::ids::{ProfileId, Snowflake};
 use crate::domain::profile::{NewProfile, ProfilePatch, PublicProfile};
 use crate::domain::text::{HttpUrl, VoterName};
+use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
+use crate::domain::webhook::{Delivery, DeliveryState, Event};
+use crate::webhooks::guard;
+use actix_web::http::StatusCode;
+use uuid::Uuid;
 
 #[derive(Serialize, ToSchema)]
 pub struct CreatedBot<'a> {
@@ -48,6 +53,16 @@ pub struct VotePost {
 pub struct VoteCounts {
     pub vote_count: u64,
     pub monthly_vote_count: u64,
+}
+
+/// The SSRF guard on a webhook URL being set.
+async fn check_webhook_url(state: &AppState, url: Option<&HttpUrl>) -> Result<(), ApiError> {
+    match url {
+        Some(url) => guard::check_url(url.as_str(), state.allow_private_webhooks)
+            .await
+            .map_err(|why| ApiError::BadRequest(format!("`webhook_url` {why}"))),
+        None => Ok(()),
+    }
 }
 
 fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
@@ -141,6 +156,7 @@ pub async fn create_bot(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let new: NewBot = json_body(&request, body).await?;
+    check_webhook_url(&state, new.webhook_url.as_ref()).await?;
     let (view, token) = state.registry.send(CreateBot(new)).await??;
     Ok(reply::created(&CreatedBot {
         bot: view.public(state.clock.now()),
@@ -170,6 +186,7 @@ pub async fn update_bot(
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
     let patch: BotPatch = json_body(&request, body).await?;
+    check_webhook_url(&state, patch.webhook_url.as_set()).await?;
     let view = state.registry.send(UpdateBot(bot.id, patch)).await??;
     Ok(reply::ok(&view.public(state.clock.now())))
 }
@@ -280,4 +297,115 @@ pub async fn snapshot(_: Admin, state: web::Data<AppState>) -> Result<HttpRespon
         file: written.path.display().to_string(),
         bytes: written.bytes,
     }))
+}
+
+/// A webhook delivery as the admin API shows it; bodies and secrets are not shown.
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryView<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    pub id: Uuid,
+    pub event: Event,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    /// The receiver's last status code, if it answered
+    pub last_status: Option<u16>,
+    /// Why the last attempt failed
+    pub last_error: Option<&'a str>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub delivered_at: Option<Timestamp>,
+}
+
+impl<'a> From<&'a Delivery> for DeliveryView<'a> {
+    fn from(d: &'a Delivery) -> Self {
+        Self {
+            id: d.id,
+            event: d.event,
+            state: d.state,
+            attempts: d.attempts,
+            last_status: d.last_status,
+            last_error: d.last_error.as_deref(),
+            next_attempt_at: d.next_attempt_at,
+            created_at: d.created_at,
+            delivered_at: d.delivered_at,
+        }
+    }
+}
+
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
+        (status = 400, description = "The bot has no webhook_url", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn send_test(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let delivery = bot.addr.send(SendTest).await??;
+    Ok(reply::json(
+        StatusCode::ACCEPTED,
+        &DeliveryView::from(&delivery),
+    ))
+}
+
+#[utoipa::path(
+    get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
+    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot", body = ErrorBody),
+    )
+)]
+pub async fn deliveries(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let deliveries = bot.addr.send(RecentDeliveries).await?;
+    let views: Vec<DeliveryView<'_>> = deliveries.iter().map(DeliveryView::from).collect();
+    Ok(reply::ok(&views))
+}
+
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
+    params(
+        ("id" = String, Path, description = "Listing UUID or platform snowflake"),
+        ("delivery_id" = String, Path, description = "The delivery's id"),
+    ),
+    security(("admin_token" = [])),
+    responses(
+        (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
+        (status = 400, description = "The bot has no webhook_url", body = ErrorBody),
+        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
+        (status = 404, description = "No such bot or delivery", body = ErrorBody),
+    )
+)]
+pub async fn redeliver(
+    _: Admin,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, delivery_id) = path.into_inner();
+    let bot = find_bot(&state, &id)?;
+    let delivery_id = Uuid::parse_str(&delivery_id)
+        .map_err(|_| ApiError::NotFound(format!("no delivery with id `{delivery_id}`")))?;
+    let delivery = bot.addr.send(Redeliver(delivery_id)).await??;
+    Ok(reply::json(
+        StatusCode::ACCEPTED,
+        &DeliveryView::from(&delivery),
+    ))
 }

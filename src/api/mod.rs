@@ -45,6 +45,7 @@ pub struct AppState {
     pub trust_forwarded_for: bool,
     /// How long a client has to send a body once its headers are in.
     pub request_timeout: std::time::Duration,
+    pub allow_private_webhooks: bool,
 }
 
 /// Every route. The classic routes without an id come before `/bots/{id}` so they win.
@@ -92,6 +93,16 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                     )
                     .service(web::resource("/admin/bots/{id}/token").post(admin::rotate_token))
                     .service(web::resource("/admin/bots/{id}/votes").post(admin::record_vote))
+                    .service(web::resource("/admin/bots/{id}/webhook/test").post(admin::send_test))
+                    .service(
+                        web::resource("/admin/bots/{id}/webhook/deliveries").get(admin::deliveries),
+                    )
+                    .service(
+                        web::resource(
+                            "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver",
+                        )
+                        .post(admin::redeliver),
+                    )
                     .service(web::resource("/admin/snapshot").post(admin::snapshot)),
             )
             .default_service(web::to(no_route));

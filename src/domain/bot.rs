@@ -14,6 +14,7 @@ use super::text::{
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, VoteBook};
+use super::webhook::{Deliveries, WebhookFormat};
 
 /// A server count: an integer a JavaScript client can hold exactly (0 ..= 2^53 - 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
@@ -114,6 +115,8 @@ impl SearchText {
 pub struct WebhookSettings {
     pub url: Option<HttpUrl>,
     pub secret: Option<WebhookSecret>,
+    #[serde(default)]
+    pub format: WebhookFormat,
 }
 
 /// The body of `POST /admin/bots`.
@@ -152,6 +155,9 @@ pub struct NewBot {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
+    /// `signed` (default) or `legacy`
+    #[serde(default)]
+    pub webhook_format: WebhookFormat,
 }
 
 /// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a nullable one.
@@ -210,6 +216,8 @@ pub struct BotPatch {
     #[serde(default)]
     #[schema(value_type = Option<WebhookSecret>)]
     pub webhook_secret: Patch<WebhookSecret>,
+    #[serde(default, deserialize_with = "present")]
+    pub webhook_format: Option<WebhookFormat>,
 }
 
 /// Everything a bot actor owns: the unit that is published, snapshotted and replayed.
@@ -223,6 +231,9 @@ pub struct BotState {
     /// The last journal record applied to this bot, so replay skips what a snapshot holds.
     #[serde(default)]
     pub last_seq: u64,
+    /// The webhook outbox and the latest deliveries.
+    #[serde(default)]
+    pub deliveries: Deliveries,
 }
 
 impl BotState {
@@ -253,7 +264,9 @@ impl BotState {
             webhook: WebhookSettings {
                 url: new.webhook_url,
                 secret: new.webhook_secret,
+                format: new.webhook_format,
             },
+            deliveries: Deliveries::default(),
             votes: VoteBook::new(now),
             server_count: None,
             updated_at: now,
@@ -314,6 +327,9 @@ impl BotState {
         self.listing = Arc::new(listing);
         self.webhook.url = patch.webhook_url.apply(self.webhook.url.take());
         self.webhook.secret = patch.webhook_secret.apply(self.webhook.secret.take());
+        if let Some(format) = patch.webhook_format {
+            self.webhook.format = format;
+        }
         self.updated_at = now;
     }
 

@@ -10,6 +10,7 @@ pub mod search;
 pub mod text;
 pub mod time;
 pub mod votes;
+pub mod webhook;
 
 use time::Timestamp;
 

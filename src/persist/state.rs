@@ -10,6 +10,7 @@ use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::profile::Profile;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
+use crate::domain::webhook::Delivery;
 
 /// The whole directory at one journal sequence number.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -58,6 +59,11 @@ pub enum Record {
         bot: BotId,
         count: ServerCount,
         at: Timestamp,
+    },
+    /// A webhook delivery queued, attempted, given up or redelivered: its whole new state.
+    DeliverySaved {
+        bot: BotId,
+        delivery: Delivery,
     },
 }
 
@@ -108,6 +114,10 @@ impl Replayer {
             }),
             Record::StatsPosted { bot, count, at } => self.on_bot(seq, bot, |state| {
                 state.post_stats(count, at);
+                Ok(())
+            }),
+            Record::DeliverySaved { bot, delivery } => self.on_bot(seq, bot, |state| {
+                state.deliveries.save(delivery);
                 Ok(())
             }),
             Record::BotEdited {
@@ -180,7 +190,10 @@ impl Replayer {
                     stored.token = token;
                 }
             }
-            Record::Voted { .. } | Record::StatsPosted { .. } | Record::BotEdited { .. } => {}
+            Record::Voted { .. }
+            | Record::StatsPosted { .. }
+            | Record::BotEdited { .. }
+            | Record::DeliverySaved { .. } => {}
         }
     }
 

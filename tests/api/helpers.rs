@@ -47,6 +47,8 @@ pub fn test_settings() -> Settings {
         max_connections: 1_000,
         request_timeout: std::time::Duration::from_secs(10),
         keep_alive: std::time::Duration::from_secs(15),
+        allow_private_webhooks: false,
+        webhook_timeout: std::time::Duration::from_secs(5),
     }
 }
 

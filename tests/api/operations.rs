@@ -89,6 +89,9 @@ fn every_route(base: &str) -> BTreeSet<String> {
         "POST /admin/bots/{id}/token",
         "POST /admin/bots/{id}/votes",
         "POST /admin/snapshot",
+        "POST /admin/bots/{id}/webhook/test",
+        "GET /admin/bots/{id}/webhook/deliveries",
+        "POST /admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver",
     ];
     api.iter()
         .map(|route| route.replacen(' ', &format!(" {base}"), 1))

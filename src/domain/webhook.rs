@@ -1,0 +1,405 @@
+//! Vote webhooks: the formats, one delivery and its retries, and a bot's outbox.
+
+use std::collections::VecDeque;
+
+use chrono::Duration;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::bot::Listing;
+use super::time::Timestamp;
+use super::votes::{vote_window, VoteCounts, Voter};
+
+/// How deliveries to a bot's receiver are shaped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// botlist's event, signed with HMAC-SHA256 of the secret.
+    #[default]
+    Signed,
+    /// The classic bot-list vote body, with the secret as the `Authorization` header.
+    Legacy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum Event {
+    #[serde(rename = "vote.create")]
+    VoteCreate,
+    #[serde(rename = "webhook.test")]
+    Test,
+}
+
+impl Event {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::VoteCreate => "vote.create",
+            Self::Test => "webhook.test",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Not tried yet.
+    Pending,
+    /// Tried, failed, and due again at `next_attempt_at`.
+    Retrying,
+    Delivered,
+    /// Given up: a 4xx, a refused target, or out of tries.
+    Failed,
+}
+
+/// Tries before a delivery is given up: 1 s, 2 s, 4 s ... capped at 15 min, about 62 min in all.
+pub const MAX_ATTEMPTS: u32 = 14;
+const MAX_DELAY_SECONDS: i64 = 15 * 60;
+/// A receiver's Retry-After is honoured up to this.
+const MAX_RETRY_AFTER_SECONDS: u64 = 60 * 60;
+/// Deliveries shown per bot; pending ones are never dropped to make room.
+pub const KEPT_DELIVERIES: usize = 100;
+/// Pending deliveries per bot past which the oldest are given up (a receiver dead for hours).
+pub const MAX_PENDING: usize = 10_000;
+
+/// One event for one bot's receiver, with the bodies of both formats fixed when it was queued, so
+/// every retry sends the same bytes whatever happens to the bot meanwhile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub event: Event,
+    pub created_at: Timestamp,
+    pub signed_body: String,
+    pub legacy_body: String,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
+}
+
+/// What one attempt came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// A 2xx within the timeout.
+    Delivered(u16),
+    /// An answer that is not 2xx; `retry_after` from a 429's header.
+    Status {
+        status: u16,
+        retry_after: Option<u64>,
+    },
+    /// No answer: timeout, connection refused, reset.
+    Unreachable(String),
+    /// The target was refused before connecting (a private address).
+    Refused(String),
+}
+
+impl Delivery {
+    fn new(
+        id: Uuid,
+        event: Event,
+        now: Timestamp,
+        signed: serde_json::Value,
+        legacy: serde_json::Value,
+    ) -> Self {
+        Self {
+            id,
+            event,
+            created_at: now,
+            signed_body: signed.to_string(),
+            legacy_body: legacy.to_string(),
+            state: DeliveryState::Pending,
+            attempts: 0,
+            last_status: None,
+            last_error: None,
+            next_attempt_at: Some(now),
+            delivered_at: None,
+        }
+    }
+
+    pub fn vote(
+        id: Uuid,
+        listing: &Listing,
+        voter: &Voter,
+        voted_at: Timestamp,
+        counts: VoteCounts,
+    ) -> Self {
+        let signed = json!({
+            "type": Event::VoteCreate.name(),
+            "id": id,
+            "created_at": voted_at,
+            "data": {
+                "bot": { "id": listing.id, "platform_id": listing.platform_id },
+                "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
+                "voted_at": voted_at,
+                "expires_at": voted_at.plus(vote_window()),
+                "vote_count": counts.vote_count,
+                "monthly_vote_count": counts.monthly_vote_count,
+            }
+        });
+        let legacy = json!({
+            "bot": listing.platform_id,
+            "user": voter.id,
+            "type": "upvote",
+            "isWeekend": false,
+        });
+        Self::new(id, Event::VoteCreate, voted_at, signed, legacy)
+    }
+
+    pub fn test(id: Uuid, listing: &Listing, now: Timestamp) -> Self {
+        let signed = json!({
+            "type": Event::Test.name(),
+            "id": id,
+            "created_at": now,
+            "data": { "bot": { "id": listing.id, "platform_id": listing.platform_id } }
+        });
+        let legacy = json!({
+            "bot": listing.platform_id,
+            "user": "0",
+            "type": "test",
+            "isWeekend": false,
+        });
+        Self::new(id, Event::Test, now, signed, legacy)
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self.state, DeliveryState::Pending | DeliveryState::Retrying)
+    }
+
+    pub fn body(&self, format: WebhookFormat) -> &str {
+        match format {
+            WebhookFormat::Signed => &self.signed_body,
+            WebhookFormat::Legacy => &self.legacy_body,
+        }
+    }
+
+    /// Records an attempt's outcome and decides whether and when to try again.
+    pub fn record(&mut self, attempt: Attempt, now: Timestamp) {
+        self.attempts += 1;
+        let (status, error, retry_after) = match attempt {
+            Attempt::Delivered(status) => {
+                self.state = DeliveryState::Delivered;
+                self.last_status = Some(status);
+                self.last_error = None;
+                self.delivered_at = Some(now);
+                self.next_attempt_at = None;
+                return;
+            }
+            Attempt::Status {
+                status,
+                retry_after,
+            } => {
+                let retryable = status == 408 || status == 429 || status >= 500;
+                let error = format!("the receiver answered {status}");
+                (Some(status), error, retryable.then_some(retry_after))
+            }
+            Attempt::Unreachable(error) => (None, error, Some(None)),
+            Attempt::Refused(error) => (None, error, None),
+        };
+        self.last_status = status;
+        self.last_error = Some(error);
+        match retry_after.and_then(|hint| self.delay(hint)) {
+            Some(delay) => {
+                self.state = DeliveryState::Retrying;
+                self.next_attempt_at = Some(now.plus(delay));
+            }
+            None => {
+                self.state = DeliveryState::Failed;
+                self.next_attempt_at = None;
+            }
+        }
+    }
+
+    /// Exponential from 1 s, capped; `None` once the tries are used up.
+    fn delay(&self, retry_after: Option<u64>) -> Option<Duration> {
+        if self.attempts >= MAX_ATTEMPTS {
+            return None;
+        }
+        let backoff = (1i64 << (self.attempts - 1).min(20)).min(MAX_DELAY_SECONDS);
+        let asked = retry_after.map_or(0, |s| s.min(MAX_RETRY_AFTER_SECONDS) as i64);
+        Some(Duration::seconds(backoff.max(asked)))
+    }
+
+    /// Starts over, as `POST .../redeliver` asks: the same id and body, a fresh set of tries.
+    pub fn requeue(&mut self, now: Timestamp) {
+        self.state = DeliveryState::Pending;
+        self.attempts = 0;
+        self.last_error = None;
+        self.last_status = None;
+        self.delivered_at = None;
+        self.next_attempt_at = Some(now);
+    }
+}
+
+/// A bot's deliveries, newest first: every open one, and the finished ones up to
+/// [`KEPT_DELIVERIES`] in all.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Deliveries {
+    items: VecDeque<Delivery>,
+}
+
+impl Deliveries {
+    /// Adds a delivery or replaces the one with its id.
+    pub fn save(&mut self, delivery: Delivery) {
+        match self.items.iter_mut().find(|d| d.id == delivery.id) {
+            Some(existing) => *existing = delivery,
+            None => self.items.push_front(delivery),
+        }
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        while self.items.len() > KEPT_DELIVERIES {
+            match self.items.iter().rposition(|d| !d.is_open()) {
+                Some(oldest_finished) => {
+                    self.items.remove(oldest_finished);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Open deliveries past [`MAX_PENDING`], oldest first: to be given up.
+    pub fn overflow(&self) -> Vec<Delivery> {
+        let open: Vec<&Delivery> = self.items.iter().filter(|d| d.is_open()).collect();
+        open.iter()
+            .skip(MAX_PENDING)
+            .map(|d| (*d).clone())
+            .collect()
+    }
+
+    pub fn get(&self, id: Uuid) -> Option<&Delivery> {
+        self.items.iter().find(|d| d.id == id)
+    }
+
+    pub fn open(&self) -> impl Iterator<Item = &Delivery> {
+        self.items.iter().filter(|d| d.is_open())
+    }
+
+    /// The newest [`KEPT_DELIVERIES`].
+    pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
+        self.items.iter().take(KEPT_DELIVERIES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery() -> Delivery {
+        Delivery::new(
+            Uuid::new_v4(),
+            Event::Test,
+            Timestamp::from_millis(0),
+            json!({}),
+            json!({}),
+        )
+    }
+
+    #[test]
+    fn retries_back_off_from_one_second_for_about_an_hour() {
+        let mut d = delivery();
+        let mut now = Timestamp::from_millis(0);
+        let mut waits = Vec::new();
+        while d.state != DeliveryState::Failed {
+            d.record(
+                Attempt::Status {
+                    status: 503,
+                    retry_after: None,
+                },
+                now,
+            );
+            if let Some(next) = d.next_attempt_at {
+                waits.push((next.millis() - now.millis()) / 1000);
+                now = next;
+            }
+        }
+        assert_eq!(d.attempts, MAX_ATTEMPTS);
+        assert_eq!(&waits[..5], &[1, 2, 4, 8, 16]);
+        assert_eq!(*waits.last().expect("waits"), 900);
+        let total: i64 = waits.iter().sum();
+        assert!((3000..=4500).contains(&total), "{total} s in all");
+    }
+
+    #[test]
+    fn only_timeouts_429_408_and_5xx_are_retried() {
+        for (attempt, retried) in [
+            (
+                Attempt::Status {
+                    status: 500,
+                    retry_after: None,
+                },
+                true,
+            ),
+            (
+                Attempt::Status {
+                    status: 408,
+                    retry_after: None,
+                },
+                true,
+            ),
+            (
+                Attempt::Status {
+                    status: 429,
+                    retry_after: Some(30),
+                },
+                true,
+            ),
+            (Attempt::Unreachable("timed out".into()), true),
+            (
+                Attempt::Status {
+                    status: 400,
+                    retry_after: None,
+                },
+                false,
+            ),
+            (
+                Attempt::Status {
+                    status: 404,
+                    retry_after: None,
+                },
+                false,
+            ),
+            (
+                Attempt::Status {
+                    status: 301,
+                    retry_after: None,
+                },
+                false,
+            ),
+            (Attempt::Refused("private".into()), false),
+        ] {
+            let mut d = delivery();
+            d.record(attempt.clone(), Timestamp::from_millis(0));
+            assert_eq!(d.state == DeliveryState::Retrying, retried, "{attempt:?}");
+        }
+        let mut d = delivery();
+        d.record(
+            Attempt::Status {
+                status: 429,
+                retry_after: Some(30),
+            },
+            Timestamp::from_millis(0),
+        );
+        assert_eq!(
+            d.next_attempt_at,
+            Some(Timestamp::from_millis(30_000)),
+            "Retry-After is honoured"
+        );
+    }
+
+    #[test]
+    fn finished_deliveries_make_room_open_ones_stay() {
+        let mut all = Deliveries::default();
+        let first = delivery();
+        all.save(first.clone());
+        for _ in 0..150 {
+            let mut d = delivery();
+            d.record(Attempt::Delivered(200), Timestamp::from_millis(0));
+            all.save(d);
+        }
+        assert_eq!(all.recent().count(), KEPT_DELIVERIES);
+        assert!(all.get(first.id).is_some(), "the open delivery is kept");
+    }
+}

@@ -1,0 +1,160 @@
+//! The guard against webhooks aimed at private networks (SSRF): checked when a URL is set and
+//! again at every delivery, since what a name resolves to can change.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Loopback, private, shared (CGNAT), link-local, unspecified, multicast, broadcast, documentation
+/// and other special-purpose addresses: nowhere a public receiver lives.
+pub fn is_forbidden(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 240
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_forbidden(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8
+                || first == 0x0064 && v6.segments()[1] == 0xff9b
+        }
+    }
+}
+
+/// Checks a URL being set: an IP literal in a forbidden range, `localhost`, or a name that
+/// resolves to a forbidden address is refused. A name that does not resolve now is accepted;
+/// delivery checks again.
+pub async fn check_url(url: &str, allow_private: bool) -> Result<(), String> {
+    if allow_private {
+        return Ok(());
+    }
+    let parsed = url::Url::parse(url).map_err(|e| format!("is not a URL ({e})"))?;
+    let host = parsed.host().ok_or("must name a host")?;
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let name = match host {
+        url::Host::Ipv4(v4) => return refuse_if(IpAddr::V4(v4)),
+        url::Host::Ipv6(v6) => return refuse_if(IpAddr::V6(v6)),
+        url::Host::Domain(name) => name.to_ascii_lowercase(),
+    };
+    if name == "localhost" || name.ends_with(".localhost") {
+        return Err("must not point at this machine (localhost)".into());
+    }
+    let lookup = tokio::net::lookup_host((name.as_str(), port));
+    if let Ok(Ok(addresses)) = actix_web::rt::time::timeout(Duration::from_secs(2), lookup).await {
+        for address in addresses {
+            refuse_if(address.ip())?;
+        }
+    }
+    Ok(())
+}
+
+fn refuse_if(ip: IpAddr) -> Result<(), String> {
+    if is_forbidden(ip) {
+        Err(format!(
+            "resolves to {ip}, a loopback, private, link-local or otherwise non-public address"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The resolver of the delivery client: drops forbidden addresses, so a name that now resolves
+/// to one fails to connect instead of reaching a private service.
+pub struct GuardedResolver {
+    pub allow_private: bool,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let found = tokio::net::lookup_host((name.as_str(), 0)).await?;
+            let allowed: Vec<SocketAddr> = found
+                .filter(|address| allow_private || !is_forbidden(address.ip()))
+                .collect();
+            if allowed.is_empty() {
+                let error: Box<dyn std::error::Error + Send + Sync> = format!(
+                    "{} resolves only to private or non-public addresses",
+                    name.as_str()
+                )
+                .into();
+                return Err(error);
+            }
+            let addrs: Addrs = Box::new(allowed.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+pub fn resolver(allow_private: bool) -> Arc<GuardedResolver> {
+    Arc::new(GuardedResolver { allow_private })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_special_addresses_are_forbidden() {
+        for bad in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "100.64.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fc00::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(is_forbidden(bad.parse().expect("an address")), "{bad}");
+        }
+        for good in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(!is_forbidden(good.parse().expect("an address")), "{good}");
+        }
+    }
+
+    #[actix_web::test]
+    async fn urls_aimed_at_private_targets_are_refused_when_set() {
+        for bad in [
+            "http://127.0.0.1:8080/hook",
+            "http://localhost/x",
+            "https://10.0.0.1/",
+            "http://[::1]/",
+            "http://sub.localhost/",
+        ] {
+            assert!(check_url(bad, false).await.is_err(), "{bad}");
+            assert!(check_url(bad, true).await.is_ok(), "{bad} with the flag");
+        }
+        assert!(check_url("https://hooks.example/never-resolves", false)
+            .await
+            .is_ok());
+    }
+}
