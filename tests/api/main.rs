@@ -13,3 +13,4 @@ mod stats;
 mod time_rules;
 mod users;
 mod votes;
+mod webhooks;

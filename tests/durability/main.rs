@@ -5,3 +5,4 @@ mod crash;
 mod lifecycle;
 mod process;
 mod replay;
+mod webhooks;

@@ -1,0 +1,497 @@
+//! Vote webhooks against real receivers bound to port 0.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use hmac::{Hmac, Mac};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp, TestBot};
+
+#[derive(Clone, Copy)]
+enum Reply {
+    Status(u16),
+    RetryAfter(u64),
+    Hang,
+    Redirect,
+}
+
+#[derive(Clone, Debug)]
+struct Received {
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("a JSON body")
+    }
+}
+
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+async fn receive(
+    request: HttpRequest,
+    body: web::Bytes,
+    script: web::Data<Script>,
+) -> HttpResponse {
+    let headers = request
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    script.received.lock().expect("lock").push(Received {
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let reply = script
+        .replies
+        .lock()
+        .expect("lock")
+        .pop_front()
+        .unwrap_or(Reply::Status(200));
+    match reply {
+        Reply::Status(code) => {
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(code).expect("a status"))
+                .finish()
+        }
+        Reply::RetryAfter(seconds) => HttpResponse::TooManyRequests()
+            .insert_header(("Retry-After", seconds.to_string()))
+            .finish(),
+        Reply::Redirect => HttpResponse::Found()
+            .insert_header(("Location", "/elsewhere"))
+            .finish(),
+        Reply::Hang => {
+            actix_web::rt::time::sleep(Duration::from_secs(30)).await;
+            HttpResponse::Ok().finish()
+        }
+    }
+}
+
+/// A receiver that answers with the script, then 200.
+async fn receiver(replies: &[Reply]) -> Receiver {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let script = web::Data::new(Script {
+        replies: Mutex::new(replies.iter().copied().collect()),
+        received: Arc::clone(&received),
+    });
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(script.clone())
+            .default_service(web::to(receive))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("binds");
+    let port = server.addrs()[0].port();
+    actix_web::rt::spawn(server.run());
+    Receiver {
+        url: format!("http://127.0.0.1:{port}/hook"),
+        received,
+    }
+}
+
+impl Receiver {
+    fn all(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    /// Waits (real time, bounded) until `n` requests have arrived.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let all = self.all();
+            if all.len() >= n {
+                return all;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} deliveries arrived",
+                all.len()
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+async fn webhook_app() -> TestApp {
+    let mut settings = test_settings();
+    settings.allow_private_webhooks = true;
+    settings.webhook_timeout = Duration::from_millis(500);
+    spawn_app_with(settings).await
+}
+
+async fn bot_with_hook(
+    app: &TestApp,
+    platform_id: u64,
+    receiver: &Receiver,
+    format: &str,
+) -> TestBot {
+    app.create_bot(platform_id, json!({ "webhook_url": receiver.url, "webhook_secret": "s3cret", "webhook_format": format }))
+        .await
+}
+
+async fn deliveries(app: &TestApp, bot: &TestBot) -> Vec<Value> {
+    let response = app
+        .admin(
+            Method::GET,
+            &format!("/admin/bots/{}/webhook/deliveries", bot.id),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.expect("json")
+}
+
+/// Waits until the newest delivery has been tried `attempts` times.
+async fn settled(app: &TestApp, bot: &TestBot, attempts: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = deliveries(app, bot).await;
+        if list.first().is_some_and(|d| d["attempts"] == attempts) {
+            return list[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never reached {attempts} attempts: {list:?}"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn verify(secret: &str, header: &str, body: &str) -> i64 {
+    let (t, v1) = header
+        .split_once(',')
+        .and_then(|(t, v)| Some((t.strip_prefix("t=")?, v.strip_prefix("v1=")?)))
+        .expect("t=...,v1=...");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(format!("{t}.{body}").as_bytes());
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v1, expected, "the signature verifies against the raw body");
+    t.parse().expect("seconds")
+}
+
+#[actix_web::test]
+async fn a_signed_delivery_verifies_against_the_raw_body_and_never_carries_the_secret() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    let body = json!({ "user_id": "77", "username": "ada", "avatar": "https://cdn.example/a.png" });
+    app.admin(
+        Method::POST,
+        &format!("/admin/bots/{}/votes", bot.id),
+        Some(&body),
+    )
+    .await;
+
+    let got = hook.wait_for(1).await.remove(0);
+    let t = verify(
+        "s3cret",
+        got.header("x-botlist-signature").expect("signed"),
+        &got.body,
+    );
+    assert_eq!(t, crate::helpers::start_time().millis() / 1000);
+    let event = got.json();
+    assert_eq!(got.header("x-botlist-event"), Some("vote.create"));
+    assert_eq!(got.header("x-botlist-delivery"), event["id"].as_str());
+    assert_eq!(got.header("content-type"), Some("application/json"));
+    assert_eq!(event["type"], "vote.create");
+    assert_eq!(
+        event["data"]["bot"],
+        json!({ "id": bot.id, "platform_id": "42" })
+    );
+    assert_eq!(
+        event["data"]["user"],
+        json!({ "id": "77", "username": "ada", "avatar": "https://cdn.example/a.png" })
+    );
+    assert_eq!(event["data"]["voted_at"], "2026-11-15T12:00:00.000Z");
+    assert_eq!(event["data"]["expires_at"], "2026-11-16T00:00:00.000Z");
+    assert_eq!(
+        (
+            event["data"]["vote_count"].as_u64(),
+            event["data"]["monthly_vote_count"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert!(!got.body.contains("s3cret") && got.headers.iter().all(|(_, v)| !v.contains("s3cret")));
+}
+
+#[actix_web::test]
+async fn the_legacy_format_is_the_classic_body_with_the_secret_as_authorization() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "legacy").await;
+    app.vote_ok(&bot.id, 77).await;
+    let got = hook.wait_for(1).await.remove(0);
+    assert_eq!(
+        got.json(),
+        json!({ "bot": "42", "user": "77", "type": "upvote", "isWeekend": false })
+    );
+    assert_eq!(got.header("authorization"), Some("s3cret"));
+    assert!(got.header("x-botlist-signature").is_none());
+
+    let response = app
+        .admin(
+            Method::POST,
+            &format!("/admin/bots/{}/webhook/test", bot.id),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let got = hook.wait_for(2).await.remove(1);
+    assert_eq!(got.json()["type"], "test");
+}
+
+#[actix_web::test]
+async fn a_receiver_answering_500_twice_gets_the_same_delivery_three_times() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(500), Reply::Status(503)]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    app.vote_ok(&bot.id, 7).await;
+    hook.wait_for(1).await;
+    let first = settled(&app, &bot, 1).await;
+    assert_eq!(
+        (first["state"].as_str(), first["last_status"].as_u64()),
+        (Some("retrying"), Some(500))
+    );
+    assert_eq!(
+        first["next_attempt_at"], "2026-11-15T12:00:01.000Z",
+        "1 s after the first try"
+    );
+    app.clock.advance(chrono::Duration::seconds(1));
+    hook.wait_for(2).await;
+    let second = settled(&app, &bot, 2).await;
+    assert_eq!(
+        second["next_attempt_at"], "2026-11-15T12:00:03.000Z",
+        "then 2 s"
+    );
+    app.clock.advance(chrono::Duration::seconds(2));
+    let all = hook.wait_for(3).await;
+    let done = settled(&app, &bot, 3).await;
+    assert_eq!(done["state"], "delivered");
+    let ids: Vec<&str> = all
+        .iter()
+        .map(|r| r.header("x-botlist-delivery").expect("an id"))
+        .collect();
+    assert_eq!(ids, vec![ids[0]; 3], "the same delivery id on every try");
+    assert!(
+        all.iter().all(|r| r.body == all[0].body),
+        "the same body on every try"
+    );
+}
+
+#[actix_web::test]
+async fn a_400_is_not_retried_and_a_redirect_is_not_followed() {
+    let app = webhook_app().await;
+    for (n, reply, status) in [
+        (1u64, Reply::Status(400), 400u64),
+        (2, Reply::Redirect, 302),
+    ] {
+        let hook = receiver(&[reply]).await;
+        let bot = bot_with_hook(&app, 40 + n, &hook, "signed").await;
+        app.vote_ok(&bot.id, 7).await;
+        let done = settled(&app, &bot, 1).await;
+        assert_eq!(
+            (done["state"].as_str(), done["last_status"].as_u64()),
+            (Some("failed"), Some(status))
+        );
+        app.clock.advance(chrono::Duration::hours(2));
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            hook.all().len(),
+            1,
+            "not retried, and the redirect target was not asked"
+        );
+    }
+}
+
+#[actix_web::test]
+async fn retry_after_of_a_429_is_honoured() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::RetryAfter(30)]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    app.vote_ok(&bot.id, 7).await;
+    let first = settled(&app, &bot, 1).await;
+    assert_eq!(first["next_attempt_at"], "2026-11-15T12:00:30.000Z");
+    app.clock.advance(chrono::Duration::seconds(29));
+    actix_web::rt::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(hook.all().len(), 1);
+    app.clock.advance(chrono::Duration::seconds(1));
+    hook.wait_for(2).await;
+    assert_eq!(settled(&app, &bot, 2).await["state"], "delivered");
+}
+
+#[actix_web::test]
+async fn a_hanging_receiver_is_timed_out_and_retried_while_others_get_theirs() {
+    let app = webhook_app().await;
+    let hanging = receiver(&[Reply::Hang]).await;
+    let healthy = receiver(&[]).await;
+    let slow_bot = bot_with_hook(&app, 1, &hanging, "signed").await;
+    let bot = bot_with_hook(&app, 2, &healthy, "signed").await;
+    app.vote_ok(&slow_bot.id, 7).await;
+    hanging.wait_for(1).await;
+    let started = Instant::now();
+    for user in 1..=5 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    healthy.wait_for(5).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(450),
+        "the healthy receiver waited {:?}",
+        started.elapsed()
+    );
+    let timed_out = settled(&app, &slow_bot, 1).await;
+    assert_eq!(timed_out["state"], "retrying");
+    assert!(
+        timed_out["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("timed out")),
+        "{timed_out}"
+    );
+    app.clock.advance(chrono::Duration::seconds(1));
+    hanging.wait_for(2).await;
+    assert_eq!(settled(&app, &slow_bot, 2).await["state"], "delivered");
+}
+
+#[actix_web::test]
+async fn deliveries_are_listed_and_can_be_redelivered_with_the_same_id() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    let response = app
+        .admin(
+            Method::POST,
+            &format!("/admin/bots/{}/webhook/test", bot.id),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let queued: Value = response.json().await.expect("json");
+    assert_eq!(
+        (queued["event"].as_str(), queued["state"].as_str()),
+        (Some("webhook.test"), Some("pending"))
+    );
+    let first = hook.wait_for(1).await.remove(0);
+    assert_eq!(first.json()["type"], "webhook.test");
+    let delivered = settled(&app, &bot, 1).await;
+    assert_eq!(delivered["id"], queued["id"]);
+    assert_eq!(delivered["state"], "delivered");
+    for key in [
+        "id",
+        "event",
+        "state",
+        "attempts",
+        "last_status",
+        "last_error",
+        "next_attempt_at",
+        "created_at",
+        "delivered_at",
+    ] {
+        assert!(delivered.get(key).is_some(), "{key}");
+    }
+
+    let path = format!(
+        "/admin/bots/{}/webhook/deliveries/{}/redeliver",
+        bot.id,
+        queued["id"].as_str().expect("id")
+    );
+    let response = app.admin(Method::POST, &path, None).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let again = hook.wait_for(2).await.remove(1);
+    assert_eq!(
+        again.header("x-botlist-delivery"),
+        first.header("x-botlist-delivery")
+    );
+    let unknown = format!(
+        "/admin/bots/{}/webhook/deliveries/6f9619ff-8b86-4d11-b42d-00c04fc964ff/redeliver",
+        bot.id
+    );
+    assert_error(
+        app.admin(Method::POST, &unknown, None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+
+    let plain = app.create_bot(99, json!({})).await;
+    let response = app
+        .admin(
+            Method::POST,
+            &format!("/admin/bots/{}/webhook/test", plain.id),
+            None,
+        )
+        .await;
+    assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+}
+
+#[actix_web::test]
+async fn private_targets_are_refused_without_the_flag() {
+    let app = spawn_app().await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://10.0.0.7/",
+        "http://[::1]:80/",
+        "http://169.254.169.254/latest",
+    ] {
+        let body = json!({ "platform_id": "5", "name": "B", "username": "b", "short_description": "d", "webhook_url": url });
+        let message = assert_error(
+            app.admin(Method::POST, "/admin/bots", Some(&body)).await,
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        )
+        .await;
+        assert!(message.contains("webhook_url"), "{message}");
+    }
+    let bot = app.create_bot(6, json!({})).await;
+    let response = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin/bots/{}", bot.id),
+            Some(&json!({ "webhook_url": "http://127.0.0.1:1/" })),
+        )
+        .await;
+    assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+}
+
+#[actix_web::test]
+async fn no_webhook_settings_appear_on_public_routes() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "legacy").await;
+    let text = app
+        .get(&format!("/bots/{}", bot.id))
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        !text.contains("hook") && !text.contains("s3cret") && !text.contains("legacy"),
+        "{text}"
+    );
+}
