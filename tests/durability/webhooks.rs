@@ -12,7 +12,10 @@ use crate::process::{Server, ADMIN};
 
 /// A receiver on a thread: answers 503 to the first request and 200 after; records the
 /// delivery id of each request and when it came.
-fn receiver() -> (String, Arc<Mutex<Vec<(String, Instant)>>>) {
+/// Delivery ids with the time each arrived.
+type Log = Arc<Mutex<Vec<(String, Instant)>>>;
+
+fn receiver() -> (String, Log) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
     let url = format!("http://{}/hook", listener.local_addr().expect("address"));
     let seen = Arc::new(Mutex::new(Vec::new()));
