@@ -54,14 +54,20 @@ pub fn ids(data: &[u8]) {
     let _ = snowflake_param(&text, "userId");
 }
 
-/// A snapshot file.
+/// A snapshot file: as it comes, and behind a valid header, so the fuzzer's bytes also reach the
+/// MessagePack decoder that the checksum would otherwise guard.
 pub fn snapshot_file(data: &[u8]) {
     let _ = snapshot::decode(data);
+    let _ = snapshot::decode(&snapshot::wrap(0, data));
 }
 
-/// A journal segment.
+/// A journal segment: as it comes, and as the payload of a well-framed record.
 pub fn journal_segment(data: &[u8]) {
-    let _ = journal::scan_segment(Path::new("journal-00000000000000000001.log"), data);
+    let path = Path::new("journal-00000000000000000001.log");
+    let _ = journal::scan_segment(path, data);
+    let mut segment = journal::segment_header(1);
+    segment.extend_from_slice(&journal::frame(1, data));
+    let _ = journal::scan_segment(path, &segment);
 }
 
 /// A fuzz entry point.

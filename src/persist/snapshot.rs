@@ -105,6 +105,13 @@ pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
     })
 }
 
+/// A payload behind a valid header, for tests and fuzzing of the decoder.
+pub fn wrap(seq: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = header(seq, payload.len() as u64, crc32fast::hash(payload));
+    out.extend_from_slice(payload);
+    out
+}
+
 fn header(seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN);
     out.extend_from_slice(MAGIC);
