@@ -7,30 +7,9 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp, ADMIN};
-
-/// SPEC.md 2.1 without `server_count`, which is left out until the bot posts stats.
-const BOT_FIELDS: [&str; 19] = [
-    "id",
-    "name",
-    "username",
-    "avatar",
-    "short_description",
-    "long_description",
-    "tags",
-    "language_code",
-    "prefix",
-    "invite_url",
-    "website_url",
-    "support_server_url",
-    "github_url",
-    "owner_ids",
-    "vote_count",
-    "monthly_vote_count",
-    "certified",
-    "featured",
-    "created_at",
-];
+use crate::helpers::{
+    assert_error, spawn_app, spawn_app_with, test_settings, TestApp, ADMIN, BOT_FIELDS,
+};
 
 const URL_FIELDS: [&str; 6] = [
     "avatar",

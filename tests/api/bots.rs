@@ -3,30 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app};
-
-const BOT_FIELDS: &[&str] = &[
-    "id",
-    "name",
-    "username",
-    "avatar",
-    "short_description",
-    "long_description",
-    "tags",
-    "language_code",
-    "prefix",
-    "invite_url",
-    "website_url",
-    "support_server_url",
-    "github_url",
-    "owner_ids",
-    "vote_count",
-    "monthly_vote_count",
-    "server_count",
-    "certified",
-    "featured",
-    "created_at",
-];
+use crate::helpers::{assert_error, spawn_app, BOT_FIELDS};
 
 fn keys(value: &Value) -> Vec<&str> {
     let mut keys: Vec<&str> = value
@@ -78,7 +55,9 @@ async fn a_bot_has_exactly_the_spec_fields_and_nulls_for_unset_ones() {
         .json()
         .await
         .expect("json");
-    assert_eq!(keys(&body), sorted(BOT_FIELDS));
+    let mut all = BOT_FIELDS.to_vec();
+    all.push("server_count");
+    assert_eq!(keys(&body), sorted(&all));
     for nullable in [
         "avatar",
         "long_description",
@@ -124,7 +103,7 @@ async fn server_count_is_left_out_until_the_bot_posts_stats() {
         .await
         .expect("json");
     assert!(body.get("server_count").is_none(), "{body}");
-    assert_eq!(keys(&body).len(), BOT_FIELDS.len() - 1);
+    assert_eq!(keys(&body), sorted(&BOT_FIELDS));
 }
 
 #[actix_web::test]

@@ -11,6 +11,29 @@ use serde_json::{json, Value};
 
 pub const ADMIN: &str = "test-admin-token";
 
+/// SPEC.md 2.1 without `server_count`, which is left out until the bot posts stats.
+pub const BOT_FIELDS: [&str; 19] = [
+    "id",
+    "name",
+    "username",
+    "avatar",
+    "short_description",
+    "long_description",
+    "tags",
+    "language_code",
+    "prefix",
+    "invite_url",
+    "website_url",
+    "support_server_url",
+    "github_url",
+    "owner_ids",
+    "vote_count",
+    "monthly_vote_count",
+    "certified",
+    "featured",
+    "created_at",
+];
+
 pub struct TestApp {
     /// `http://127.0.0.1:PORT/api/v1`
     pub base: String,

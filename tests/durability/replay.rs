@@ -62,6 +62,27 @@ impl Model {
         seq
     }
 
+    fn commit_bot(&mut self, slot: u8, record: &Record) {
+        let seq = self.commit(record);
+        if let Some(stored) = self.bots.get_mut(&slot) {
+            stored.state.last_seq = seq;
+        }
+    }
+
+    fn new(dir: &Path) -> Self {
+        Model {
+            journal: Journal::open(dir, 1, FsyncMode::Never).expect("journal opens"),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime"),
+            now: Timestamp::from_millis(1_790_000_000_000),
+            registry_seq: 0,
+            generation: 0,
+            bots: BTreeMap::new(),
+            profiles: BTreeMap::new(),
+        }
+    }
+
     fn commit_registry(&mut self, record: &Record) {
         self.registry_seq = self.commit(record);
     }
@@ -101,8 +122,7 @@ impl Model {
                 };
                 if stored.state.votes.vote(voter.clone(), at).is_ok() {
                     let id = stored.state.listing.id;
-                    let seq = self.commit(&Record::Voted { bot: id, voter, at });
-                    self.bots.get_mut(&bot).expect("listed").state.last_seq = seq;
+                    self.commit_bot(bot, &Record::Voted { bot: id, voter, at });
                 }
             }
             Op::Stats { bot, count } => {
@@ -113,8 +133,7 @@ impl Model {
                 let count = ServerCount::new(count.into()).expect("in range");
                 stored.state.post_stats(count, at);
                 let id = stored.state.listing.id;
-                let seq = self.commit(&Record::StatsPosted { bot: id, count, at });
-                self.bots.get_mut(&bot).expect("listed").state.last_seq = seq;
+                self.commit_bot(bot, &Record::StatsPosted { bot: id, count, at });
             }
             Op::Feature { bot, on } => {
                 let at = self.now;
@@ -132,8 +151,7 @@ impl Model {
                     webhook: stored.state.webhook.clone(),
                     at,
                 };
-                let seq = self.commit(&record);
-                self.bots.get_mut(&bot).expect("listed").state.last_seq = seq;
+                self.commit_bot(bot, &record);
             }
             Op::Delist(slot) => {
                 if let Some(stored) = self.bots.remove(&slot) {
@@ -188,17 +206,7 @@ fn comparable(state: &DirectoryState) -> serde_json::Value {
 }
 
 fn run(ops: &[Op], snapshot_at: usize, dir: &Path) {
-    let mut model = Model {
-        journal: Journal::open(dir, 1, FsyncMode::Never).expect("journal opens"),
-        runtime: tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime"),
-        now: Timestamp::from_millis(1_790_000_000_000),
-        registry_seq: 0,
-        generation: 0,
-        bots: BTreeMap::new(),
-        profiles: BTreeMap::new(),
-    };
+    let mut model = Model::new(dir);
     let mut snapshot_state = None;
     for (i, op) in ops.iter().enumerate() {
         if i == snapshot_at {
@@ -247,17 +255,7 @@ fn a_snapshot_with_bots_ahead_of_its_sequence_number_replays_without_doubling() 
             },
         })
         .collect();
-    let mut model = Model {
-        journal: Journal::open(dir.path(), 1, FsyncMode::Never).expect("journal opens"),
-        runtime: tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime"),
-        now: Timestamp::from_millis(1_790_000_000_000),
-        registry_seq: 0,
-        generation: 0,
-        bots: BTreeMap::new(),
-        profiles: BTreeMap::new(),
-    };
+    let mut model = Model::new(dir.path());
     for op in &ops[..20] {
         model.apply(op);
     }
