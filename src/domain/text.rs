@@ -160,9 +160,43 @@ bounded_text!(
 bounded_text!(
     /// Free-form pronouns.
     Pronouns, 1, 40, multiline: false);
-bounded_text!(
-    /// The secret a bot's webhook receiver shares with botlist.
-    WebhookSecret, 1, 256, multiline: false);
+/// The secret a bot's webhook receiver shares with botlist: 1 to 256 printable ASCII characters,
+/// spaces only inside. It travels as a header in the legacy format, where surrounding spaces are
+/// stripped and non-ASCII bytes are read differently by different receivers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WebhookSecret(String);
+
+impl WebhookSecret {
+    pub fn parse(text: String) -> Result<Self, String> {
+        if text.is_empty() || text.len() > 256 {
+            return Err(format!(
+                "must be 1 to 256 characters, got {}",
+                text.chars().count()
+            ));
+        }
+        if !text.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+            return Err("must be printable ASCII (it is sent as an HTTP header)".into());
+        }
+        if text.starts_with(' ') || text.ends_with(' ') {
+            return Err("must not start or end with a space".into());
+        }
+        Ok(Self(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+string_serde!(WebhookSecret);
+string_to_schema!(
+    WebhookSecret,
+    "1 to 256 printable ASCII characters, spaces only inside",
+    Some(1),
+    Some(256),
+    Some("^[!-~]([ -~]{0,254}[!-~])?$"),
+    None
+);
 
 /// The username a voter had when voting.
 pub type VoterName = PlatformUsername;
@@ -380,6 +414,21 @@ mod tests {
         assert!(LanguageCode::parse("eng".into()).is_err());
         assert!(ProfileUsername::parse("a.b_c9".into()).is_ok());
         assert!(ProfileUsername::parse("a".into()).is_err());
+    }
+
+    #[test]
+    fn webhook_secrets_survive_being_a_header() {
+        assert!(WebhookSecret::parse("s3cret with-inner space!".into()).is_ok());
+        for bad in [
+            "",
+            " padded",
+            "padded ",
+            "pässwort",
+            "tab\there",
+            &"x".repeat(257),
+        ] {
+            assert!(WebhookSecret::parse(bad.to_string()).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

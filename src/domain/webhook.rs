@@ -143,6 +143,7 @@ impl Delivery {
             "user": voter.id,
             "type": "upvote",
             "isWeekend": false,
+            "query": "",
         });
         Self::new(id, Event::VoteCreate, voted_at, signed, legacy)
     }
@@ -159,6 +160,7 @@ impl Delivery {
             "user": "0",
             "type": "test",
             "isWeekend": false,
+            "query": "",
         });
         Self::new(id, Event::Test, now, signed, legacy)
     }

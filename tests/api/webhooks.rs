@@ -250,7 +250,7 @@ async fn the_legacy_format_is_the_classic_body_with_the_secret_as_authorization(
     let got = hook.wait_for(1).await.remove(0);
     assert_eq!(
         got.json(),
-        json!({ "bot": "42", "user": "77", "type": "upvote", "isWeekend": false })
+        json!({ "bot": "42", "user": "77", "type": "upvote", "isWeekend": false, "query": "" })
     );
     assert_eq!(got.header("authorization"), Some("s3cret"));
     assert!(got.header("x-botlist-signature").is_none());
