@@ -6,7 +6,7 @@
 //!
 //! A segment file is a header (magic, format version, first sequence number) and frames:
 //! `len: u32 LE | crc32: u32 LE | seq: u64 LE | payload (MessagePack Record, len bytes)`, the
-//! CRC covering `seq` and the payload. docs/PERSISTENCE.md has the details.
+//! CRC covering `len`, `seq` and the payload. docs/PERSISTENCE.md has the details.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -59,15 +59,22 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 }
 
 pub fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&seq.to_le_bytes());
-    hasher.update(payload);
+    let len = (payload.len() as u32).to_le_bytes();
     let mut out = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&hasher.finalize().to_le_bytes());
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&frame_crc(len, seq.to_le_bytes(), payload).to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(payload);
     out
+}
+
+/// The CRC covers the length too, so a damaged length is caught, not read as a torn end.
+fn frame_crc(len: [u8; 4], seq: [u8; 8], payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&len);
+    hasher.update(&seq);
+    hasher.update(payload);
+    hasher.finalize()
 }
 
 pub fn segment_header(first_seq: u64) -> Vec<u8> {
@@ -195,6 +202,27 @@ impl Journal {
         }
     }
 
+    /// Resolves once every record submitted before it is as durable as the fsync mode promises.
+    pub fn barrier(&self) -> Durable {
+        if let Some(error) = self.failure() {
+            return Durable(Err(error));
+        }
+        let submitter = lock(&self.shared.submitter);
+        let Some(queue) = &submitter.queue else {
+            return Durable::done();
+        };
+        let (done, rx) = oneshot::channel();
+        let barrier = Pending {
+            frame: Vec::new(),
+            seq: submitter.next_seq,
+            done,
+        };
+        match queue.send(barrier) {
+            Ok(()) => Durable(Ok(rx)),
+            Err(_) => Durable(Err(JournalError("the journal writer stopped".into()))),
+        }
+    }
+
     /// The number of the last record submitted.
     pub fn last_seq(&self) -> u64 {
         lock(&self.shared.submitter).next_seq - 1
@@ -270,7 +298,10 @@ impl Writer {
                     Ok(pending) => pending,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         if unsynced {
-                            unsynced = self.sync().is_err();
+                            if let Err(error) = self.sync() {
+                                self.fail(error);
+                            }
+                            unsynced = false;
                             last_sync = Instant::now();
                         }
                         continue;
@@ -301,8 +332,7 @@ impl Writer {
             }
             unsynced = !sync_now;
             if let Err(error) = &result {
-                tracing::error!(error = %error.0, "the journal failed; writes are refused from now on");
-                *lock(&self.shared.failed) = Some(error.clone());
+                self.fail(error.clone());
             }
             for pending in batch {
                 let _ = pending.done.send(result.clone());
@@ -323,7 +353,8 @@ impl Writer {
             self.sync()?;
             self.segment = Segment::create(&self.dir, batch[0].seq).map_err(io_error)?;
         }
-        for pending in batch {
+        // A barrier has no frame: it only waits for the batch's write and fsync.
+        for pending in batch.iter().filter(|p| !p.frame.is_empty()) {
             self.segment
                 .file
                 .write_all(&pending.frame)
@@ -336,6 +367,11 @@ impl Writer {
             self.sync()?;
         }
         Ok(())
+    }
+
+    fn fail(&self, error: JournalError) {
+        tracing::error!(error = %error.0, "the journal failed; writes are refused from now on");
+        *lock(&self.shared.failed) = Some(error);
     }
 
     fn sync(&mut self) -> Result<(), JournalError> {
@@ -360,6 +396,8 @@ pub enum SegmentEnd {
         offset: u64,
         reason: String,
     },
+    /// Written by a newer botlist: refused, never passed over.
+    NewerVersion(u32),
 }
 
 #[derive(Debug)]
@@ -389,49 +427,55 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
         records: Vec::new(),
         end: SegmentEnd::Clean,
     };
+    let corrupt = |offset: u64, reason: String| SegmentEnd::Corrupt { offset, reason };
     if bytes.len() < HEADER_LEN {
         // A crash between creating the file and writing its header: nothing was acknowledged.
         scan.end = SegmentEnd::Torn { offset: 0 };
         return scan;
     }
     if &bytes[..8] != MAGIC {
-        scan.end = SegmentEnd::Corrupt {
-            offset: 0,
-            reason: "not a botlist journal (bad magic bytes)".into(),
-        };
+        scan.end = corrupt(0, "not a botlist journal (bad magic bytes)".into());
         return scan;
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version > FORMAT_VERSION {
+        scan.end = SegmentEnd::NewerVersion(version);
+        return scan;
+    }
     if version != FORMAT_VERSION {
-        scan.end = SegmentEnd::Corrupt {
-            offset: 8,
-            reason: format!(
-                "journal format version {version}; this build reads version {FORMAT_VERSION}"
-            ),
-        };
+        scan.end = corrupt(8, format!("format version {version} does not exist"));
         return scan;
     }
     let mut first = [0u8; 8];
     first.copy_from_slice(&bytes[12..20]);
-    scan.first_seq = u64::from_le_bytes(first);
+    if u64::from_le_bytes(first) != name_seq {
+        scan.end = corrupt(12, "the header's first record number does not match the file name".into());
+        return scan;
+    }
     let mut offset = HEADER_LEN;
+    let mut expected = name_seq;
     while offset < bytes.len() {
-        match read_frame(&bytes[offset..]) {
+        let frame = read_frame(&bytes[offset..]).and_then(|(seq, record, used)| {
+            if seq == expected {
+                Ok((seq, record, used))
+            } else {
+                Err(format!("record {seq} where record {expected} belongs"))
+            }
+        });
+        match frame {
             Ok((seq, record, used)) => {
                 scan.records.push((seq, record));
                 offset += used;
+                expected = seq + 1;
             }
             Err(reason) => {
-                let rest_is_torn = frame_runs_past_end(&bytes[offset..])
-                    || bytes[offset..].iter().all(|&b| b == 0);
-                scan.end = if rest_is_torn {
+                // A crash tears only the end: a good record anywhere after the bad bytes means
+                // the damage is in the middle, and what follows was acknowledged.
+                scan.end = if later_record(&bytes[offset + 1..], expected) {
+                    corrupt(offset as u64, reason)
+                } else {
                     SegmentEnd::Torn {
                         offset: offset as u64,
-                    }
-                } else {
-                    SegmentEnd::Corrupt {
-                        offset: offset as u64,
-                        reason,
                     }
                 };
                 break;
@@ -441,12 +485,14 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
     scan
 }
 
-fn frame_runs_past_end(rest: &[u8]) -> bool {
-    if rest.len() < FRAME_HEADER_LEN {
-        return true;
-    }
-    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-    len <= MAX_RECORD_BYTES && FRAME_HEADER_LEN + len > rest.len()
+/// Whether a valid frame of one of the next few records starts anywhere in `rest`.
+fn later_record(rest: &[u8], expected: u64) -> bool {
+    (0..rest.len().saturating_sub(FRAME_HEADER_LEN)).any(|at| {
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&rest[at + 8..at + 16]);
+        let seq = u64::from_le_bytes(seq);
+        (expected..expected.saturating_add(64)).contains(&seq) && read_frame(&rest[at..]).is_ok()
+    })
 }
 
 /// One frame: its sequence number, record and length in bytes.
@@ -465,13 +511,11 @@ pub fn read_frame(rest: &[u8]) -> Result<(u64, Record, usize), String> {
         return Err("a record is cut short".into());
     }
     let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&rest[8..end]);
-    if hasher.finalize() != crc {
-        return Err("checksum mismatch".into());
-    }
     let mut seq = [0u8; 8];
     seq.copy_from_slice(&rest[8..16]);
+    if frame_crc([rest[0], rest[1], rest[2], rest[3]], seq, &rest[FRAME_HEADER_LEN..end]) != crc {
+        return Err("checksum mismatch".into());
+    }
     let record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])
         .map_err(|e| format!("a record with a good checksum does not decode: {e}"))?;
     Ok((u64::from_le_bytes(seq), record, end))

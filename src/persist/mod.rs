@@ -60,6 +60,13 @@ impl Persistence {
             .send(Capture)
             .await
             .map_err(|e| format!("the registry did not answer: {e}"))??;
+        // Every change the capture holds is in the journal before the snapshot can stand for
+        // it; a change whose record failed (and whose request got a 503) never reaches a file.
+        self.journal
+            .barrier()
+            .wait()
+            .await
+            .map_err(|e| format!("not taking a snapshot: {}", e.0))?;
         let dir = self.dir.clone();
         let written = tokio::task::spawn_blocking(move || -> io::Result<Written> {
             let written = snapshot::write(&dir, &state)?;

@@ -32,6 +32,17 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
     })?;
     let mut warnings = Vec::new();
     let mut journal = read_journal(dir)?;
+    if let Some(newer) = journal.iter().find_map(|s| match s.end {
+        SegmentEnd::NewerVersion(v) => Some((s.path.clone(), v)),
+        _ => None,
+    }) {
+        return Err(Refusal(format!(
+            "journal {} was written by a newer botlist (format version {}; this build reads version {}). Run that botlist.",
+            newer.0.display(),
+            newer.1,
+            super::FORMAT_VERSION
+        )));
+    }
 
     // Damage in the journal: records after it cannot be replayed.
     if let Some(bad) = journal
@@ -76,7 +87,13 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
 
     let mut replayer = Replayer::new(base);
     let mut expected = replayer.seq() + 1;
-    'segments: for scan in journal {
+    let mut abandoned: Vec<PathBuf> = Vec::new();
+    for scan in journal {
+        if !abandoned.is_empty() {
+            abandoned.push(scan.path);
+            continue;
+        }
+        let mut jumped = false;
         for (seq, record) in scan.records {
             if seq < expected {
                 continue;
@@ -91,16 +108,50 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
                     return Err(Refusal(format!("{problem}: records are missing. Start with --recover to serve the state before the gap.")));
                 }
                 warnings.push(format!("{problem}; serving the state before the gap"));
-                break 'segments;
+                jumped = true;
+                break;
             }
             replayer.apply(seq, record);
             expected = seq + 1;
         }
+        if jumped {
+            abandoned.push(scan.path);
+        }
     }
     warnings.append(&mut replayer.warnings);
     let state = replayer.finish();
+    // What lies past a gap is another history: set aside, so that new records, which take the
+    // numbers after the state served, never meet it on a later start.
+    for path in &abandoned {
+        move_aside(path, &mut warnings)?;
+    }
+    if recover {
+        for (seq, path) in snapshot::list(dir).map_err(|e| Refusal(format!("cannot list snapshots: {e}")))? {
+            if seq > state.seq {
+                move_aside(&path, &mut warnings)?;
+            }
+        }
+    }
+    // A snapshot may hold bots ahead of its own number (they are read after it is noted); new
+    // records must be numbered past everything the state has seen, or replay would skip them.
+    let seen = state
+        .bots
+        .iter()
+        .map(|b| b.state.last_seq)
+        .chain([state.seq, state.registry_seq])
+        .max()
+        .unwrap_or(0);
+    if seen > state.seq {
+        // Only after a power cut with --fsync batch or never, or a recovery: the snapshot's bots
+        // hold records the journal no longer has. A snapshot is written at once, so the numbers
+        // skipped here are never looked for.
+        warnings.push(format!(
+            "the journal ends at record {}, before records the snapshot already holds (up to {seen}); continuing after {seen}",
+            state.seq
+        ));
+    }
     Ok(Recovered {
-        next_seq: state.seq + 1,
+        next_seq: seen + 1,
         state,
         warnings,
     })
@@ -179,7 +230,7 @@ fn choose_snapshot(
             None => {
                 warnings.push("no usable snapshot and the journal does not start at record 1: starting from what the journal holds".into());
                 DirectoryState {
-                    seq: records.first().map_or(0, |first| first - 1),
+                    seq: records.first().map_or(0, |first| first.saturating_sub(1)),
                     ..DirectoryState::default()
                 }
             }

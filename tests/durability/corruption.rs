@@ -153,6 +153,21 @@ fn a_flipped_byte_mid_journal_refuses_to_start_and_recover_starts_on_purpose() {
 }
 
 #[test]
+fn a_damaged_length_mid_journal_is_damage_not_a_torn_tail() {
+    let scene = scene();
+    let segment = scene.segments().pop().expect("a segment");
+    // Bit 16 of the first record's length: it now claims to run past the end of the file, as
+    // a torn last record would.
+    let mut bytes = fs::read(&segment).expect("readable");
+    bytes[20 + 2] ^= 0x01;
+    fs::write(&segment, bytes).expect("writable");
+    let before = files(scene.path());
+    let message = scene.refused(&[]);
+    assert!(message.contains(&name(&segment)), "{message}");
+    assert_eq!(files(scene.path()), before, "nothing is deleted");
+}
+
+#[test]
 fn an_empty_snapshot_file_is_damage_and_an_empty_journal_segment_is_a_torn_start() {
     let scene = scene();
     let newest = scene.snapshots().pop().expect("a snapshot");
