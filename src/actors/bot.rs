@@ -3,6 +3,7 @@
 //! After every change it publishes an immutable [`BotView`] before it replies, so readers that
 //! skip the mailbox (search, `GET /bots/:id`, `GET /bots/:id/stats`) see every acknowledged write.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -17,7 +18,7 @@ use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal};
 use crate::persist::state::Record;
-use crate::webhooks::{Dispatcher, Job, Target};
+use crate::webhooks::{Dispatcher, Job, Prepared, Target};
 
 use super::when_durable;
 
@@ -33,6 +34,10 @@ pub struct BotActor {
     clock: Arc<dyn Clock>,
     journal: Journal,
     dispatcher: Arc<Dispatcher>,
+    /// The token of each delivery's one scheduled attempt: an attempt that comes due or
+    /// reports back with another token is stale (redelivered, given up) and does nothing.
+    attempts: HashMap<Uuid, u64>,
+    next_attempt_token: u64,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
 }
@@ -51,6 +56,8 @@ impl BotActor {
             clock,
             journal,
             dispatcher,
+            attempts: HashMap::new(),
+            next_attempt_token: 0,
             recent_voters: None,
         }
     }
@@ -78,32 +85,26 @@ impl BotActor {
         durable
     }
 
-    /// Hands an open delivery to the dispatcher for its due time, to the URL set now.
-    fn schedule(&self, delivery: &Delivery) {
-        let (Some(due), Some(url)) = (delivery.next_attempt_at, &self.state.webhook.url) else {
+    /// Hands an open delivery's next attempt to the dispatcher, replacing any attempt
+    /// scheduled before for it.
+    fn schedule(&mut self, delivery: &Delivery) {
+        let Some(due) = delivery.next_attempt_at.filter(|_| delivery.is_open()) else {
+            self.attempts.remove(&delivery.id);
             return;
         };
-        if !delivery.is_open() {
-            return;
-        }
-        let format = self.state.webhook.format;
+        self.next_attempt_token += 1;
+        let token = self.next_attempt_token;
+        self.attempts.insert(delivery.id, token);
         self.dispatcher.schedule(Job {
             bot: self.state.listing.id,
             delivery: delivery.id,
-            event: delivery.event,
+            token,
             due,
-            target: Target {
-                url: url.as_str().to_owned(),
-                secret: self
-                    .state
-                    .webhook
-                    .secret
-                    .as_ref()
-                    .map(|s| s.as_str().to_owned()),
-                format,
-            },
-            body: delivery.body(format).to_owned(),
         });
+    }
+
+    fn is_current(&self, delivery: Uuid, token: u64) -> bool {
+        self.attempts.get(&delivery) == Some(&token)
     }
 
     /// Journals a change already applied in memory and publishes the new view. The reply waits
@@ -123,7 +124,8 @@ impl Actor for BotActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         // Deliveries queued or in retry before a restart go out again.
-        for delivery in self.state.deliveries.open() {
+        let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
+        for delivery in &open {
             self.schedule(delivery);
         }
     }
@@ -162,11 +164,57 @@ impl Handler<RecordVote> for BotActor {
     }
 }
 
+/// The dispatcher asks, when an attempt comes due, what to send and where: the bot's settings
+/// as they are now. `None` when the attempt is stale or there is nowhere to send.
+#[derive(Message)]
+#[rtype(result = "Option<Prepared>")]
+pub struct PrepareAttempt {
+    pub delivery: Uuid,
+    pub token: u64,
+}
+
+impl Handler<PrepareAttempt> for BotActor {
+    type Result = Option<Prepared>;
+
+    fn handle(&mut self, ask: PrepareAttempt, _: &mut Self::Context) -> Self::Result {
+        if !self.is_current(ask.delivery, ask.token) {
+            return None;
+        }
+        let delivery = self.state.deliveries.get(ask.delivery)?.clone();
+        let Some(url) = self.state.webhook.url.clone() else {
+            // The URL was removed while the delivery waited: nothing will ever take it.
+            let mut given_up = delivery;
+            given_up.record(
+                Attempt::Refused("the bot no longer has a webhook_url".into()),
+                self.clock.now(),
+            );
+            self.save_delivery(given_up);
+            return None;
+        };
+        let format = self.state.webhook.format;
+        Some(Prepared {
+            target: Target {
+                url: url.as_str().to_owned(),
+                secret: self
+                    .state
+                    .webhook
+                    .secret
+                    .as_ref()
+                    .map(|s| s.as_str().to_owned()),
+                format,
+            },
+            event: delivery.event,
+            body: delivery.body(format).to_owned(),
+        })
+    }
+}
+
 /// What one webhook attempt came to, from the dispatcher.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct DeliveryOutcome {
     pub delivery: Uuid,
+    pub token: u64,
     pub attempt: Attempt,
 }
 
@@ -174,11 +222,13 @@ impl Handler<DeliveryOutcome> for BotActor {
     type Result = ();
 
     fn handle(&mut self, outcome: DeliveryOutcome, _: &mut Self::Context) {
+        // A late answer of an attempt since replaced (redelivered, given up) is news of nothing.
+        if !self.is_current(outcome.delivery, outcome.token) {
+            return;
+        }
         let Some(mut delivery) = self.state.deliveries.get(outcome.delivery).cloned() else {
             return;
         };
-        // A late answer for a delivery already settled (say, redelivered and delivered) is news
-        // of nothing.
         if !delivery.is_open() {
             return;
         }

@@ -449,7 +449,10 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
     let mut first = [0u8; 8];
     first.copy_from_slice(&bytes[12..20]);
     if u64::from_le_bytes(first) != name_seq {
-        scan.end = corrupt(12, "the header's first record number does not match the file name".into());
+        scan.end = corrupt(
+            12,
+            "the header's first record number does not match the file name".into(),
+        );
         return scan;
     }
     let mut offset = HEADER_LEN;
@@ -513,7 +516,12 @@ pub fn read_frame(rest: &[u8]) -> Result<(u64, Record, usize), String> {
     let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
     let mut seq = [0u8; 8];
     seq.copy_from_slice(&rest[8..16]);
-    if frame_crc([rest[0], rest[1], rest[2], rest[3]], seq, &rest[FRAME_HEADER_LEN..end]) != crc {
+    if frame_crc(
+        [rest[0], rest[1], rest[2], rest[3]],
+        seq,
+        &rest[FRAME_HEADER_LEN..end],
+    ) != crc
+    {
         return Err("checksum mismatch".into());
     }
     let record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])

@@ -126,7 +126,9 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
         move_aside(path, &mut warnings)?;
     }
     if recover {
-        for (seq, path) in snapshot::list(dir).map_err(|e| Refusal(format!("cannot list snapshots: {e}")))? {
+        for (seq, path) in
+            snapshot::list(dir).map_err(|e| Refusal(format!("cannot list snapshots: {e}")))?
+        {
             if seq > state.seq {
                 move_aside(&path, &mut warnings)?;
             }

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USE
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
-use crate::actors::bot::DeliveryOutcome;
+use crate::actors::bot::{DeliveryOutcome, PrepareAttempt};
 use crate::actors::directory::Directory;
 use crate::domain::ids::BotId;
 use crate::domain::time::{Clock, Timestamp};
@@ -37,13 +37,22 @@ pub struct Target {
     pub format: WebhookFormat,
 }
 
+/// One attempt to make when `due` comes: only which delivery, since what to send is asked of
+/// the bot then, as its settings are at that moment.
 #[derive(Clone, Debug)]
 pub struct Job {
     pub bot: BotId,
     pub delivery: Uuid,
-    pub event: Event,
+    /// Which scheduled attempt this is; the bot ignores any but its latest.
+    pub token: u64,
     pub due: Timestamp,
+}
+
+/// What the bot says to send.
+#[derive(Clone, Debug)]
+pub struct Prepared {
     pub target: Target,
+    pub event: Event,
     pub body: String,
 }
 
@@ -131,11 +140,14 @@ impl Dispatcher {
         });
     }
 
+    /// At most as many due jobs as there are free slots overall: the rest wait in the schedule,
+    /// not as tasks.
     fn take_due(&self) -> Vec<Job> {
         let now = self.clock.now().millis();
+        let room = self.overall.available_permits();
         let mut schedule = self.schedule.lock().unwrap_or_else(|p| p.into_inner());
         let mut due = Vec::new();
-        while schedule.1.peek().is_some_and(|next| next.0.due <= now) {
+        while due.len() < room && schedule.1.peek().is_some_and(|next| next.0.due <= now) {
             if let Some(Reverse(next)) = schedule.1.pop() {
                 due.push(next.job);
             }
@@ -144,48 +156,60 @@ impl Dispatcher {
     }
 
     async fn deliver(self: Arc<Self>, job: Job) {
-        let receiver = receiver_key(&job.target.url);
+        let Some(bot) = self.directory.get(job.bot) else {
+            return; // delisted
+        };
+        let ask = PrepareAttempt {
+            delivery: job.delivery,
+            token: job.token,
+        };
+        let Ok(Some(prepared)) = bot.addr.send(ask).await else {
+            return;
+        };
         let slot = Arc::clone(
             self.receivers
-                .entry(receiver)
+                .entry(receiver_key(&prepared.target.url))
                 .or_insert_with(|| Arc::new(Semaphore::new(PER_RECEIVER)))
                 .value(),
         );
-        let (Ok(_receiver), Ok(_overall)) = (
-            slot.acquire_owned().await,
-            Arc::clone(&self.overall).acquire_owned().await,
-        ) else {
+        // A busy receiver's attempts wait in the schedule, not as tasks holding slots.
+        let permits = (
+            slot.try_acquire_owned(),
+            Arc::clone(&self.overall).try_acquire_owned(),
+        );
+        let (Ok(_receiver), Ok(_overall)) = permits else {
+            // Still due: looked at again on the next tick (real time, whatever the clock says).
+            self.schedule(job);
             return;
         };
-        let attempt = self.attempt(&job).await;
-        if let Some(bot) = self.directory.get(job.bot) {
-            bot.addr.do_send(DeliveryOutcome {
-                delivery: job.delivery,
-                attempt,
-            });
-        }
+        let attempt = self.attempt(&job, &prepared).await;
+        bot.addr.do_send(DeliveryOutcome {
+            delivery: job.delivery,
+            token: job.token,
+            attempt,
+        });
     }
 
-    async fn attempt(&self, job: &Job) -> Attempt {
-        if let Err(refused) = self.check_literal_target(&job.target.url) {
+    async fn attempt(&self, job: &Job, prepared: &Prepared) -> Attempt {
+        if let Err(refused) = self.check_literal_target(&prepared.target.url) {
             return Attempt::Refused(refused);
         }
         let mut request = self
             .client
-            .post(&job.target.url)
+            .post(&prepared.target.url)
             .header(CONTENT_TYPE, "application/json")
             .header(
                 USER_AGENT,
                 concat!("botlist-webhooks/", env!("CARGO_PKG_VERSION")),
             )
-            .header("X-Botlist-Event", job.event.name())
+            .header("X-Botlist-Event", prepared.event.name())
             .header("X-Botlist-Delivery", job.delivery.to_string());
-        match (job.target.format, &job.target.secret) {
+        match (prepared.target.format, &prepared.target.secret) {
             (WebhookFormat::Signed, Some(secret)) => {
                 let t = self.clock.now().millis().div_euclid(1000);
                 request = request.header(
                     "X-Botlist-Signature",
-                    sign::signature_header(secret, t, &job.body),
+                    sign::signature_header(secret, t, &prepared.body),
                 );
             }
             (WebhookFormat::Legacy, Some(secret)) => match HeaderValue::from_str(secret) {
@@ -194,7 +218,7 @@ impl Dispatcher {
             },
             (_, None) => {}
         }
-        match request.body(job.body.clone()).send().await {
+        match request.body(prepared.body.clone()).send().await {
             Ok(response) if response.status().is_success() => {
                 Attempt::Delivered(response.status().as_u16())
             }

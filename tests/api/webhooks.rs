@@ -495,3 +495,31 @@ async fn no_webhook_settings_appear_on_public_routes() {
         "{text}"
     );
 }
+
+#[actix_web::test]
+async fn redelivering_a_delivery_in_retry_replaces_its_retry_instead_of_adding_one() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(500)]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    app.vote_ok(&bot.id, 7).await;
+    let retrying = settled(&app, &bot, 1).await;
+    assert_eq!(retrying["state"], "retrying");
+    let path = format!(
+        "/admin/bots/{}/webhook/deliveries/{}/redeliver",
+        bot.id,
+        retrying["id"].as_str().expect("id")
+    );
+    assert_eq!(
+        app.admin(Method::POST, &path, None).await.status(),
+        StatusCode::ACCEPTED
+    );
+    hook.wait_for(2).await;
+    assert_eq!(
+        settled(&app, &bot, 1).await["state"],
+        "delivered",
+        "a fresh set of tries"
+    );
+    app.clock.advance(chrono::Duration::minutes(10));
+    actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(hook.all().len(), 2, "the replaced retry never went out");
+}
