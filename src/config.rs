@@ -91,7 +91,8 @@ pub struct ServeArgs {
 
     /// Requests per minute per key on `/bots` routes and, separately, on `/users`; 0 turns
     /// limits off.
-    #[arg(long, env = "BOTLIST_RATE_LIMIT", default_value_t = 60)]
+    #[arg(long, env = "BOTLIST_RATE_LIMIT", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(0..=60_000))]
     pub rate_limit: u32,
 
     /// Key rate limits by the first X-Forwarded-For address (behind a trusted proxy only).

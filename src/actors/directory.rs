@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use actix::Addr;
+use actix::{Addr, Handler, MailboxError, Message};
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
 
@@ -14,6 +14,7 @@ use crate::domain::bot::BotView;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
+use crate::domain::Rejection;
 
 /// A listed bot as the rest of the service reaches it.
 pub struct BotHandle {
@@ -25,6 +26,22 @@ pub struct BotHandle {
 impl BotHandle {
     pub fn view(&self) -> Arc<BotView> {
         self.view.load_full()
+    }
+
+    /// Asks the bot's actor. A bot delisted since it was looked up has stopped its actor: that
+    /// is the bot not being there, not a failure of the service.
+    pub async fn ask<M>(&self, message: M) -> Result<M::Result, Rejection>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        BotActor: Handler<M>,
+    {
+        self.addr.send(message).await.map_err(|error| match error {
+            MailboxError::Closed => {
+                Rejection::NotFound(format!("no bot with id {} (delisted)", self.id))
+            }
+            MailboxError::Timeout => Rejection::NotStored("the bot did not answer in time".into()),
+        })
     }
 }
 

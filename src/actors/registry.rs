@@ -325,8 +325,11 @@ impl Handler<CreateBot> for Registry {
 pub struct UpdateBot(pub BotId, pub BotPatch);
 
 impl Handler<UpdateBot> for Registry {
-    type Result = Reply<Arc<BotView>>;
+    type Result = AtomicResponse<Self, Result<Arc<BotView>, Rejection>>;
 
+    /// Atomic: the registry takes no other message until the bot has applied and journaled
+    /// the edit, so a listing or profile deletion that the moved platform id or owners allow is
+    /// never journaled before the edit that allowed it.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, _: &mut Self::Context) -> Self::Result {
         let checked = (|| {
             let handle = self
@@ -343,8 +346,6 @@ impl Handler<UpdateBot> for Registry {
                 .bots
                 .get_mut(&id)
                 .ok_or_else(|| Self::not_found_bot(id))?;
-            // Both move now, before the bot applies the patch, so that a request in the meantime
-            // (another bot taking the platform id, deleting a new owner) is judged on them.
             if let Some(new) = patch.platform_id {
                 self.directory.move_platform_id(id, entry.platform_id, new);
                 entry.platform_id = new;
@@ -354,15 +355,12 @@ impl Handler<UpdateBot> for Registry {
             }
             Ok(handle)
         })();
-        // The bot journals the edit itself, in order with its votes and stats.
-        Box::pin(async move {
-            let handle = checked?;
-            handle
-                .addr
-                .send(ApplyPatch(patch))
-                .await
-                .map_err(|_| Self::not_found_bot(id))?
-        })
+        // The bot journals the edit itself, in order with its votes and stats; the message is
+        // queued here, in the handler, so edits reach the bot in the order they were checked.
+        let applied = checked.map(|handle| handle.addr.send(ApplyPatch(patch)));
+        AtomicResponse::new(Box::pin(
+            async move { applied?.await.map_err(|_| Self::not_found_bot(id))? }.into_actor(self),
+        ))
     }
 }
 

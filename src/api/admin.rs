@@ -260,7 +260,7 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
-    let counts = bot.addr.send(RecordVote(voter)).await??;
+    let counts = bot.ask(RecordVote(voter)).await??;
     Ok(reply::created(&VoteCounts {
         vote_count: counts.vote_count,
         monthly_vote_count: counts.monthly_vote_count,
@@ -352,7 +352,7 @@ pub async fn send_test(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
-    let delivery = bot.addr.send(SendTest).await??;
+    let delivery = bot.ask(SendTest).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,
         &DeliveryView::from(&delivery),
@@ -375,7 +375,7 @@ pub async fn deliveries(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
-    let deliveries = bot.addr.send(RecentDeliveries).await?;
+    let deliveries = bot.ask(RecentDeliveries).await?;
     let views: Vec<DeliveryView<'_>> = deliveries.iter().map(DeliveryView::from).collect();
     Ok(reply::ok(&views))
 }
@@ -403,7 +403,7 @@ pub async fn redeliver(
     let bot = find_bot(&state, &id)?;
     let delivery_id = Uuid::parse_str(&delivery_id)
         .map_err(|_| ApiError::NotFound(format!("no delivery with id `{delivery_id}`")))?;
-    let delivery = bot.addr.send(Redeliver(delivery_id)).await??;
+    let delivery = bot.ask(Redeliver(delivery_id)).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,
         &DeliveryView::from(&delivery),

@@ -66,7 +66,8 @@ impl RateLimiter {
     pub fn with_max_keys(limit: u32, clock: Arc<dyn Clock>, max_keys: usize) -> Option<Self> {
         (limit > 0).then(|| Self {
             limit,
-            interval: 60_000 / i64::from(limit),
+            // A millisecond is the finest step; the flag allows at most 60,000 a minute.
+            interval: (60_000 / i64::from(limit)).max(1),
             clock,
             tats: DashMap::new(),
             max_keys,

@@ -9,6 +9,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{json_body, BotToken};
 use super::{reply, AppState};
 use crate::actors::bot::PostStats;
+use crate::actors::directory::BotHandle;
 use crate::domain::bot::ServerCount;
 
 #[derive(Serialize, ToSchema)]
@@ -70,7 +71,7 @@ pub async fn post_stats(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let bot = own_bot(&state, token.0, &id)?;
-    store(&bot.addr, &request, body).await
+    store(&bot, &request, body).await
 }
 
 /// The classic client libraries' route: the bot is the token's.
@@ -91,15 +92,15 @@ pub async fn post_own_stats(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let bot = token_bot(&state, token.0)?;
-    store(&bot.addr, &request, body).await
+    store(&bot, &request, body).await
 }
 
 async fn store(
-    bot: &actix::Addr<crate::actors::bot::BotActor>,
+    bot: &BotHandle,
     request: &HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
-    bot.send(PostStats(post.server_count)).await??;
+    bot.ask(PostStats(post.server_count)).await??;
     Ok(reply::ok(&Ok { ok: true }))
 }

@@ -115,6 +115,36 @@ impl VoterRing {
         })
     }
 
+    /// Checks a ring read from a file: the links must form one list through every slot, once.
+    /// A damaged but checksummed file must not hand the actor a loop or an index out of bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=100_000).contains(&self.capacity) || self.slots.len() > self.capacity {
+            return Err("the recent-voters ring has an impossible size".into());
+        }
+        let len = self.slots.len();
+        let mut seen = 0usize;
+        let mut newer: Option<u32> = None;
+        let mut next = self.head;
+        while let Some(at) = next {
+            let slot = self
+                .slots
+                .get(at as usize)
+                .filter(|slot| slot.newer == newer)
+                .ok_or("the recent-voters ring is not a well-formed list")?;
+            seen += 1;
+            if seen > len {
+                return Err("the recent-voters ring loops".into());
+            }
+            newer = Some(at);
+            next = slot.older;
+        }
+        let ids: std::collections::HashSet<_> = self.slots.iter().map(|s| s.voter.id).collect();
+        if seen != len || newer != self.tail || ids.len() != len {
+            return Err("the recent-voters ring does not hold each voter once".into());
+        }
+        Ok(())
+    }
+
     /// Rebuilds the user index, which is derived and so not stored in snapshots.
     pub fn reindex(&mut self) {
         self.index = self
@@ -312,6 +342,10 @@ impl VoteBook {
         self.recent.reindex();
         self.window.reindex();
     }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.recent.validate()
+    }
 }
 
 #[cfg(test)]
@@ -373,6 +407,24 @@ mod tests {
         copy.reindex();
         copy.record(voter(1), t(2));
         assert_eq!(ids(&copy), [1, 2]);
+    }
+
+    #[test]
+    fn a_damaged_ring_is_refused_not_trusted() {
+        let mut ring = VoterRing::with_capacity(3);
+        for id in 1..=3 {
+            ring.record(voter(id), t(id as i64));
+        }
+        assert!(ring.validate().is_ok());
+        let mut looped = ring.clone();
+        looped.slots[0].older = looped.head;
+        assert!(looped.validate().is_err());
+        let mut out_of_bounds = ring.clone();
+        out_of_bounds.head = Some(7);
+        assert!(out_of_bounds.validate().is_err());
+        let mut dangling = ring;
+        dangling.tail = None;
+        assert!(dangling.validate().is_err());
     }
 
     #[test]

@@ -524,7 +524,10 @@ pub fn read_frame(rest: &[u8]) -> Result<(u64, Record, usize), String> {
     {
         return Err("checksum mismatch".into());
     }
-    let record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])
+    let record: Record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])
         .map_err(|e| format!("a record with a good checksum does not decode: {e}"))?;
+    if let Record::BotListed { state, .. } = &record {
+        state.votes.validate()?;
+    }
     Ok((u64::from_le_bytes(seq), record, end))
 }

@@ -174,6 +174,11 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
             "the header and the data disagree on the sequence number",
         ));
     }
+    for bot in &state.bots {
+        bot.state.votes.validate().map_err(|why| {
+            SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id))
+        })?;
+    }
     Ok(state)
 }
 

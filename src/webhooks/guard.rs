@@ -23,20 +23,33 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
                 || (a == 198 && (b == 18 || b == 19))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
                 || a >= 240
         }
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_forbidden(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let seg = v6.segments();
+            let embedded_v4 = |hi: u16, lo: u16| {
+                std::net::Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+            };
+            // IPv4-compatible (::a.b.c.d, deprecated but still routed by some stacks).
+            if seg[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+                return is_forbidden(IpAddr::V4(embedded_v4(seg[6], seg[7])));
+            }
+            // 6to4 carries an IPv4 address in its second and third groups.
+            if seg[0] == 0x2002 && is_forbidden(IpAddr::V4(embedded_v4(seg[1], seg[2]))) {
+                return true;
+            }
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || first == 0x0064 && v6.segments()[1] == 0xff9b
+                || (seg[0] & 0xfe00) == 0xfc00
+                || (seg[0] & 0xffc0) == 0xfe80
+                || (seg[0] & 0xffc0) == 0xfec0
+                || (seg[0] == 0x2001 && seg[1] == 0x0db8)
+                || (seg[0] == 0x0064 && seg[1] == 0xff9b)
         }
     }
 }
