@@ -524,7 +524,7 @@ pub fn read_frame(rest: &[u8]) -> Result<(u64, Record, usize), String> {
     {
         return Err("checksum mismatch".into());
     }
-    let record: Record = rmp_serde::from_slice(&rest[FRAME_HEADER_LEN..end])
+    let record: Record = super::decode(&rest[FRAME_HEADER_LEN..end])
         .map_err(|e| format!("a record with a good checksum does not decode: {e}"))?;
     if let Record::BotListed { state, .. } = &record {
         state.votes.validate()?;

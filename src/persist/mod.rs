@@ -20,6 +20,17 @@ use snapshot::Written;
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
 pub const FORMAT_VERSION: u32 = 1;
 
+/// How deep MessagePack may nest in a file: our records need about ten levels. The library's
+/// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.
+const MAX_NESTING: usize = 64;
+
+/// Decodes MessagePack from a file, with nesting bounded.
+pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, rmp_serde::decode::Error> {
+    let mut deserializer = rmp_serde::Deserializer::from_read_ref(bytes);
+    deserializer.set_max_depth(MAX_NESTING);
+    T::deserialize(&mut deserializer)
+}
+
 /// Makes a rename or a new file in `dir` durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()

@@ -167,7 +167,7 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if crc32fast::hash(payload) != crc {
         return Err(damaged("checksum mismatch"));
     }
-    let state: DirectoryState = rmp_serde::from_slice(payload)
+    let state: DirectoryState = super::decode(payload)
         .map_err(|e| SnapshotError::Damaged(format!("the data does not decode: {e}")))?;
     if state.seq != seq {
         return Err(damaged(
