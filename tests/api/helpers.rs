@@ -217,9 +217,8 @@ impl TestApp {
     }
 }
 
-/// Asserts the envelope and returns the message.
-pub async fn assert_error(response: Response, status: StatusCode, code: &str) -> String {
-    assert_eq!(response.status(), status);
+/// Asserts `Content-Type: application/json; charset=utf-8`.
+pub fn assert_json_utf8(response: &Response) {
     assert_eq!(
         response
             .headers()
@@ -227,6 +226,12 @@ pub async fn assert_error(response: Response, status: StatusCode, code: &str) ->
             .and_then(|v| v.to_str().ok()),
         Some("application/json; charset=utf-8")
     );
+}
+
+/// Asserts the envelope and returns the message.
+pub async fn assert_error(response: Response, status: StatusCode, code: &str) -> String {
+    assert_eq!(response.status(), status);
+    assert_json_utf8(&response);
     let body: Value = response.json().await.expect("an error body is JSON");
     assert_eq!(body["error"]["code"], code, "{body}");
     let message = body["error"]["message"]

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp};
+use crate::helpers::{
+    assert_error, assert_json_utf8, spawn_app, spawn_app_with, test_settings, TestApp,
+};
 
 fn header(response: &reqwest::Response, name: &str) -> Option<u64> {
     response.headers().get(name)?.to_str().ok()?.parse().ok()
@@ -36,13 +38,7 @@ async fn assert_limited(response: reqwest::Response) -> u64 {
     assert_eq!(header(&response, "x-ratelimit-limit"), Some(60));
     assert_eq!(header(&response, "x-ratelimit-remaining"), Some(0));
     assert!(header(&response, "x-ratelimit-reset").is_some_and(|r| r >= retry));
-    assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("application/json; charset=utf-8")
-    );
+    assert_json_utf8(&response);
     let body: Value = response.json().await.expect("json");
     assert_eq!(
         body,
