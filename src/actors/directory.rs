@@ -89,11 +89,6 @@ impl Directory {
         search.run(listed.iter().map(|bot| bot.view()), now)
     }
 
-    /// Every listed bot's current view, in no particular order.
-    pub fn views(&self) -> Vec<Arc<BotView>> {
-        self.listed.load().iter().map(|bot| bot.view()).collect()
-    }
-
     pub(super) fn insert(&self, handle: Arc<BotHandle>, platform_id: Snowflake, token: TokenHash) {
         self.platform_ids.insert(platform_id, handle.id);
         self.tokens.insert(token, handle.id);

@@ -39,10 +39,6 @@ macro_rules! uuid_id {
             pub fn parse(text: &str) -> Option<Self> {
                 parse_uuid(text).map(Self)
             }
-
-            pub fn as_uuid(&self) -> &Uuid {
-                &self.0
-            }
         }
 
         impl fmt::Display for $name {

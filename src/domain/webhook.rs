@@ -178,7 +178,7 @@ impl Delivery {
 
     /// Records an attempt's outcome and decides whether and when to try again.
     pub fn record(&mut self, attempt: Attempt, now: Timestamp) {
-        self.attempts += 1;
+        self.attempts = self.attempts.saturating_add(1);
         let (status, error, retry_after) = match attempt {
             Attempt::Delivered(status) => {
                 self.state = DeliveryState::Delivered;
@@ -218,7 +218,7 @@ impl Delivery {
         if self.attempts >= MAX_ATTEMPTS {
             return None;
         }
-        let backoff = (1i64 << (self.attempts - 1).min(20)).min(MAX_DELAY_SECONDS);
+        let backoff = (1i64 << self.attempts.saturating_sub(1).min(20)).min(MAX_DELAY_SECONDS);
         let asked = retry_after.map_or(0, |s| s.min(MAX_RETRY_AFTER_SECONDS) as i64);
         Some(Duration::seconds(backoff.max(asked)))
     }

@@ -54,10 +54,6 @@ impl Persistence {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Captures every actor's state and writes it on a blocking thread while requests go on;
     /// then keeps the newest snapshots and the journal they need, and retires the rest.
     pub async fn snapshot(&self) -> Result<Written, String> {
