@@ -66,7 +66,7 @@ impl BotActor {
     fn save_delivery(&mut self, delivery: Delivery) -> Durable {
         self.state.deliveries.save(delivery.clone());
         let bot = self.state.listing.id;
-        let durable = self.commit(Record::DeliverySaved {
+        let durable = self.journal(Record::DeliverySaved {
             bot,
             delivery: delivery.clone(),
         });
@@ -77,7 +77,7 @@ impl BotActor {
             given_up.next_attempt_at = None;
             given_up.last_error = Some("the outbox of this bot is full".into());
             self.state.deliveries.save(given_up.clone());
-            self.commit(Record::DeliverySaved {
+            self.journal(Record::DeliverySaved {
                 bot,
                 delivery: given_up,
             });
@@ -111,9 +111,15 @@ impl BotActor {
     /// for durability while the actor goes on with its next message; records are numbered in
     /// the order this actor applies them, which is the order replay applies them in.
     fn commit(&mut self, record: Record) -> Durable {
+        let durable = self.journal(record);
+        self.published.store(Arc::new(self.state.view()));
+        durable
+    }
+
+    /// Journals a change that the published view does not show (a webhook delivery).
+    fn journal(&mut self, record: Record) -> Durable {
         let (seq, durable) = self.journal.submit(&record);
         self.state.last_seq = seq;
-        self.published.store(Arc::new(self.state.view()));
         durable
     }
 }

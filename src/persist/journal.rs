@@ -58,6 +58,19 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
         .ok()
 }
 
+/// Journal segments in `dir`, oldest first.
+pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Some(seq) = entry.file_name().to_str().and_then(parse_segment_name) {
+            found.push((seq, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 pub fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
     let len = (payload.len() as u32).to_le_bytes();
     let mut out = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use actix::Addr;
 
 use crate::actors::registry::{Capture, Registry};
-use journal::{parse_segment_name, Journal};
+use journal::Journal;
 use snapshot::Written;
 
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
@@ -98,16 +98,7 @@ fn retire(dir: &Path) -> io::Result<()> {
     let Some(&(oldest_kept, _)) = snapshots.iter().take(snapshot::KEEP).next_back() else {
         return Ok(());
     };
-    let mut segments: Vec<(u64, PathBuf)> = fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            Some((
-                e.file_name().to_str().and_then(parse_segment_name)?,
-                e.path(),
-            ))
-        })
-        .collect();
-    segments.sort();
+    let segments = journal::list(dir)?;
     // A segment's records all come before the next segment's first; the newest is never retired.
     for pair in segments.windows(2) {
         let (_, path) = &pair[0];

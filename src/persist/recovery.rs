@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::journal::{parse_segment_name, read_segment, SegmentEnd, SegmentScan};
+use super::journal::{self, read_segment, SegmentEnd, SegmentScan};
 use super::snapshot::{self, SnapshotError};
 use super::state::{DirectoryState, Replayer};
 
@@ -160,20 +160,12 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
 }
 
 fn read_journal(dir: &Path) -> Result<Vec<SegmentScan>, Refusal> {
-    let mut segments: Vec<(u64, PathBuf)> = fs::read_dir(dir)
-        .map_err(|e| {
-            Refusal(format!(
-                "cannot read the data directory {}: {e}",
-                dir.display()
-            ))
-        })?
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let seq = entry.file_name().to_str().and_then(parse_segment_name)?;
-            Some((seq, entry.path()))
-        })
-        .collect();
-    segments.sort();
+    let segments = journal::list(dir).map_err(|e| {
+        Refusal(format!(
+            "cannot read the data directory {}: {e}",
+            dir.display()
+        ))
+    })?;
     segments
         .into_iter()
         .map(|(_, path)| {

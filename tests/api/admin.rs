@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::helpers::{
     assert_error, spawn_app, spawn_app_with, test_settings, TestApp, ADMIN, BOT_FIELDS,
+    NULLABLE_BOT_FIELDS,
 };
 
 const URL_FIELDS: [&str; 6] = [
@@ -800,16 +801,7 @@ async fn creating_a_bot_answers_201_with_the_public_bot_and_a_token() {
     assert_eq!(bot["name"], "Minimal");
     assert_eq!(bot["username"], "minimal");
     assert_eq!(bot["short_description"], "A minimal bot");
-    for nullable in [
-        "avatar",
-        "long_description",
-        "language_code",
-        "prefix",
-        "invite_url",
-        "website_url",
-        "support_server_url",
-        "github_url",
-    ] {
+    for nullable in NULLABLE_BOT_FIELDS {
         assert_eq!(bot[nullable], Value::Null, "{nullable}");
     }
     assert_eq!(bot["tags"], json!([]));

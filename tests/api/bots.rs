@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, BOT_FIELDS};
+use crate::helpers::{assert_error, spawn_app, BOT_FIELDS, NULLABLE_BOT_FIELDS};
 
 fn keys(value: &Value) -> Vec<&str> {
     let mut keys: Vec<&str> = value
@@ -58,16 +58,7 @@ async fn a_bot_has_exactly_the_spec_fields_and_nulls_for_unset_ones() {
     let mut all = BOT_FIELDS.to_vec();
     all.push("server_count");
     assert_eq!(keys(&body), sorted(&all));
-    for nullable in [
-        "avatar",
-        "long_description",
-        "language_code",
-        "prefix",
-        "invite_url",
-        "website_url",
-        "support_server_url",
-        "github_url",
-    ] {
+    for nullable in NULLABLE_BOT_FIELDS {
         assert_eq!(body[nullable], Value::Null, "{nullable}");
     }
     assert_eq!(body["owner_ids"], json!([owner["id"]]));

@@ -11,6 +11,18 @@ use serde_json::{json, Value};
 
 pub const ADMIN: &str = "test-admin-token";
 
+/// The Bot fields that are `null` when unset.
+pub const NULLABLE_BOT_FIELDS: [&str; 8] = [
+    "avatar",
+    "long_description",
+    "language_code",
+    "prefix",
+    "invite_url",
+    "website_url",
+    "support_server_url",
+    "github_url",
+];
+
 /// SPEC.md 2.1 without `server_count`, which is left out until the bot posts stats.
 pub const BOT_FIELDS: [&str; 19] = [
     "id",
