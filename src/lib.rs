@@ -7,6 +7,7 @@ pub mod demo;
 pub mod domain;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod index;
 pub mod persist;
 pub mod startup;
 pub mod webhooks;

@@ -148,7 +148,7 @@ impl Application {
         let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
             .map(|_| Arbiter::new())
             .collect();
-        let directory = Arc::new(Directory::default());
+        let directory = Arc::new(Directory::new(clock.now()));
         let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
         let dispatcher = Dispatcher::new(
             Arc::clone(&clock),

@@ -1,7 +1,9 @@
 //! The bot actor: one per listed bot, the only writer of that bot's votes, stats and listing.
 //!
-//! After every change it publishes an immutable [`BotView`] before it replies, so readers that
-//! skip the mailbox (search, `GET /bots/:id`, `GET /bots/:id/stats`) see every acknowledged write.
+//! Every change it journals carries a publication: once the record is durable, the bot's new
+//! immutable [`BotView`] is stored where readers that skip the mailbox load it (`GET /bots/:id`,
+//! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
+//! therefore see every acknowledged write and never one that was refused.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,10 +18,11 @@ use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
 use crate::domain::Rejection;
-use crate::persist::journal::{Durable, Journal};
+use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::Record;
 use crate::webhooks::{Dispatcher, Job, Prepared, Target};
 
+use super::directory::Directory;
 use super::when_durable;
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
@@ -31,8 +34,12 @@ const MAILBOX_CAPACITY: usize = 1024;
 pub struct BotActor {
     state: BotState,
     published: Published,
+    directory: Arc<Directory>,
     clock: Arc<dyn Clock>,
     journal: Journal,
+    /// Set when the journal refused a change this actor had already applied: from then on its
+    /// state holds something no reader may see, so reads through the actor are refused too.
+    refused: bool,
     dispatcher: Arc<Dispatcher>,
     /// The token of each delivery's one scheduled attempt: an attempt that comes due or
     /// reports back with another token is stale (redelivered, given up) and does nothing.
@@ -46,6 +53,7 @@ impl BotActor {
     pub fn new(
         state: BotState,
         published: Published,
+        directory: Arc<Directory>,
         clock: Arc<dyn Clock>,
         journal: Journal,
         dispatcher: Arc<Dispatcher>,
@@ -53,8 +61,10 @@ impl BotActor {
         Self {
             state,
             published,
+            directory,
             clock,
             journal,
+            refused: false,
             dispatcher,
             attempts: HashMap::new(),
             next_attempt_token: 0,
@@ -107,20 +117,57 @@ impl BotActor {
         self.attempts.get(&delivery) == Some(&token)
     }
 
-    /// Journals a change already applied in memory and publishes the new view. The reply waits
-    /// for durability while the actor goes on with its next message; records are numbered in
-    /// the order this actor applies them, which is the order replay applies them in.
-    fn commit(&mut self, record: Record) -> Durable {
-        let durable = self.journal(record);
-        self.published.store(Arc::new(self.state.view()));
-        durable
+    /// Journals a change already applied in memory; its new view is published once the record
+    /// is durable, with `also` (a registry change that goes with it) published at the same
+    /// moment. The reply waits for durability while the actor goes on with its next message;
+    /// records are numbered in the order this actor applies them, which is the order replay
+    /// applies them in.
+    fn commit(&mut self, record: Record, also: Option<Publish>) -> (Durable, Arc<BotView>) {
+        let view = Arc::new(self.state.view());
+        let directory = Arc::clone(&self.directory);
+        let published = Arc::clone(&self.published);
+        let shown = Arc::clone(&view);
+        let publish: Publish = Box::new(move || {
+            if let Some(also) = also {
+                also();
+            }
+            directory.publish_view(&published, shown);
+        });
+        (self.submit(record, Some(publish)), view)
     }
 
     /// Journals a change that the published view does not show (a webhook delivery).
     fn journal(&mut self, record: Record) -> Durable {
-        let (seq, durable) = self.journal.submit(&record);
-        self.state.last_seq = seq;
+        self.submit(record, None)
+    }
+
+    fn submit(&mut self, record: Record, publish: Option<Publish>) -> Durable {
+        let (seq, durable) = self.journal.submit_then(&record, publish);
+        match seq {
+            0 => self.refused = true,
+            seq => self.state.last_seq = seq,
+        }
         durable
+    }
+
+    /// A read through the actor sees changes that may still be on their way to disk: it is
+    /// answered once they are durable, so nobody learns of a write that is then refused.
+    fn when_seen_durable<T: Send + 'static>(
+        &self,
+        value: T,
+    ) -> ResponseFuture<Result<T, Rejection>> {
+        if self.refused {
+            return Box::pin(async {
+                Err(Rejection::NotStored(
+                    "this bot holds a change that could not be stored; the service needs a restart"
+                        .into(),
+                ))
+            });
+        }
+        if self.state.last_seq <= self.journal.durable_seq() {
+            return Box::pin(async move { Ok(value) });
+        }
+        when_durable(self.journal.barrier(), value)
     }
 }
 
@@ -156,11 +203,14 @@ impl Handler<RecordVote> for BotActor {
         };
         self.recent_voters = None;
         let bot = self.state.listing.id;
-        let mut durable = self.commit(Record::Voted {
-            bot,
-            voter: voter.clone(),
-            at,
-        });
+        let (mut durable, _) = self.commit(
+            Record::Voted {
+                bot,
+                voter: voter.clone(),
+                at,
+            },
+            None,
+        );
         if self.state.webhook.url.is_some() {
             let delivery = Delivery::vote(Uuid::new_v4(), &self.state.listing, &voter, at, counts);
             // Journaled after the vote: its being durable means the vote is too.
@@ -294,27 +344,27 @@ impl Handler<Redeliver> for BotActor {
 
 /// The latest deliveries, newest first.
 #[derive(Message)]
-#[rtype(result = "Vec<Delivery>")]
+#[rtype(result = "Result<Vec<Delivery>, Rejection>")]
 pub struct RecentDeliveries;
 
 impl Handler<RecentDeliveries> for BotActor {
-    type Result = MessageResult<RecentDeliveries>;
+    type Result = ResponseFuture<Result<Vec<Delivery>, Rejection>>;
 
     fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.state.deliveries.recent().cloned().collect())
+        self.when_seen_durable(self.state.deliveries.recent().cloned().collect())
     }
 }
 
 /// Whether the user's latest vote is still active.
 #[derive(Message)]
-#[rtype(result = "bool")]
+#[rtype(result = "Result<bool, Rejection>")]
 pub struct CheckVote(pub Snowflake);
 
 impl Handler<CheckVote> for BotActor {
-    type Result = bool;
+    type Result = ResponseFuture<Result<bool, Rejection>>;
 
-    fn handle(&mut self, CheckVote(user): CheckVote, _: &mut Self::Context) -> bool {
-        self.state.votes.has_voted(user, self.clock.now())
+    fn handle(&mut self, CheckVote(user): CheckVote, _: &mut Self::Context) -> Self::Result {
+        self.when_seen_durable(self.state.votes.has_voted(user, self.clock.now()))
     }
 }
 
@@ -326,11 +376,11 @@ pub struct RecentVoter {
 
 /// The last 1000 distinct voters, most recent first.
 #[derive(Message)]
-#[rtype(result = "Arc<[RecentVoter]>")]
+#[rtype(result = "Result<Arc<[RecentVoter]>, Rejection>")]
 pub struct RecentVoters;
 
 impl Handler<RecentVoters> for BotActor {
-    type Result = MessageResult<RecentVoters>;
+    type Result = ResponseFuture<Result<Arc<[RecentVoter]>, Rejection>>;
 
     fn handle(&mut self, _: RecentVoters, _: &mut Self::Context) -> Self::Result {
         let voters = self.recent_voters.get_or_insert_with(|| {
@@ -344,7 +394,8 @@ impl Handler<RecentVoters> for BotActor {
                 })
                 .collect()
         });
-        MessageResult(Arc::clone(voters))
+        let voters = Arc::clone(voters);
+        self.when_seen_durable(voters)
     }
 }
 
@@ -359,19 +410,25 @@ impl Handler<PostStats> for BotActor {
         let at = self.clock.now();
         self.state.post_stats(count, at);
         let bot = self.state.listing.id;
-        when_durable(self.commit(Record::StatsPosted { bot, count, at }), ())
+        let (durable, _) = self.commit(Record::StatsPosted { bot, count, at }, None);
+        when_durable(durable, ())
     }
 }
 
-/// Edits the listing; the registry has already checked what needs the whole directory.
+/// Edits the listing; the registry has already checked what needs the whole directory, and
+/// gives what it changed in the directory to be published with the edit.
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch);
+pub struct ApplyPatch(pub BotPatch, pub Option<Publish>);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        ApplyPatch(patch, also): ApplyPatch,
+        _: &mut Self::Context,
+    ) -> Self::Result {
         let at = self.clock.now();
         self.state.apply(patch, at);
         let record = Record::BotEdited {
@@ -380,8 +437,8 @@ impl Handler<ApplyPatch> for BotActor {
             webhook: self.state.webhook.clone(),
             at,
         };
-        let durable = self.commit(record);
-        when_durable(durable, self.published.load_full())
+        let (durable, view) = self.commit(record, also);
+        when_durable(durable, view)
     }
 }
 
@@ -440,10 +497,10 @@ mod tests {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
-        let directory = Arc::new(crate::actors::directory::Directory::default());
+        let directory = Arc::new(crate::actors::directory::Directory::new(clock.now()));
         let dispatcher = Dispatcher::new(
             clock.clone(),
-            directory,
+            Arc::clone(&directory),
             std::time::Duration::from_secs(1),
             false,
         )
@@ -451,6 +508,7 @@ mod tests {
         let bot = BotActor::new(
             state,
             Arc::clone(&published),
+            directory,
             clock.clone(),
             Journal::in_memory(1),
             dispatcher,
@@ -460,24 +518,32 @@ mod tests {
         let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
-        assert!(bot
-            .send(CheckVote(Snowflake::from_u64(1)))
-            .await
-            .expect("delivered"));
+        assert_eq!(
+            bot.send(CheckVote(Snowflake::from_u64(1)))
+                .await
+                .expect("delivered"),
+            Ok(true)
+        );
 
         let again = bot.send(RecordVote(voter(1))).await.expect("delivered");
         assert!(matches!(again, Err(Rejection::AlreadyVoted { .. })));
 
         clock.advance(Duration::hours(12));
-        assert!(!bot
-            .send(CheckVote(Snowflake::from_u64(1)))
-            .await
-            .expect("delivered"));
+        assert_eq!(
+            bot.send(CheckVote(Snowflake::from_u64(1)))
+                .await
+                .expect("delivered"),
+            Ok(false)
+        );
         bot.send(RecordVote(voter(2)))
             .await
             .expect("delivered")
             .expect("accepted");
-        let voters = bot.send(RecentVoters).await.expect("delivered");
+        let voters = bot
+            .send(RecentVoters)
+            .await
+            .expect("delivered")
+            .expect("durable");
         let ids: Vec<u64> = voters.iter().map(|v| v.voter.id.get()).collect();
         assert_eq!(ids, [2, 1]);
 

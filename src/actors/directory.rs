@@ -1,20 +1,23 @@
-//! The read side of the directory: id resolution, token lookup and the list search reads.
+//! The read side of the directory: id resolution, token lookup, profiles and the search index.
 //!
-//! Only the registry actor writes here (the writing methods are private to `actors`); request
-//! handlers read it directly, so resolving an id or a token never queues behind a write.
+//! Only the actors write here (the writing methods are private to `actors`), and only when a
+//! change they made is durable; request handlers read it directly, so resolving an id, a token
+//! or a profile, or searching, never queues behind a write.
 
 use std::sync::Arc;
 
 use actix::{Addr, Handler, MailboxError, Message};
-use arc_swap::ArcSwap;
 use dashmap::DashMap;
+use parking_lot::{RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use super::bot::{BotActor, Published};
 use crate::domain::bot::BotView;
-use crate::domain::ids::{BotId, Snowflake, TokenHash};
+use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
+use crate::domain::profile::Profile;
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
 use crate::domain::Rejection;
+use crate::index::{IndexMemory, SearchIndex};
 
 /// A listed bot as the rest of the service reaches it.
 pub struct BotHandle {
@@ -45,17 +48,28 @@ impl BotHandle {
     }
 }
 
-#[derive(Default)]
+/// What readers see of the directory. Every write here is a publication: it runs once the change
+/// is durable (see [`crate::persist::journal::Publish`]), so nothing unacknowledged is ever shown.
 pub struct Directory {
     bots: DashMap<BotId, Arc<BotHandle>>,
     platform_ids: DashMap<Snowflake, BotId>,
     tokens: DashMap<TokenHash, BotId>,
-    /// Every listed bot, republished whole when one is listed or delisted (rare), so a search
-    /// walks a plain slice without holding any lock.
-    listed: ArcSwap<Vec<Arc<BotHandle>>>,
+    profiles: DashMap<ProfileId, Arc<Profile>>,
+    /// Searched under one read guard; written under one write guard per published change.
+    index: RwLock<SearchIndex>,
 }
 
 impl Directory {
+    pub fn new(now: Timestamp) -> Self {
+        Self {
+            bots: DashMap::new(),
+            platform_ids: DashMap::new(),
+            tokens: DashMap::new(),
+            profiles: DashMap::new(),
+            index: RwLock::new(SearchIndex::new(now.month())),
+        }
+    }
+
     /// `:id` is tried as a listing UUID, then as a platform snowflake.
     pub fn resolve(&self, id: &str) -> Option<Arc<BotHandle>> {
         let bot = match BotId::parse(id) {
@@ -76,6 +90,12 @@ impl Directory {
         self.tokens.get(&hash).map(|entry| *entry.value())
     }
 
+    pub fn profile(&self, id: ProfileId) -> Option<Arc<Profile>> {
+        self.profiles
+            .get(&id)
+            .map(|entry| Arc::clone(entry.value()))
+    }
+
     pub fn len(&self) -> usize {
         self.bots.len()
     }
@@ -84,42 +104,71 @@ impl Directory {
         self.bots.is_empty()
     }
 
-    pub fn search(&self, search: &Search, now: Timestamp) -> SearchPage {
-        let listed = self.listed.load();
-        search.run(listed.iter().map(|bot| bot.view()), now)
+    pub fn profile_count(&self) -> usize {
+        self.profiles.len()
     }
 
-    pub(super) fn insert(&self, handle: Arc<BotHandle>, platform_id: Snowflake, token: TokenHash) {
+    /// One page of a search. Runs on the calling thread: at these costs a hop to a thread pool
+    /// would cost more than the search.
+    pub fn search(&self, search: &Search, now: Timestamp) -> SearchPage {
+        let month = now.month();
+        let index = self.index.upgradable_read();
+        if index.month() == month {
+            return index.search(search);
+        }
+        // The first search of a new month: every monthly count reads 0 from now on, with or
+        // without a vote, so the monthly order is rebuilt before anyone reads it.
+        let mut index = RwLockUpgradableReadGuard::upgrade(index);
+        index.roll_month(month);
+        RwLockWriteGuard::downgrade(index).search(search)
+    }
+
+    /// The index's size, for the memory report.
+    pub fn index_memory(&self) -> IndexMemory {
+        self.index.read().memory()
+    }
+
+    /// Publishes a newly listed (or, at startup, restored) bot.
+    pub(super) fn publish_listed(
+        &self,
+        handle: Arc<BotHandle>,
+        platform_id: Snowflake,
+        token: TokenHash,
+    ) {
+        self.index.write().insert(handle.view());
         self.platform_ids.insert(platform_id, handle.id);
         self.tokens.insert(token, handle.id);
         self.bots.insert(handle.id, handle);
     }
 
-    pub(super) fn remove(&self, id: BotId, platform_id: Snowflake, token: TokenHash) {
+    /// Publishes a bot's new state: the view its readers load and its place in the index.
+    pub(super) fn publish_view(&self, published: &Published, view: Arc<BotView>) {
+        published.store(Arc::clone(&view));
+        self.index.write().update(view);
+    }
+
+    pub(super) fn publish_delisted(&self, id: BotId, platform_id: Snowflake, token: TokenHash) {
         self.tokens.remove(&token);
         self.platform_ids.remove(&platform_id);
         self.bots.remove(&id);
+        self.index.write().remove(id);
     }
 
-    pub(super) fn replace_token(&self, id: BotId, old: TokenHash, new: TokenHash) {
+    pub(super) fn publish_token(&self, id: BotId, old: TokenHash, new: TokenHash) {
         self.tokens.remove(&old);
         self.tokens.insert(new, id);
     }
 
-    pub(super) fn move_platform_id(&self, id: BotId, old: Snowflake, new: Snowflake) {
+    pub(super) fn publish_platform_id(&self, id: BotId, old: Snowflake, new: Snowflake) {
         self.platform_ids.remove(&old);
         self.platform_ids.insert(new, id);
     }
 
-    pub(super) fn platform_id_owner(&self, platform_id: Snowflake) -> Option<BotId> {
-        self.platform_ids
-            .get(&platform_id)
-            .map(|entry| *entry.value())
+    pub(super) fn publish_profile(&self, profile: Arc<Profile>) {
+        self.profiles.insert(profile.id, profile);
     }
 
-    /// Makes the listed set match the id map; call after a batch of inserts or removals.
-    pub(super) fn publish_listing(&self) {
-        let listed = self.bots.iter().map(|e| Arc::clone(e.value())).collect();
-        self.listed.store(Arc::new(listed));
+    pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
+        self.profiles.remove(&id);
     }
 }

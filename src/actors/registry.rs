@@ -18,7 +18,7 @@ use crate::domain::profile::{NewProfile, Profile, ProfilePatch};
 use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
 use crate::domain::Rejection;
-use crate::persist::journal::{Durable, Journal};
+use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{DirectoryState, Record, StoredBot};
 use crate::webhooks::Dispatcher;
 
@@ -44,8 +44,11 @@ impl BotSpawner {
     }
 }
 
-/// A bot as the registry stores it apart from the bot's own state.
+/// A bot as the registry stores it apart from the bot's own state. Entries change as soon as
+/// the registry accepts a change, so its rules see what it has accepted; the directory shows a
+/// change only once it is durable.
 struct Entry {
+    handle: Arc<BotHandle>,
     platform_id: Snowflake,
     token: TokenHash,
     /// Kept here, not read from the bot's view, so that an owner set by a patch the bot has not
@@ -62,6 +65,8 @@ pub struct Registry {
     /// The last journal record of the registry's own (profiles, listing, tokens).
     last_seq: u64,
     bots: HashMap<BotId, Entry>,
+    /// The platform id each listed bot has claimed, for the uniqueness rule.
+    bot_platform_ids: HashMap<Snowflake, BotId>,
     profiles: HashMap<ProfileId, Profile>,
     usernames: HashMap<ProfileUsername, ProfileId>,
     profile_platform_ids: HashMap<Snowflake, ProfileId>,
@@ -83,13 +88,16 @@ impl Registry {
             spawner,
             last_seq: 0,
             bots: HashMap::new(),
+            bot_platform_ids: HashMap::new(),
             profiles: HashMap::new(),
             usernames: HashMap::new(),
             profile_platform_ids: HashMap::new(),
         }
     }
 
-    fn list(&mut self, state: BotState, token: TokenHash) -> Arc<BotHandle> {
+    /// Starts the bot's actor and records the bot as listed; readers see it once the returned
+    /// publication runs.
+    fn list(&mut self, state: BotState, token: TokenHash) -> (Arc<BotHandle>, Publish) {
         let id = state.listing.id;
         let platform_id = state.listing.platform_id;
         let owners = state.listing.owner_ids.clone();
@@ -97,6 +105,7 @@ impl Registry {
         let actor = BotActor::new(
             state,
             Arc::clone(&view),
+            Arc::clone(&self.directory),
             Arc::clone(&self.clock),
             self.journal.clone(),
             Arc::clone(&self.dispatcher),
@@ -106,24 +115,28 @@ impl Registry {
             addr: self.spawner.spawn(actor),
             view,
         });
-        self.directory
-            .insert(Arc::clone(&handle), platform_id, token);
         self.bots.insert(
             id,
             Entry {
+                handle: Arc::clone(&handle),
                 platform_id,
                 token,
                 owners,
             },
         );
-        handle
+        self.bot_platform_ids.insert(platform_id, id);
+        let directory = Arc::clone(&self.directory);
+        let shown = Arc::clone(&handle);
+        let publish = Box::new(move || directory.publish_listed(shown, platform_id, token));
+        (handle, publish)
     }
 
-    /// Journals a registry change. Called before the change is visible to anyone, so a bot's
-    /// own records always come after the record that listed it.
-    fn commit(&mut self, record: &Record) -> (u64, Durable) {
-        let (seq, durable) = self.journal.submit(record);
-        self.last_seq = seq;
+    /// Journals a registry change, to be published once durable. Called before the bot
+    /// concerned can journal anything of its own, so a bot's records always come after the
+    /// record that listed it.
+    fn commit(&mut self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
+        let (seq, durable) = self.journal.submit_then(record, publish);
+        self.last_seq = self.last_seq.max(seq);
         (seq, durable)
     }
 
@@ -141,8 +154,8 @@ impl Registry {
         platform_id: Snowflake,
         for_bot: Option<BotId>,
     ) -> Result<(), Rejection> {
-        match self.directory.platform_id_owner(platform_id) {
-            Some(owner) if Some(owner) != for_bot => Err(Rejection::Conflict(format!(
+        match self.bot_platform_ids.get(&platform_id) {
+            Some(owner) if Some(*owner) != for_bot => Err(Rejection::Conflict(format!(
                 "platform_id: a bot with platform id {platform_id} is already listed"
             ))),
             _ => Ok(()),
@@ -173,7 +186,12 @@ impl Registry {
     }
 
     fn save_profile(&mut self, profile: Profile, replacing: Option<&Profile>) -> Durable {
-        let (_, durable) = self.commit(&Record::ProfileSaved(profile.clone()));
+        let directory = Arc::clone(&self.directory);
+        let shown = Arc::new(profile.clone());
+        let (_, durable) = self.commit(
+            &Record::ProfileSaved(profile.clone()),
+            Some(Box::new(move || directory.publish_profile(shown))),
+        );
         if let Some(old) = replacing {
             self.unindex_profile(old);
         }
@@ -227,13 +245,15 @@ impl Handler<LoadDirectory> for Registry {
         self.last_seq = self.last_seq.max(state.registry_seq);
         for profile in state.profiles {
             self.index_profile(&profile);
+            self.directory.publish_profile(Arc::new(profile.clone()));
             self.profiles.insert(profile.id, profile);
         }
+        // What was recovered is durable already: it is published at once.
         for StoredBot { mut state, token } in state.bots {
             state.restore();
-            self.list(state, token);
+            let (_, publish) = self.list(state, token);
+            publish();
         }
-        self.directory.publish_listing();
     }
 }
 
@@ -252,8 +272,8 @@ impl Handler<Capture> for Registry {
         let profiles: Vec<Profile> = self.profiles.values().cloned().collect();
         let bots: Vec<(Arc<BotHandle>, TokenHash)> = self
             .bots
-            .iter()
-            .filter_map(|(id, entry)| Some((self.directory.get(*id)?, entry.token)))
+            .values()
+            .map(|entry| (Arc::clone(&entry.handle), entry.token))
             .collect();
         let directory = Arc::clone(&self.directory);
         Box::pin(async move {
@@ -307,14 +327,16 @@ impl Handler<CreateBot> for Registry {
             self.check_platform_id_free(new.platform_id, None)?;
             self.check_owners(&new.owner_ids)?;
             let token = Token::generate();
-            let mut state = BotState::create(BotId::new_random(), new, self.clock.now());
-            let (seq, durable) = self.commit(&Record::BotListed {
+            let state = BotState::create(BotId::new_random(), new, self.clock.now());
+            let record = Record::BotListed {
                 state: Box::new(state.clone()),
                 token: token.hash(),
-            });
-            state.last_seq = seq;
-            let handle = self.list(state, token.hash());
-            self.directory.publish_listing();
+            };
+            // The actor starts first, but nobody can reach it before its listing is published,
+            // so its own records still come after this one. Until it journals one, its
+            // `last_seq` stays 0: replay has nothing of its own to skip.
+            let (handle, publish) = self.list(state, token.hash());
+            let (_, durable) = self.commit(&record, Some(publish));
             Ok((durable, (handle.view(), token)))
         })())
     }
@@ -332,10 +354,9 @@ impl Handler<UpdateBot> for Registry {
     /// never journaled before the edit that allowed it.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, _: &mut Self::Context) -> Self::Result {
         let checked = (|| {
-            let handle = self
-                .directory
-                .get(id)
-                .ok_or_else(|| Self::not_found_bot(id))?;
+            if !self.bots.contains_key(&id) {
+                return Err(Self::not_found_bot(id));
+            }
             if let Some(owners) = &patch.owner_ids {
                 self.check_owners(owners)?;
             }
@@ -346,18 +367,29 @@ impl Handler<UpdateBot> for Registry {
                 .bots
                 .get_mut(&id)
                 .ok_or_else(|| Self::not_found_bot(id))?;
-            if let Some(new) = patch.platform_id {
-                self.directory.move_platform_id(id, entry.platform_id, new);
-                entry.platform_id = new;
+            let mut moved: Option<Publish> = None;
+            if let Some(new) = patch.platform_id.filter(|new| *new != entry.platform_id) {
+                let old = std::mem::replace(&mut entry.platform_id, new);
+                self.bot_platform_ids.remove(&old);
+                self.bot_platform_ids.insert(new, id);
+                let directory = Arc::clone(&self.directory);
+                moved = Some(Box::new(move || {
+                    directory.publish_platform_id(id, old, new)
+                }));
             }
+            let entry = self
+                .bots
+                .get_mut(&id)
+                .ok_or_else(|| Self::not_found_bot(id))?;
             if let Some(owners) = &patch.owner_ids {
                 entry.owners.clone_from(owners);
             }
-            Ok(handle)
+            Ok((Arc::clone(&entry.handle), moved))
         })();
-        // The bot journals the edit itself, in order with its votes and stats; the message is
-        // queued here, in the handler, so edits reach the bot in the order they were checked.
-        let applied = checked.map(|handle| handle.addr.send(ApplyPatch(patch)));
+        // The bot journals the edit itself, in order with its votes and stats, and publishes the
+        // moved platform id with it; the message is queued here, in the handler, so edits reach
+        // the bot in the order they were checked.
+        let applied = checked.map(|(handle, moved)| handle.addr.send(ApplyPatch(patch, moved)));
         AtomicResponse::new(Box::pin(
             async move { applied?.await.map_err(|_| Self::not_found_bot(id))? }.into_actor(self),
         ))
@@ -376,17 +408,19 @@ impl Handler<DelistBot> for Registry {
             if !self.bots.contains_key(&id) {
                 return Err(Self::not_found_bot(id));
             }
-            let (_, durable) = self.commit(&Record::BotDelisted(id));
             let entry = self
                 .bots
                 .remove(&id)
                 .ok_or_else(|| Self::not_found_bot(id))?;
-            let handle = self.directory.get(id);
-            self.directory.remove(id, entry.platform_id, entry.token);
-            self.directory.publish_listing();
-            if let Some(handle) = handle {
-                handle.addr.do_send(Stop);
-            }
+            self.bot_platform_ids.remove(&entry.platform_id);
+            let directory = Arc::clone(&self.directory);
+            let (_, durable) = self.commit(
+                &Record::BotDelisted(id),
+                Some(Box::new(move || {
+                    directory.publish_delisted(id, entry.platform_id, entry.token);
+                    entry.handle.addr.do_send(Stop);
+                })),
+            );
             Ok((durable, ()))
         })())
     }
@@ -407,28 +441,20 @@ impl Handler<RotateToken> for Registry {
                 .ok_or_else(|| Self::not_found_bot(id))?
                 .token;
             let token = Token::generate();
-            let (_, durable) = self.commit(&Record::TokenRotated {
-                bot: id,
-                token: token.hash(),
-            });
-            self.directory.replace_token(id, old, token.hash());
+            let new = token.hash();
+            let directory = Arc::clone(&self.directory);
+            let (_, durable) = self.commit(
+                &Record::TokenRotated {
+                    bot: id,
+                    token: new,
+                },
+                Some(Box::new(move || directory.publish_token(id, old, new))),
+            );
             if let Some(entry) = self.bots.get_mut(&id) {
-                entry.token = token.hash();
+                entry.token = new;
             }
             Ok((durable, token))
         })())
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "Option<Profile>")]
-pub struct GetProfile(pub ProfileId);
-
-impl Handler<GetProfile> for Registry {
-    type Result = Option<Profile>;
-
-    fn handle(&mut self, GetProfile(id): GetProfile, _: &mut Self::Context) -> Self::Result {
-        self.profiles.get(&id).cloned()
     }
 }
 
@@ -496,7 +522,11 @@ impl Handler<DeleteProfile> for Registry {
                     "profile {id} owns {owned} listed bot(s); remove it from their owner_ids first"
                 )));
             }
-            let (_, durable) = self.commit(&Record::ProfileDeleted(id));
+            let directory = Arc::clone(&self.directory);
+            let (_, durable) = self.commit(
+                &Record::ProfileDeleted(id),
+                Some(Box::new(move || directory.publish_profile_deleted(id))),
+            );
             if let Some(profile) = self.profiles.remove(&id) {
                 self.unindex_profile(&profile);
             }

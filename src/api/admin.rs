@@ -375,7 +375,7 @@ pub async fn deliveries(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
-    let deliveries = bot.ask(RecentDeliveries).await?;
+    let deliveries = bot.ask(RecentDeliveries).await??;
     let views: Vec<DeliveryView<'_>> = deliveries.iter().map(DeliveryView::from).collect();
     Ok(reply::ok(&views))
 }

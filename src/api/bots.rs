@@ -81,19 +81,13 @@ pub async fn search(
 ) -> Result<HttpResponse, ApiError> {
     let search = Search::parse(request.query_string()).map_err(|e| ApiError::BadRequest(e.0))?;
     let now = state.clock.now();
-    // A search walks the whole directory: off the I/O threads, so it never stalls other requests.
-    let directory = Arc::clone(&state.directory);
-    let limit = search.limit;
-    let offset = search.offset;
-    let page = web::block(move || directory.search(&search, now))
-        .await
-        .map_err(|_| ApiError::Internal)?;
+    let page = state.directory.search(&search, now);
     let results: Vec<PublicBot<'_>> = page.bots.iter().map(|bot| bot.public(now)).collect();
     Ok(reply::ok(&BotList {
         count: results.len() as u64,
         results,
-        limit,
-        offset,
+        limit: search.limit,
+        offset: search.offset,
         total: page.total,
     }))
 }

@@ -4,7 +4,6 @@ use actix_web::{web, HttpResponse};
 
 use super::error::{ApiError, ErrorBody};
 use super::{reply, AppState};
-use crate::actors::registry::GetProfile;
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
 
@@ -26,9 +25,8 @@ pub async fn get_user(
 ) -> Result<HttpResponse, ApiError> {
     let id = ProfileId::parse(&user_id).ok_or_else(|| not_found(&user_id))?;
     let profile = state
-        .registry
-        .send(GetProfile(id))
-        .await?
+        .directory
+        .profile(id)
         .ok_or_else(|| not_found(&user_id))?;
     Ok(reply::ok(&profile.public()))
 }

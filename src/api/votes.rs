@@ -67,7 +67,7 @@ pub async fn own_voters(
 }
 
 async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
-    let voters = bot.ask(RecentVoters).await?;
+    let voters = bot.ask(RecentVoters).await??;
     let entries: Vec<VoterEntry<'_>> = voters
         .iter()
         .map(|recent| VoterEntry {
@@ -123,7 +123,7 @@ pub async fn own_check(
 
 async fn check_vote(bot: &BotHandle, request: &HttpRequest) -> Result<HttpResponse, ApiError> {
     let user = snowflake_param(request.query_string(), "userId")?;
-    let voted = bot.ask(CheckVote(user)).await?;
+    let voted = bot.ask(CheckVote(user)).await??;
     Ok(reply::ok(&VoteCheck {
         voted: voted.into(),
     }))

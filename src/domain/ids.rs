@@ -36,6 +36,11 @@ macro_rules! uuid_id {
                 Self(uuid::Builder::from_random_bytes(bytes).into_uuid())
             }
 
+            /// The id as a number whose order is the ids' order.
+            pub fn as_u128(self) -> u128 {
+                self.0.as_u128()
+            }
+
             pub fn parse(text: &str) -> Option<Self> {
                 parse_uuid(text).map(Self)
             }

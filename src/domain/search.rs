@@ -24,6 +24,19 @@ pub enum Sort {
 impl Sort {
     const NAMES: &'static str = "votes, newest, monthly_votes, recently_updated, invites";
 
+    pub const ALL: [Sort; 5] = [
+        Self::Votes,
+        Self::Newest,
+        Self::MonthlyVotes,
+        Self::RecentlyUpdated,
+        Self::Invites,
+    ];
+
+    /// This sort's place in [`Sort::ALL`].
+    pub fn position(self) -> usize {
+        self as usize
+    }
+
     fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "votes" => Self::Votes,
@@ -57,6 +70,28 @@ pub enum Invites {
 
 impl Invites {
     const NAMES: &'static str = "lt100, 100-1000, 1000-10000, gt10000";
+
+    pub const ALL: [Invites; 4] = [
+        Self::Under100,
+        Self::From100To1000,
+        Self::From1000To10000,
+        Self::Over10000,
+    ];
+
+    /// This bucket's place in [`Invites::ALL`].
+    pub fn position(self) -> usize {
+        self as usize
+    }
+
+    /// The bucket a server count falls in.
+    pub fn of(servers: u64) -> Self {
+        match servers {
+            0..100 => Self::Under100,
+            100..1000 => Self::From100To1000,
+            1000..10000 => Self::From1000To10000,
+            _ => Self::Over10000,
+        }
+    }
 
     fn parse(text: &str) -> Option<Self> {
         Some(match text {
@@ -193,9 +228,10 @@ impl Search {
         self.min_votes.is_none_or(|min| bot.vote_count >= min)
     }
 
-    /// Filters, ranks and cuts one page: featured first, then the sort key descending, then the
-    /// listing id ascending so that pages neither overlap nor skip. Only the rows up to the end
-    /// of the page are fully sorted.
+    /// The rules of a search applied by brute force: filters every bot, ranks the matches and
+    /// cuts one page (featured first, then the sort key descending, then the listing id
+    /// ascending). The service answers from the index in `crate::index`; this is the plain
+    /// statement of what the index must return, and the tests hold the index to it.
     pub fn run(&self, bots: impl IntoIterator<Item = Arc<BotView>>, now: Timestamp) -> SearchPage {
         let mut hits: Vec<Ranked> = bots
             .into_iter()

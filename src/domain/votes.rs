@@ -263,11 +263,21 @@ impl MonthlyCount {
     }
 
     pub fn at(&self, now: Timestamp) -> u64 {
-        if self.month == now.month() {
+        self.in_month(now.month())
+    }
+
+    /// The count as read in `month`: a count of any other month reads 0.
+    pub fn in_month(&self, month: Month) -> u64 {
+        if self.month == month {
             self.count
         } else {
             0
         }
+    }
+
+    /// The month of the latest vote counted.
+    pub fn month(&self) -> Month {
+        self.month
     }
 
     pub fn add_one(&mut self, at: Timestamp) {

@@ -11,7 +11,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -98,9 +98,15 @@ pub fn segment_header(first_seq: u64) -> Vec<u8> {
     out
 }
 
+/// What a change shows readers, run once its record is durable: never for a record that failed,
+/// and always in record order, so a reader never sees a write that was not acknowledged and never
+/// sees an older state after a newer one.
+pub type Publish = Box<dyn FnOnce() + Send>;
+
 struct Pending {
     frame: Vec<u8>,
     seq: u64,
+    publish: Option<Publish>,
     done: oneshot::Sender<Result<(), JournalError>>,
 }
 
@@ -113,6 +119,8 @@ struct Shared {
     submitter: Mutex<Submitter>,
     failed: Mutex<Option<JournalError>>,
     rotate: AtomicBool,
+    /// Every record numbered up to this one is durable.
+    durable_seq: AtomicU64,
 }
 
 /// A handle to the journal; cheap to clone, one per actor.
@@ -153,6 +161,7 @@ impl Journal {
                 submitter: Mutex::new(Submitter { next_seq, queue }),
                 failed: Mutex::new(None),
                 rotate: AtomicBool::new(false),
+                durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
             }),
         }
     }
@@ -180,6 +189,12 @@ impl Journal {
 
     /// Numbers the record and queues it; the order of numbers is the order of calls.
     pub fn submit(&self, record: &Record) -> (u64, Durable) {
+        self.submit_then(record, None)
+    }
+
+    /// As [`Journal::submit`], and runs `publish` once the record is durable, before the
+    /// record's [`Durable`] resolves and after every earlier record's `publish`.
+    pub fn submit_then(&self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
         let payload = match rmp_serde::to_vec(record) {
             Ok(payload) => payload,
             Err(error) => {
@@ -198,12 +213,18 @@ impl Journal {
         let seq = submitter.next_seq;
         submitter.next_seq += 1;
         let Some(queue) = &submitter.queue else {
+            // Kept nowhere: published at once, still in order under the lock.
+            if let Some(publish) = publish {
+                publish();
+            }
+            self.shared.durable_seq.store(seq, Ordering::Release);
             return (seq, Durable::done());
         };
         let (done, rx) = oneshot::channel();
         let pending = Pending {
             frame: frame(seq, &payload),
             seq,
+            publish,
             done,
         };
         match queue.send(pending) {
@@ -228,12 +249,18 @@ impl Journal {
         let barrier = Pending {
             frame: Vec::new(),
             seq: submitter.next_seq,
+            publish: None,
             done,
         };
         match queue.send(barrier) {
             Ok(()) => Durable(Ok(rx)),
             Err(_) => Durable(Err(JournalError("the journal writer stopped".into()))),
         }
+    }
+
+    /// The number of the last record known durable: every record up to it is.
+    pub fn durable_seq(&self) -> u64 {
+        self.shared.durable_seq.load(Ordering::Acquire)
     }
 
     /// The number of the last record submitted.
@@ -348,6 +375,16 @@ impl Writer {
                 self.fail(error.clone());
             }
             for pending in batch {
+                if result.is_ok() {
+                    if let Some(publish) = pending.publish {
+                        publish();
+                    }
+                    if !pending.frame.is_empty() {
+                        self.shared
+                            .durable_seq
+                            .fetch_max(pending.seq, Ordering::AcqRel);
+                    }
+                }
                 let _ = pending.done.send(result.clone());
             }
         }

@@ -1,0 +1,182 @@
+//! The n-gram index behind `q`: one bitmap of documents per distinct 1-, 2- and 3-byte gram of
+//! each bot's case-folded name and short description.
+//!
+//! A needle of at most 3 bytes is itself a gram, so its bitmap is the exact answer. A longer
+//! needle can only occur where all of its trigrams do: their intersection holds every match, and
+//! each candidate is then verified against the text.
+
+use std::collections::HashMap;
+
+use roaring::RoaringBitmap;
+
+/// Joins the two searched fields. Never valid UTF-8, so no needle contains it and no gram that
+/// spans it is ever asked for: a match can never run from the name into the description.
+const SEPARATOR: u8 = 0xFF;
+
+/// The longest gram kept; needles up to this length are answered without verification.
+pub const MAX_GRAM: usize = 3;
+
+/// A gram as one number: its bytes, then its length, so grams of different lengths never share
+/// a key (`"a"` and `"\0a"` differ).
+fn key(gram: &[u8]) -> u32 {
+    let bytes = gram.iter().fold(0u32, |k, &b| (k << 8) | u32::from(b));
+    (bytes << 2) | gram.len() as u32
+}
+
+/// The text a bot is found by: the folded name and short description, joined.
+pub fn searched_text(name: &str, short_description: &str) -> Vec<u8> {
+    let mut text = Vec::with_capacity(name.len() + 1 + short_description.len());
+    text.extend_from_slice(name.as_bytes());
+    text.push(SEPARATOR);
+    text.extend_from_slice(short_description.as_bytes());
+    text
+}
+
+/// Every distinct gram of the text, sorted; none spans the separator.
+pub fn grams_of(text: &[u8]) -> Vec<u32> {
+    let mut grams = Vec::with_capacity(text.len() * MAX_GRAM);
+    for start in 0..text.len() {
+        for len in 1..=MAX_GRAM {
+            match text.get(start..start + len) {
+                Some(gram) if !gram.contains(&SEPARATOR) => grams.push(key(gram)),
+                _ => break,
+            }
+        }
+    }
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+/// The trigrams of a needle longer than [`MAX_GRAM`] bytes, each once.
+fn trigrams_of(needle: &[u8]) -> Vec<u32> {
+    let mut grams: Vec<u32> = needle.windows(MAX_GRAM).map(key).collect();
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+#[derive(Default)]
+pub struct Grams {
+    bitmaps: HashMap<u32, RoaringBitmap>,
+}
+
+/// What the gram index can say about a needle.
+pub enum Lookup<'a> {
+    /// Exactly the documents that contain the needle.
+    Exact(Option<&'a RoaringBitmap>),
+    /// A superset of them: every candidate must be verified against its text.
+    Candidates(Vec<&'a RoaringBitmap>),
+}
+
+impl Grams {
+    pub fn add(&mut self, doc: u32, grams: &[u32]) {
+        for gram in grams {
+            self.bitmaps.entry(*gram).or_default().insert(doc);
+        }
+    }
+
+    pub fn remove(&mut self, doc: u32, grams: &[u32]) {
+        for gram in grams {
+            if let Some(bitmap) = self.bitmaps.get_mut(gram) {
+                bitmap.remove(doc);
+                if bitmap.is_empty() {
+                    self.bitmaps.remove(gram);
+                }
+            }
+        }
+    }
+
+    /// Re-indexes an edited text: only the grams that changed are touched. Both lists sorted.
+    pub fn replace(&mut self, doc: u32, old: &[u32], new: &[u32]) {
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < new.len() {
+            match (old.get(i), new.get(j)) {
+                (Some(o), Some(n)) if o == n => {
+                    i += 1;
+                    j += 1;
+                }
+                (Some(o), Some(n)) if o < n => {
+                    self.remove(doc, &[*o]);
+                    i += 1;
+                }
+                (Some(o), None) => {
+                    self.remove(doc, &[*o]);
+                    i += 1;
+                }
+                (_, Some(n)) => {
+                    self.add(doc, &[*n]);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+    }
+
+    pub fn lookup(&self, needle: &[u8]) -> Lookup<'_> {
+        if needle.len() <= MAX_GRAM {
+            return Lookup::Exact(self.bitmaps.get(&key(needle)));
+        }
+        let mut sets = Vec::new();
+        for gram in trigrams_of(needle) {
+            match self.bitmaps.get(&gram) {
+                Some(bitmap) => sets.push(bitmap),
+                // A trigram no bot has: nothing can match.
+                None => return Lookup::Exact(None),
+            }
+        }
+        Lookup::Candidates(sets)
+    }
+
+    pub fn distinct(&self) -> usize {
+        self.bitmaps.len()
+    }
+
+    /// Bytes held by the bitmaps and their map, for the memory report.
+    pub fn heap_bytes(&self) -> usize {
+        let bitmaps: usize = self
+            .bitmaps
+            .values()
+            .map(|b| b.serialized_size() + std::mem::size_of::<RoaringBitmap>())
+            .sum();
+        bitmaps + self.bitmaps.capacity() * (std::mem::size_of::<u32>() + 8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grams_never_span_the_two_fields() {
+        let text = searched_text("ab", "cd");
+        let grams = grams_of(&text);
+        assert!(grams.contains(&key(b"ab")));
+        assert!(grams.contains(&key(b"cd")));
+        assert!(!grams.iter().any(|g| *g == key(b"bc")));
+        assert_eq!(grams.len(), 6, "a, b, ab, c, d, cd");
+    }
+
+    #[test]
+    fn grams_of_different_lengths_differ() {
+        assert_ne!(key(b"a"), key(b"\0a"));
+        assert_ne!(key(b"\0\0a"), key(b"\0a"));
+    }
+
+    #[test]
+    fn replace_touches_only_what_changed() {
+        let mut grams = Grams::default();
+        let old = grams_of(b"abc");
+        grams.add(7, &old);
+        let new = grams_of(b"abd");
+        grams.replace(7, &old, &new);
+        let exact = |g: &Grams, n: &[u8]| match g.lookup(n) {
+            Lookup::Exact(b) => b.is_some_and(|b| b.contains(7)),
+            Lookup::Candidates(_) => unreachable!("short needle"),
+        };
+        assert!(exact(&grams, b"abd"));
+        assert!(exact(&grams, b"ab"));
+        assert!(!exact(&grams, b"abc"));
+        assert!(!exact(&grams, b"c"));
+    }
+}
