@@ -141,6 +141,27 @@ impl Directory {
         self.bots.insert(handle.id, handle);
     }
 
+    /// Publishes a recovered directory at startup: the index is built in one pass, on every
+    /// core, instead of a bot at a time.
+    pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, Snowflake, TokenHash)>) {
+        {
+            let mut index = self.index.write();
+            if index.is_empty() {
+                let views = bots.iter().map(|(handle, ..)| handle.view()).collect();
+                *index = SearchIndex::build(index.month(), views);
+            } else {
+                for (handle, ..) in &bots {
+                    index.insert(handle.view());
+                }
+            }
+        }
+        for (handle, platform_id, token) in bots {
+            self.platform_ids.insert(platform_id, handle.id);
+            self.tokens.insert(token, handle.id);
+            self.bots.insert(handle.id, handle);
+        }
+    }
+
     /// Publishes a bot's new state: the view its readers load and its place in the index.
     pub(super) fn publish_view(&self, published: &Published, view: Arc<BotView>) {
         published.store(Arc::clone(&view));

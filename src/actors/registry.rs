@@ -95,9 +95,9 @@ impl Registry {
         }
     }
 
-    /// Starts the bot's actor and records the bot as listed; readers see it once the returned
-    /// publication runs.
-    fn list(&mut self, state: BotState, token: TokenHash) -> (Arc<BotHandle>, Publish) {
+    /// Starts the bot's actor and records the bot as listed; readers see it once it is
+    /// published.
+    fn list(&mut self, state: BotState, token: TokenHash) -> Arc<BotHandle> {
         let id = state.listing.id;
         let platform_id = state.listing.platform_id;
         let owners = state.listing.owner_ids.clone();
@@ -125,10 +125,7 @@ impl Registry {
             },
         );
         self.bot_platform_ids.insert(platform_id, id);
-        let directory = Arc::clone(&self.directory);
-        let shown = Arc::clone(&handle);
-        let publish = Box::new(move || directory.publish_listed(shown, platform_id, token));
-        (handle, publish)
+        handle
     }
 
     /// Journals a registry change, to be published once durable. Called before the bot
@@ -248,12 +245,17 @@ impl Handler<LoadDirectory> for Registry {
             self.directory.publish_profile(Arc::new(profile.clone()));
             self.profiles.insert(profile.id, profile);
         }
-        // What was recovered is durable already: it is published at once.
-        for StoredBot { mut state, token } in state.bots {
-            state.restore();
-            let (_, publish) = self.list(state, token);
-            publish();
-        }
+        // What was recovered is durable already: it is published at once, as one batch.
+        let listed: Vec<_> = state
+            .bots
+            .into_iter()
+            .map(|StoredBot { mut state, token }| {
+                state.restore();
+                let platform_id = state.listing.platform_id;
+                (self.list(state, token), platform_id, token)
+            })
+            .collect();
+        self.directory.publish_recovered(listed);
     }
 }
 
@@ -335,8 +337,16 @@ impl Handler<CreateBot> for Registry {
             // The actor starts first, but nobody can reach it before its listing is published,
             // so its own records still come after this one. Until it journals one, its
             // `last_seq` stays 0: replay has nothing of its own to skip.
-            let (handle, publish) = self.list(state, token.hash());
-            let (_, durable) = self.commit(&record, Some(publish));
+            let (platform_id, token_hash) = (state.listing.platform_id, token.hash());
+            let handle = self.list(state, token_hash);
+            let directory = Arc::clone(&self.directory);
+            let shown = Arc::clone(&handle);
+            let (_, durable) = self.commit(
+                &record,
+                Some(Box::new(move || {
+                    directory.publish_listed(shown, platform_id, token_hash)
+                })),
+            );
             Ok((durable, (handle.view(), token)))
         })())
     }

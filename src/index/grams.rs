@@ -5,9 +5,8 @@
 //! needle can only occur where all of its trigrams do: their intersection holds every match, and
 //! each candidate is then verified against the text.
 
-use std::collections::HashMap;
-
 use roaring::RoaringBitmap;
+use rustc_hash::FxHashMap;
 
 /// Joins the two searched fields. Never valid UTF-8, so no needle contains it and no gram that
 /// spans it is ever asked for: a match can never run from the name into the description.
@@ -48,6 +47,11 @@ pub fn grams_of(text: &[u8]) -> Vec<u32> {
     grams
 }
 
+/// Which of `parts` shares a gram belongs to: hashed, since the key's low bits are its length.
+fn share(gram: u32, parts: usize) -> usize {
+    (gram.wrapping_mul(0x9E37_79B9) >> 16) as usize % parts
+}
+
 /// The trigrams of a needle longer than [`MAX_GRAM`] bytes, each once.
 fn trigrams_of(needle: &[u8]) -> Vec<u32> {
     let mut grams: Vec<u32> = needle.windows(MAX_GRAM).map(key).collect();
@@ -58,7 +62,15 @@ fn trigrams_of(needle: &[u8]) -> Vec<u32> {
 
 #[derive(Default)]
 pub struct Grams {
-    bitmaps: HashMap<u32, RoaringBitmap>,
+    bitmaps: FxHashMap<u32, RoaringBitmap>,
+}
+
+/// Adds a document to a bitmap. New documents mostly get the highest number yet, which
+/// appends without a search.
+pub fn add_doc(bitmap: &mut RoaringBitmap, doc: u32) {
+    if bitmap.try_push(doc).is_err() {
+        bitmap.insert(doc);
+    }
 }
 
 /// What the gram index can say about a needle.
@@ -72,8 +84,33 @@ pub enum Lookup<'a> {
 impl Grams {
     pub fn add(&mut self, doc: u32, grams: &[u32]) {
         for gram in grams {
-            self.bitmaps.entry(*gram).or_default().insert(doc);
+            add_doc(self.bitmaps.entry(*gram).or_default(), doc);
         }
+    }
+
+    /// The bitmaps of one share of the grams (those that hash to `part` of `parts`) for texts
+    /// given in document order, so every document is appended without a search.
+    pub fn build_part(texts: impl Iterator<Item = Vec<u8>>, part: usize, parts: usize) -> Self {
+        let mut grams = Self::default();
+        for (doc, text) in texts.enumerate() {
+            for gram in grams_of(&text) {
+                if share(gram, parts) == part {
+                    add_doc(grams.bitmaps.entry(gram).or_default(), doc as u32);
+                }
+            }
+        }
+        grams
+    }
+
+    /// Joins shares built by [`Grams::build_part`]: their grams are disjoint.
+    pub fn merge(shares: Vec<Grams>) -> Self {
+        let mut all = Self::default();
+        all.bitmaps
+            .reserve(shares.iter().map(|s| s.bitmaps.len()).sum());
+        for share in shares {
+            all.bitmaps.extend(share.bitmaps);
+        }
+        all
     }
 
     pub fn remove(&mut self, doc: u32, grams: &[u32]) {

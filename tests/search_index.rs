@@ -1,0 +1,320 @@
+//! The search index against its oracle: random directories and random sequences of writes
+//! (votes, stats posts, edits, listings, delistings, month rollovers), interleaved with random
+//! searches, each compared page and total with a plain scan of the same state.
+
+use std::sync::Arc;
+
+use botlist::domain::bot::{BotPatch, BotState, BotView, NewBot, ServerCount};
+use botlist::domain::ids::{BotId, Snowflake};
+use botlist::domain::search::Search;
+use botlist::domain::text::VoterName;
+use botlist::domain::time::Timestamp;
+use botlist::domain::votes::Voter;
+use botlist::index::SearchIndex;
+use chrono::Duration;
+use proptest::prelude::*;
+use serde_json::json;
+
+/// Few letters, so texts collide and needles hit; some fold to more or fewer bytes, and the
+/// sigmas exercise the final-sigma rule.
+const LETTERS: &[&str] = &["a", "b", "A", "σ", "ς", "Σ", "İ", "ẞ", "ß", "é", "1", " "];
+const TAGS: &[&str] = &["music", "fun", "games", "ai"];
+const LANGUAGES: &[&str] = &["en", "de", "fr"];
+
+fn text(parts: &[usize]) -> String {
+    let body: String = parts.iter().map(|i| LETTERS[*i % LETTERS.len()]).collect();
+    // Never blank, and never with spaces at either end.
+    format!("x{body}x")
+}
+
+#[derive(Clone, Debug)]
+struct Listing {
+    name: Vec<usize>,
+    description: Vec<usize>,
+    tags: Vec<usize>,
+    language: Option<usize>,
+    featured: bool,
+}
+
+fn listing() -> impl Strategy<Value = Listing> {
+    (
+        prop::collection::vec(0usize..12, 0..6),
+        prop::collection::vec(0usize..12, 0..8),
+        prop::collection::vec(0usize..4, 0..3),
+        prop::option::of(0usize..3),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(name, description, tags, language, featured)| Listing {
+            name,
+            description,
+            tags,
+            language,
+            featured,
+        })
+}
+
+impl Listing {
+    fn fields(&self) -> serde_json::Value {
+        let mut tags: Vec<&str> = self.tags.iter().map(|t| TAGS[*t]).collect();
+        tags.dedup();
+        json!({
+            "name": text(&self.name),
+            "short_description": text(&self.description),
+            "tags": tags,
+            "language_code": self.language.map(|l| LANGUAGES[l]),
+            "featured": self.featured,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    List(Listing),
+    Vote {
+        bot: usize,
+        user: u64,
+    },
+    Stats {
+        bot: usize,
+        count: u64,
+    },
+    Edit {
+        bot: usize,
+        listing: Listing,
+    },
+    Delist {
+        bot: usize,
+    },
+    /// Minutes; large steps cross months.
+    Advance(i64),
+    Search(String),
+}
+
+fn query() -> impl Strategy<Value = String> {
+    let q = prop::option::of(prop::collection::vec(0usize..12, 1..5).prop_map(|parts| {
+        let needle: String = parts.iter().map(|i| LETTERS[*i % LETTERS.len()]).collect();
+        needle
+    }));
+    let sort = prop::sample::select(vec![
+        "votes",
+        "newest",
+        "monthly_votes",
+        "recently_updated",
+        "invites",
+    ]);
+    (
+        q,
+        prop::option::of(prop::sample::subsequence(TAGS.to_vec(), 1..3)),
+        prop::option::of(prop::sample::select(LANGUAGES.to_vec())),
+        prop::option::of(prop::sample::select(vec![
+            "lt100",
+            "100-1000",
+            "1000-10000",
+            "gt10000",
+        ])),
+        prop::option::of(0u64..4),
+        sort,
+        0u64..6,
+        0u64..8,
+    )
+        .prop_map(|(q, tags, language, invites, votes, sort, limit, offset)| {
+            let mut params = vec![
+                format!("sort={sort}"),
+                format!("limit={limit}"),
+                format!("offset={offset}"),
+            ];
+            if let Some(q) = q {
+                let encoded: String = form_urlencoded::byte_serialize(q.as_bytes()).collect();
+                params.push(format!("q={encoded}"));
+            }
+            if let Some(tags) = tags {
+                params.push(format!("category={}", tags.join(",")));
+            }
+            if let Some(language) = language {
+                params.push(format!("language={language}"));
+            }
+            if let Some(invites) = invites {
+                params.push(format!("invites={invites}"));
+            }
+            if let Some(votes) = votes {
+                params.push(format!("votes={votes}"));
+            }
+            params.join("&")
+        })
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => listing().prop_map(Op::List),
+        6 => (0usize..64, 0u64..12).prop_map(|(bot, user)| Op::Vote { bot, user }),
+        2 => (0usize..64, prop_oneof![0u64..200, 0u64..20_000]).prop_map(|(bot, count)| Op::Stats { bot, count }),
+        1 => (0usize..64, listing()).prop_map(|(bot, listing)| Op::Edit { bot, listing }),
+        1 => (0usize..64).prop_map(|bot| Op::Delist { bot }),
+        2 => prop_oneof![1i64..600, 10_000i64..50_000].prop_map(Op::Advance),
+        6 => query().prop_map(Op::Search),
+    ]
+}
+
+struct Model {
+    bots: Vec<BotState>,
+    index: SearchIndex,
+    now: Timestamp,
+    next_id: u64,
+}
+
+impl Model {
+    fn new(now: Timestamp) -> Self {
+        Self {
+            bots: Vec::new(),
+            index: SearchIndex::new(now.month()),
+            now,
+            next_id: 0,
+        }
+    }
+
+    fn views(&self) -> Vec<Arc<BotView>> {
+        self.bots.iter().map(|b| Arc::new(b.view())).collect()
+    }
+
+    fn publish(&mut self, bot: usize) {
+        let view = Arc::new(self.bots[bot].view());
+        self.index.update(view);
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::List(listing) => {
+                self.next_id += 1;
+                let mut fields = listing.fields();
+                fields["platform_id"] = json!((1000 + self.next_id).to_string());
+                fields["username"] = json!("bot");
+                let new: NewBot = serde_json::from_value(fields).expect("a valid bot");
+                // Ids in a scrambled order, so listing order and id order differ.
+                let mut bytes = [0u8; 16];
+                bytes[..8].copy_from_slice(
+                    &self
+                        .next_id
+                        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                        .to_be_bytes(),
+                );
+                bytes[8..].copy_from_slice(&self.next_id.to_be_bytes());
+                let id = BotId::from_random_bytes(bytes);
+                let state = BotState::create(id, new, self.now);
+                self.index.insert(Arc::new(state.view()));
+                self.bots.push(state);
+            }
+            Op::Vote { bot, user } => {
+                if let Some(bot) = self.pick(*bot) {
+                    let voter = Voter {
+                        id: Snowflake::from_u64(*user + 1),
+                        username: VoterName::parse(format!("u{user}")).expect("valid"),
+                        avatar: None,
+                    };
+                    if self.bots[bot].votes.vote(voter, self.now).is_ok() {
+                        self.publish(bot);
+                    }
+                }
+            }
+            Op::Stats { bot, count } => {
+                if let Some(bot) = self.pick(*bot) {
+                    let count = ServerCount::new(*count).expect("in range");
+                    self.bots[bot].post_stats(count, self.now);
+                    self.publish(bot);
+                }
+            }
+            Op::Edit { bot, listing } => {
+                if let Some(bot) = self.pick(*bot) {
+                    let patch: BotPatch =
+                        serde_json::from_value(listing.fields()).expect("a valid patch");
+                    self.bots[bot].apply(patch, self.now);
+                    self.publish(bot);
+                }
+            }
+            Op::Delist { bot } => {
+                if let Some(bot) = self.pick(*bot) {
+                    let gone = self.bots.swap_remove(bot);
+                    self.index.remove(gone.listing.id);
+                }
+            }
+            Op::Advance(minutes) => self.now = self.now.plus(Duration::minutes(*minutes)),
+            Op::Search(query) => self.check(query),
+        }
+    }
+
+    fn pick(&self, bot: usize) -> Option<usize> {
+        (!self.bots.is_empty()).then(|| bot % self.bots.len())
+    }
+
+    /// As the directory does: the first search of a new month rolls the monthly order.
+    fn check(&mut self, query: &str) {
+        let search = Search::parse(query).expect("a valid query");
+        if self.index.month() != self.now.month() {
+            self.index.roll_month(self.now.month());
+        }
+        let found = self.index.search(&search);
+        let expected = search.run(self.views(), self.now);
+        assert_eq!(found.total, expected.total, "total of `{query}`");
+        let ids =
+            |bots: &[Arc<BotView>]| -> Vec<BotId> { bots.iter().map(|b| b.listing.id).collect() };
+        assert_eq!(ids(&found.bots), ids(&expected.bots), "page of `{query}`");
+        assert_eq!(self.index.len(), self.bots.len());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_index_answers_as_a_scan_would(
+        initial in prop::collection::vec(listing(), 0..30),
+        ops in prop::collection::vec(op(), 1..120),
+        start in 0i64..(60 * 24 * 60),
+    ) {
+        // Start within two months of a month's end, so rollovers come often.
+        let now = Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(start));
+        let mut model = Model::new(now);
+        // A recovered directory is indexed in one pass: it must answer as one built bot by bot.
+        for listing in initial {
+            model.apply(&Op::List(listing));
+        }
+        model.index = SearchIndex::build(now.month(), model.views());
+        for op in &ops {
+            model.apply(op);
+        }
+        model.check("limit=100&sort=monthly_votes");
+    }
+}
+
+/// Walking an order and ranking the candidates must agree wherever the crossover falls: a big
+/// directory with a filter of every size, each page checked against the scan.
+#[test]
+fn walking_and_ranking_agree_across_the_crossover() {
+    let now = Timestamp::from_millis(1_790_000_000_000);
+    let mut model = Model::new(now);
+    for i in 0..600usize {
+        let listing = Listing {
+            name: vec![i % 12, (i / 12) % 12],
+            description: vec![(i / 7) % 12],
+            tags: (0..(i % 3)).map(|t| (i + t) % 4).collect(),
+            language: (i % 5 != 0).then_some(i % 3),
+            featured: i % 31 == 0,
+        };
+        model.apply(&Op::List(listing));
+        model.apply(&Op::Stats {
+            bot: i,
+            count: (i as u64 * 7_919) % 20_000,
+        });
+    }
+    for query in [
+        "category=music",
+        "category=music,fun&sort=invites&offset=40&limit=5",
+        "language=de&invites=100-1000&sort=newest",
+        "q=a&sort=invites&offset=100&limit=100",
+        "q=%CE%A3&limit=3",
+        "invites=gt10000&offset=3&limit=2&sort=recently_updated",
+        "offset=590&limit=20",
+        "votes=1",
+    ] {
+        model.check(query);
+    }
+}
