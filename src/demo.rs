@@ -8,6 +8,7 @@ use chrono::Duration;
 use crate::domain::bot::{BotState, NewBot, ServerCount};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token};
 use crate::domain::profile::{NewProfile, Profile, Social};
+use crate::domain::stats::StatsUpdate;
 use crate::domain::text::{HttpUrl, SocialType, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
@@ -319,7 +320,7 @@ fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotSta
         let servers = 10f64.powf(rng.unit() * 6.0) as u64 - 1;
         let posted = created.plus(Duration::minutes(rng.below(60 * 24 * 40) as i64));
         state.post_stats(
-            ServerCount::new(servers).expect("in range"),
+            &StatsUpdate::Whole(ServerCount::new(servers).expect("in range")),
             posted.min(now),
         );
     }

@@ -241,3 +241,133 @@ async fn every_json_response_says_utf_8() {
         let _: Value = response.json().await.expect("valid JSON");
     }
 }
+
+/// Every route that takes a JSON body, with a bot and a profile to aim at.
+async fn body_routes(app: &crate::helpers::TestApp) -> Vec<(Method, String, String)> {
+    let bot = app.create_bot(42, json!({})).await;
+    let user = app.create_user("someone").await;
+    let user = user["id"].as_str().expect("id").to_owned();
+    let admin = crate::helpers::ADMIN.to_owned();
+    vec![
+        (
+            Method::POST,
+            format!("/bots/{}/stats", bot.id),
+            bot.token.clone(),
+        ),
+        (Method::POST, "/bots/stats".into(), bot.token.clone()),
+        (Method::POST, "/admin/users".into(), admin.clone()),
+        (Method::PATCH, format!("/admin/users/{user}"), admin.clone()),
+        (Method::POST, "/admin/bots".into(), admin.clone()),
+        (
+            Method::PATCH,
+            format!("/admin/bots/{}", bot.id),
+            admin.clone(),
+        ),
+        (Method::POST, format!("/admin/bots/{}/votes", bot.id), admin),
+    ]
+}
+
+#[actix_web::test]
+async fn every_body_route_refuses_a_body_that_is_not_an_object() {
+    let app = spawn_app().await;
+    for (method, path, token) in body_routes(&app).await {
+        for (raw, got) in [
+            ("[1]", "an array"),
+            ("[]", "an array"),
+            ("5", "a number"),
+            ("\"text\"", "a string"),
+            ("null", "null"),
+        ] {
+            let response = app
+                .request(method.clone(), &path, Some(&token))
+                .header("content-type", "application/json")
+                .body(raw)
+                .send()
+                .await
+                .expect("sent");
+            let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+            assert_eq!(
+                message,
+                format!("body must be a JSON object, got {got}"),
+                "{method} {path} {raw}"
+            );
+        }
+    }
+}
+
+#[actix_web::test]
+async fn no_error_message_speaks_rust() {
+    let app = spawn_app().await;
+    let rust = [
+        "struct", "u64", "u32", "i64", "sequence", "enum", "variant", "a map",
+    ];
+    for (method, path, token) in body_routes(&app).await {
+        for raw in [
+            r#"{"server_count": 5.5, "name": 5, "username": [1], "user_id": 1}"#,
+            r#"{"platform_id": {}, "server_count": "5"}"#,
+            r#"{"socials": [5], "tags": [1], "server_count": true}"#,
+            r#"{"webhook_format": 5, "admin": 1, "server_count": [true]}"#,
+        ] {
+            let response = app
+                .request(method.clone(), &path, Some(&token))
+                .header("content-type", "application/json")
+                .body(raw)
+                .send()
+                .await
+                .expect("sent");
+            let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+            for word in rust {
+                assert!(!message.contains(word), "{method} {path} {raw}: {message}");
+            }
+        }
+    }
+}
+
+/// Query strings whose escapes are malformed or decode to bytes that are not UTF-8, in a key and
+/// in a value.
+const MALFORMED_QUERIES: [(&str, &str); 10] = [
+    ("q=%zz", "`q`"),
+    ("q=abc%", "`q`"),
+    ("q=%E0%A4", "`q`"),
+    ("q=%C0%AF", "`q`"),
+    ("q=%ED%A0%80", "`q`"),
+    ("q=%FF", "`q`"),
+    ("%zz=1", "`%zz`"),
+    ("ta%E0%A4gs=x", "`ta%E0%A4gs`"),
+    ("a%C0%AF=1", "`a%C0%AF`"),
+    ("x%ED%A0%80=1", "`x%ED%A0%80`"),
+];
+
+#[actix_web::test]
+async fn malformed_query_strings_are_400_naming_the_parameter_on_search() {
+    let app = spawn_app().await;
+    for (query, named) in MALFORMED_QUERIES {
+        let response = app.get(&format!("/bots?{query}")).await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains(named), "{query}: {message}");
+    }
+}
+
+#[actix_web::test]
+async fn malformed_query_strings_are_400_naming_the_parameter_on_check() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut cases: Vec<(String, String)> = MALFORMED_QUERIES
+        .iter()
+        .filter(|(query, _)| !query.starts_with("q="))
+        .map(|(query, named)| (format!("userId=1&{query}"), named.to_string()))
+        .collect();
+    for bad in ["%zz", "1%", "%E0%A4", "%C0%B1", "%ED%A0%80", "1%FF"] {
+        cases.push((format!("userId={bad}"), "`userId`".into()));
+    }
+    for (query, named) in cases {
+        for path in [
+            format!("/bots/{}/check?{query}", bot.id),
+            format!("/bots/check?{query}"),
+        ] {
+            let response = app.get_with(&path, &bot.token).await;
+            let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+            assert!(message.contains(&named), "{path}: {message}");
+        }
+    }
+}
