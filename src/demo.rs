@@ -309,7 +309,7 @@ fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotSta
         "github_url": rng.chance(0.2).then(|| format!("https://github.com/demo/bot{i}")),
         "owner_ids": owners,
         "certified": rng.chance(0.05),
-        "featured": i % 97 == 0 || rng.chance(0.005),
+        "featured": i.is_multiple_of(97) || rng.chance(0.005),
     }));
     let created = now.minus(Duration::minutes(
         rng.below(3 * 365 * 24 * 60) as i64 + 60 * 24 * 46,
