@@ -9,10 +9,11 @@ use std::time::Duration;
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
+use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
 use crate::api::health::{count_requests, Metrics};
@@ -258,24 +259,27 @@ impl Application {
             allow_private_webhooks: settings.allow_private_webhooks,
         });
         let base_path = settings.base_path.clone();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(state.clone())
-                .wrap(from_fn(catch_panics))
-                .wrap(from_fn(envelope_errors))
-                .wrap(from_fn(count_requests))
-                .wrap(from_fn(limit_headers))
-                .configure(routes(&base_path))
-        })
-        .listen(listener)?
-        .workers(settings.workers)
-        .max_connections((settings.max_connections / settings.workers.max(1)).max(1))
-        .client_request_timeout(settings.request_timeout)
-        .client_disconnect_timeout(Duration::from_secs(1))
-        .keep_alive(settings.keep_alive)
-        // Signals are ours: actix's own stop the whole actor system before the last snapshot.
-        .disable_signals()
-        .run();
+        // actix-web's HttpServer, but over connections that stop reading a refused body; signals
+        // are ours: actix's own would stop the whole actor system before the last snapshot.
+        let server = connection::serve(
+            listener,
+            ServerOptions {
+                workers: settings.workers,
+                max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
+                client_request_timeout: settings.request_timeout,
+                client_disconnect_timeout: Duration::from_secs(1),
+                keep_alive: settings.keep_alive,
+            },
+            move || {
+                App::new()
+                    .app_data(state.clone())
+                    .wrap(from_fn(catch_panics))
+                    .wrap(from_fn(envelope_errors))
+                    .wrap(from_fn(count_requests))
+                    .wrap(from_fn(limit_headers))
+                    .configure(routes(&base_path))
+            },
+        )?;
 
         Ok(Self {
             address,

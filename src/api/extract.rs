@@ -9,6 +9,7 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
+use super::connection::ReadLimit;
 use super::error::{body_too_large, ApiError};
 use super::AppState;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
@@ -29,7 +30,7 @@ pub async fn json_body<T: DeserializeOwned>(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return Err(ApiError::PayloadTooLarge(body_too_large()));
+        return Err(refuse_as_too_large(request));
     }
     let deadline = app_state(request)?.request_timeout;
     let read = async {
@@ -38,7 +39,7 @@ pub async fn json_body<T: DeserializeOwned>(
             let chunk = chunk
                 .map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(ApiError::PayloadTooLarge(body_too_large()));
+                return Err(refuse_as_too_large(request));
             }
             body.extend_from_slice(&chunk);
         }
@@ -54,6 +55,13 @@ pub async fn json_body<T: DeserializeOwned>(
             ))
         })??;
     parse_json(&body)
+}
+
+/// A 413, and the connection stops reading the rest of the body: it is closed after at most a
+/// few hundred KiB more (the response says `Connection: close`).
+fn refuse_as_too_large(request: &HttpRequest) -> ApiError {
+    ReadLimit::stop_reading_request(request);
+    ApiError::PayloadTooLarge(body_too_large())
 }
 
 /// Parses a JSON document that must be an object, naming the field at fault when there is one.

@@ -371,3 +371,103 @@ async fn malformed_query_strings_are_400_naming_the_parameter_on_check() {
         }
     }
 }
+
+/// What a client saw while it sent a body as fast as the server took it.
+struct Flood {
+    response: String,
+    /// Body bytes the client could write before the connection ended.
+    written: usize,
+}
+
+/// Sends `head`, then body bytes (chunked or not) until the connection ends or `cap` bytes are
+/// out, while another thread reads the answer.
+fn flood(port: u16, head: &str, chunked: bool, cap: usize) -> Flood {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+    stream
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout set");
+    let mut reader = stream.try_clone().expect("cloned");
+    reader
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout set");
+    let answer = std::thread::spawn(move || {
+        let mut response = Vec::new();
+        let _ = reader.read_to_end(&mut response);
+        String::from_utf8_lossy(&response).into_owned()
+    });
+    stream.write_all(head.as_bytes()).expect("head written");
+    let piece = vec![b'x'; 64 * 1024];
+    let mut framed = format!("{:x}\r\n", piece.len()).into_bytes();
+    framed.extend_from_slice(&piece);
+    framed.extend_from_slice(b"\r\n");
+    let mut written = 0;
+    while written < cap {
+        let result = if chunked {
+            stream.write_all(&framed)
+        } else {
+            stream.write_all(&piece)
+        };
+        if result.is_err() {
+            break;
+        }
+        written += piece.len();
+    }
+    drop(stream);
+    Flood {
+        response: answer.join().expect("joined"),
+        written,
+    }
+}
+
+/// The most a client may get in past the limit: what the server reads after refusing (256 KiB)
+/// plus what the two sockets' kernel buffers hold on loopback.
+const MOST_WRITTEN_AFTER_413: usize = 16 << 20;
+
+fn assert_refused_and_closed(flood: &Flood, what: &str) {
+    let head = flood.response.to_ascii_lowercase();
+    assert!(
+        head.starts_with("http/1.1 413"),
+        "{what}: {}",
+        flood.response
+    );
+    assert!(
+        head.contains("connection: close"),
+        "{what}: {}",
+        flood.response
+    );
+    assert!(
+        flood.written < MOST_WRITTEN_AFTER_413,
+        "{what}: the client got {} bytes in before the connection closed",
+        flood.written
+    );
+}
+
+#[actix_web::test]
+async fn after_a_413_the_server_stops_reading_a_huge_declared_body_and_closes() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let head = format!(
+        "POST /api/v1/bots/{}/stats HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n",
+        bot.id, bot.token
+    );
+    let port = app.port;
+    let flood = actix_web::rt::task::spawn_blocking(move || flood(port, &head, false, 100_000_000))
+        .await
+        .expect("joined");
+    assert_refused_and_closed(&flood, "Content-Length: 100000000");
+}
+
+#[actix_web::test]
+async fn after_a_413_the_server_stops_reading_an_endless_chunked_body_and_closes() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let head = format!(
+        "POST /api/v1/bots/{}/stats HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        bot.id, bot.token
+    );
+    let port = app.port;
+    let flood = actix_web::rt::task::spawn_blocking(move || flood(port, &head, true, 200 << 20))
+        .await
+        .expect("joined");
+    assert_refused_and_closed(&flood, "chunked");
+}
