@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::ToSchema;
 
 use super::bot::ServerCount;
@@ -85,20 +86,43 @@ impl ShardCounts {
 pub struct StatsPost {
     /// The bot's count (an integer from 0 to 2^53 - 1), or every shard's count as an array
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = count_or_counts_schema)]
     pub server_count: Option<Counts>,
     /// Every shard's count, used when `server_count` is absent
     #[serde(default)]
-    #[schema(value_type = Option<Vec<u64>>)]
+    #[schema(schema_with = counts_schema)]
     pub shards: Option<ShardList>,
     /// The shard this count is for (0 to 9999); with `server_count` an integer
     #[serde(default)]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 9999)]
     pub shard_id: Option<ShardNumber>,
     /// How many shards the bot runs (1 to 10000); shards numbered at or above it are dropped
     #[serde(default)]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10000)]
     pub shard_count: Option<ShardTotal>,
+}
+
+fn count_schema() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(0))
+        .maximum(Some(ServerCount::MAX as f64))
+}
+
+fn counts_schema() -> ArrayBuilder {
+    ArrayBuilder::new()
+        .items(count_schema())
+        .min_items(Some(1))
+        .max_items(Some(MAX_SHARDS))
+        .description(Some("One count per shard: shard i's count is element i"))
+}
+
+fn count_or_counts_schema() -> OneOfBuilder {
+    OneOfBuilder::new()
+        .item(
+            count_schema().description(Some("The bot's whole count, or one shard's with shard_id")),
+        )
+        .item(counts_schema())
 }
 
 impl StatsPost {
