@@ -8,6 +8,7 @@ use chrono::Duration;
 use crate::domain::bot::{BotState, NewBot, ServerCount};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token};
 use crate::domain::profile::{NewProfile, Profile, Social};
+use crate::domain::stats::StatsUpdate;
 use crate::domain::text::{HttpUrl, SocialType, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
@@ -308,7 +309,7 @@ fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotSta
         "github_url": rng.chance(0.2).then(|| format!("https://github.com/demo/bot{i}")),
         "owner_ids": owners,
         "certified": rng.chance(0.05),
-        "featured": i % 97 == 0 || rng.chance(0.005),
+        "featured": i.is_multiple_of(97) || rng.chance(0.005),
     }));
     let created = now.minus(Duration::minutes(
         rng.below(3 * 365 * 24 * 60) as i64 + 60 * 24 * 46,
@@ -319,7 +320,7 @@ fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotSta
         let servers = 10f64.powf(rng.unit() * 6.0) as u64 - 1;
         let posted = created.plus(Duration::minutes(rng.below(60 * 24 * 40) as i64));
         state.post_stats(
-            ServerCount::new(servers).expect("in range"),
+            &StatsUpdate::Whole(ServerCount::new(servers).expect("in range")),
             posted.min(now),
         );
     }

@@ -27,13 +27,36 @@ pub fn json_body(data: &[u8]) {
     let Some((&which, body)) = data.split_first() else {
         return;
     };
-    match which % 6 {
-        0 => drop(parse_json::<StatsPost>(body)),
-        1 => drop(parse_json::<NewBot>(body)),
-        2 => drop(parse_json::<BotPatch>(body)),
-        3 => drop(parse_json::<NewProfile>(body)),
-        4 => drop(parse_json::<ProfilePatch>(body)),
-        _ => drop(parse_json::<VotePost>(body)),
+    let refusal = match which % 6 {
+        0 => parse_json::<StatsPost>(body).err(),
+        1 => parse_json::<NewBot>(body).err(),
+        2 => parse_json::<BotPatch>(body).err(),
+        3 => parse_json::<NewProfile>(body).err(),
+        4 => parse_json::<ProfilePatch>(body).err(),
+        _ => parse_json::<VotePost>(body).err(),
+    };
+    let is_object = body
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{');
+    assert!(is_object || refusal.is_some(), "only an object is a body");
+    if let Some(error) = refusal {
+        let message = error.message();
+        // serde's own words for types: the API says what a field must be instead.
+        for rust in [
+            "struct ",
+            "expected u8",
+            "expected u16",
+            "expected u32",
+            "expected u64",
+            "expected i64",
+            "expected usize",
+            "sequence",
+            "a map",
+            "enum ",
+        ] {
+            assert!(!message.contains(rust), "{message}");
+        }
     }
 }
 

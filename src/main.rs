@@ -8,11 +8,16 @@ use tracing_subscriber::EnvFilter;
 use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
+use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
-use botlist::startup::{Application, Settings, StartError};
+use botlist::startup::{Application, Settings, StartError, StoppedAfterJournalFailure};
 
-/// The exit code of a start refused because of damaged state (CONTRACT section 11).
+/// The exit code of a start refused because of damaged state.
 const REFUSED: u8 = 2;
+/// The exit code of a start refused because another process holds the data directory.
+const IN_USE: u8 = 3;
+/// The exit code of a stop (SIGTERM, SIGINT) after the journal failed: no last snapshot.
+const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -35,6 +40,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(REFUSED);
         }
+        Err(StartError::InUse(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(IN_USE);
+        }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");
             return ExitCode::FAILURE;
@@ -55,6 +64,14 @@ async fn serve(args: ServeArgs) -> ExitCode {
     println!("listening on {}", app.base_url());
     match app.run_until_stopped().await {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error)
+            if error
+                .get_ref()
+                .is_some_and(|inner| inner.is::<StoppedAfterJournalFailure>()) =>
+        {
+            eprintln!("botlist {error}");
+            ExitCode::from(STOPPED_AFTER_JOURNAL_FAILURE)
+        }
         Err(error) => {
             eprintln!("botlist stopped with an error: {error}");
             ExitCode::FAILURE
@@ -68,6 +85,18 @@ fn generate(args: &GenerateArgs) -> ExitCode {
         eprintln!("cannot create {}: {error}", args.out.display());
         return ExitCode::FAILURE;
     }
+    // Held until the snapshot is written, so no server starts on a half-written directory.
+    let _lock = match DirLock::acquire(&args.out) {
+        Ok(lock) => lock,
+        Err(error @ LockError::Held { .. }) => {
+            eprintln!("botlist generate will not run: {error}");
+            return ExitCode::from(IN_USE);
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let holds_state = std::fs::read_dir(&args.out)
         .into_iter()
         .flatten()

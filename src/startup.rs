@@ -9,10 +9,11 @@ use std::time::Duration;
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
+use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
 use crate::api::health::{count_requests, Metrics};
@@ -23,7 +24,9 @@ use crate::demo::{self, DemoInfo, DemoSize};
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::journal::{FsyncMode, Journal};
+use crate::persist::lock::{DirLock, LockError};
 use crate::persist::recovery::{self, Recovered};
+use crate::persist::snapshot;
 use crate::persist::state::DirectoryState;
 use crate::persist::Persistence;
 use crate::webhooks::Dispatcher;
@@ -89,6 +92,8 @@ impl Settings {
 pub enum StartError {
     /// The data directory holds damage the service will not pass over on its own (exit code 2).
     Refused(String),
+    /// Another process holds the data directory (exit code 3).
+    InUse(String),
     Io(std::io::Error),
 }
 
@@ -101,11 +106,30 @@ impl From<std::io::Error> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Refused(why) => f.write_str(why),
+            Self::Refused(why) | Self::InUse(why) => f.write_str(why),
             Self::Io(error) => write!(f, "{error}"),
         }
     }
 }
+
+/// The service stopped without its last snapshot because the journal had failed (exit code 4).
+#[derive(Debug)]
+pub struct StoppedAfterJournalFailure(pub String);
+
+impl std::fmt::Display for StoppedAfterJournalFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stopped without a last snapshot because the journal failed earlier ({}). \
+             Every write acknowledged before the failure is in the journal and is replayed at \
+             the next start; the writes answered 503 were not stored. Fix the disk (free space, \
+             permissions, I/O errors), then start botlist again on the same data directory.",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for StoppedAfterJournalFailure {}
 
 pub struct Application {
     address: SocketAddr,
@@ -121,12 +145,30 @@ pub struct Application {
     /// What recovery noticed (torn records, files moved aside).
     pub warnings: Vec<String>,
     _arbiters: Vec<Arbiter>,
+    /// The data directory's lock, held until the application is dropped or the process ends.
+    _lock: Option<DirLock>,
 }
 
 impl Application {
     /// Recovers the data directory, starts the actors and binds the listener; serving begins
     /// with [`Self::run_until_stopped`].
     pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        // The lock comes first: recovery moves and removes files, which only the owner may do.
+        let lock = match &settings.data_dir {
+            Some(dir) => Some(DirLock::acquire(dir).map_err(|e| match e {
+                LockError::Held { .. } => StartError::InUse(e.to_string()),
+                LockError::Io { error, .. } => StartError::Io(error),
+            })?),
+            None => None,
+        };
+        if let Some(dir) = &settings.data_dir {
+            for (file, bytes) in snapshot::remove_stale_temps(dir)? {
+                tracing::warn!(
+                    "removed {} ({bytes} bytes): a snapshot cut short by a crash; the snapshots and journal before it are intact",
+                    file.display()
+                );
+            }
+        }
         let recovered = match &settings.data_dir {
             Some(dir) => {
                 recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
@@ -217,24 +259,27 @@ impl Application {
             allow_private_webhooks: settings.allow_private_webhooks,
         });
         let base_path = settings.base_path.clone();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(state.clone())
-                .wrap(from_fn(catch_panics))
-                .wrap(from_fn(envelope_errors))
-                .wrap(from_fn(count_requests))
-                .wrap(from_fn(limit_headers))
-                .configure(routes(&base_path))
-        })
-        .listen(listener)?
-        .workers(settings.workers)
-        .max_connections((settings.max_connections / settings.workers.max(1)).max(1))
-        .client_request_timeout(settings.request_timeout)
-        .client_disconnect_timeout(Duration::from_secs(1))
-        .keep_alive(settings.keep_alive)
-        // Signals are ours: actix's own stop the whole actor system before the last snapshot.
-        .disable_signals()
-        .run();
+        // actix-web's HttpServer, but over connections that stop reading a refused body; signals
+        // are ours: actix's own would stop the whole actor system before the last snapshot.
+        let server = connection::serve(
+            listener,
+            ServerOptions {
+                workers: settings.workers,
+                max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
+                client_request_timeout: settings.request_timeout,
+                client_disconnect_timeout: Duration::from_secs(1),
+                keep_alive: settings.keep_alive,
+            },
+            move || {
+                App::new()
+                    .app_data(state.clone())
+                    .wrap(from_fn(catch_panics))
+                    .wrap(from_fn(envelope_errors))
+                    .wrap(from_fn(count_requests))
+                    .wrap(from_fn(limit_headers))
+                    .configure(routes(&base_path))
+            },
+        )?;
 
         Ok(Self {
             address,
@@ -247,6 +292,7 @@ impl Application {
             admin_token,
             warnings: recovered.warnings,
             _arbiters: arbiters,
+            _lock: lock,
         })
     }
 
@@ -270,6 +316,11 @@ impl Application {
         });
         self.server.await?;
         if let Some(persistence) = &self.persistence {
+            // After a journal failure no snapshot may be taken (it could hold the change that
+            // failed); what was acknowledged is in the journal and is replayed at the next start.
+            if let Some(why) = persistence.journal_failure() {
+                return Err(std::io::Error::other(StoppedAfterJournalFailure(why)));
+            }
             persistence
                 .snapshot()
                 .await

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use botlist::domain::bot::{BotPatch, BotState, BotView, NewBot, ServerCount};
 use botlist::domain::ids::{BotId, Snowflake};
 use botlist::domain::search::Search;
+use botlist::domain::stats::StatsUpdate;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
@@ -74,9 +75,11 @@ enum Op {
         bot: usize,
         user: u64,
     },
+    /// A whole count, or one shard's count (the shards sum).
     Stats {
         bot: usize,
         count: u64,
+        shard: Option<u32>,
     },
     Edit {
         bot: usize,
@@ -147,7 +150,8 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => listing().prop_map(Op::List),
         6 => (0usize..64, 0u64..12).prop_map(|(bot, user)| Op::Vote { bot, user }),
-        2 => (0usize..64, prop_oneof![0u64..200, 0u64..20_000]).prop_map(|(bot, count)| Op::Stats { bot, count }),
+        2 => (0usize..64, prop_oneof![0u64..200, 0u64..20_000], prop::option::of(0u32..3))
+            .prop_map(|(bot, count, shard)| Op::Stats { bot, count, shard }),
         1 => (0usize..64, listing()).prop_map(|(bot, listing)| Op::Edit { bot, listing }),
         1 => (0usize..64).prop_map(|bot| Op::Delist { bot }),
         2 => prop_oneof![1i64..600, 10_000i64..50_000].prop_map(Op::Advance),
@@ -215,10 +219,18 @@ impl Model {
                     }
                 }
             }
-            Op::Stats { bot, count } => {
+            Op::Stats { bot, count, shard } => {
                 if let Some(bot) = self.pick(*bot) {
                     let count = ServerCount::new(*count).expect("in range");
-                    self.bots[bot].post_stats(count, self.now);
+                    let update = match shard {
+                        None => StatsUpdate::Whole(count),
+                        Some(shard) => StatsUpdate::OneShard {
+                            shard: *shard,
+                            count,
+                            shard_count: None,
+                        },
+                    };
+                    self.bots[bot].post_stats(&update, self.now);
                     self.publish(bot);
                 }
             }
@@ -303,6 +315,7 @@ fn walking_and_ranking_agree_across_the_crossover() {
         model.apply(&Op::Stats {
             bot: i,
             count: (i as u64 * 7_919) % 20_000,
+            shard: None,
         });
     }
     for query in [

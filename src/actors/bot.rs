@@ -12,8 +12,9 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 use uuid::Uuid;
 
-use crate::domain::bot::{BotPatch, BotState, BotView, ServerCount};
+use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::ids::Snowflake;
+use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
@@ -401,16 +402,20 @@ impl Handler<RecentVoters> for BotActor {
 
 #[derive(Message)]
 #[rtype(result = "Result<(), Rejection>")]
-pub struct PostStats(pub ServerCount);
+pub struct PostStats(pub StatsUpdate);
 
 impl Handler<PostStats> for BotActor {
     type Result = ResponseFuture<Result<(), Rejection>>;
 
-    fn handle(&mut self, PostStats(count): PostStats, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, PostStats(update): PostStats, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
-        self.state.post_stats(count, at);
+        self.state.post_stats(&update, at);
         let bot = self.state.listing.id;
-        let (durable, _) = self.commit(Record::StatsPosted { bot, count, at }, None);
+        let record = match update {
+            StatsUpdate::Whole(count) => Record::StatsPosted { bot, count, at },
+            update => Record::StatsUpdated { bot, update, at },
+        };
+        let (durable, _) = self.commit(record, None);
         when_durable(durable, ())
     }
 }
@@ -472,6 +477,7 @@ impl Handler<Stop> for BotActor {
 mod tests {
     use super::*;
     use crate::domain::bot::NewBot;
+    use crate::domain::bot::ServerCount;
     use crate::domain::ids::BotId;
     use crate::domain::text::VoterName;
     use crate::domain::time::ManualClock;
@@ -547,10 +553,12 @@ mod tests {
         let ids: Vec<u64> = voters.iter().map(|v| v.voter.id.get()).collect();
         assert_eq!(ids, [2, 1]);
 
-        bot.send(PostStats(ServerCount::new(7).expect("in range")))
-            .await
-            .expect("delivered")
-            .expect("stored");
+        bot.send(PostStats(StatsUpdate::Whole(
+            ServerCount::new(7).expect("in range"),
+        )))
+        .await
+        .expect("delivered")
+        .expect("stored");
         assert_eq!(published.load().servers(), 7);
     }
 }

@@ -151,6 +151,12 @@ impl ResponseError for ApiError {
         };
         let mut response = reply::json(self.status_code(), &body);
         response.extensions_mut().insert(Enveloped);
+        if let Self::PayloadTooLarge(_) = self {
+            // The rest of the body is not read: the connection cannot carry another request.
+            response
+                .head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
+        }
         response
     }
 }

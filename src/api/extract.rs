@@ -9,6 +9,7 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
+use super::connection::ReadLimit;
 use super::error::{body_too_large, ApiError};
 use super::AppState;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
@@ -29,7 +30,7 @@ pub async fn json_body<T: DeserializeOwned>(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return Err(ApiError::PayloadTooLarge(body_too_large()));
+        return Err(refuse_as_too_large(request));
     }
     let deadline = app_state(request)?.request_timeout;
     let read = async {
@@ -38,7 +39,7 @@ pub async fn json_body<T: DeserializeOwned>(
             let chunk = chunk
                 .map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(ApiError::PayloadTooLarge(body_too_large()));
+                return Err(refuse_as_too_large(request));
             }
             body.extend_from_slice(&chunk);
         }
@@ -56,12 +57,33 @@ pub async fn json_body<T: DeserializeOwned>(
     parse_json(&body)
 }
 
-/// Parses a JSON document, naming the field at fault when there is one.
+/// A 413, and the connection stops reading the rest of the body: it is closed after at most a
+/// few hundred KiB more (the response says `Connection: close`).
+fn refuse_as_too_large(request: &HttpRequest) -> ApiError {
+    ReadLimit::stop_reading_request(request);
+    ApiError::PayloadTooLarge(body_too_large())
+}
+
+/// Parses a JSON document that must be an object, naming the field at fault when there is one.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err(ApiError::BadRequest(
             "the request body is empty; send a JSON object".into(),
         ));
+    };
+    // serde reads a struct from an array as happily as from an object: `[1]` must not pass.
+    if *first != b'{' {
+        let got = match first {
+            b'[' => "an array",
+            b'"' => "a string",
+            b'n' => "null",
+            b't' | b'f' => "a boolean",
+            b'-' | b'0'..=b'9' => "a number",
+            _ => "something that is not JSON",
+        };
+        return Err(ApiError::BadRequest(format!(
+            "body must be a JSON object, got {got}"
+        )));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -72,13 +94,136 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// Turns serde's message into the API's words: the field, what it must be, what it got. No
+/// Rust type name reaches a client (docs/API.md, "Error messages").
 fn json_error(error: serde_json::Error, path: &str) -> ApiError {
     use serde_json::error::Category;
+    let text = error.to_string();
+    // serde_json appends the position; the field name says more to a client.
+    let text = match text.rfind(" at line ") {
+        Some(at) => &text[..at],
+        None => &text,
+    };
+    let field = if path == "." {
+        "body".to_owned()
+    } else {
+        path.to_owned()
+    };
     ApiError::BadRequest(match error.classify() {
+        Category::Syntax if text.starts_with("number out of range") => {
+            format!("{field} must be a number JSON can hold, got one out of range")
+        }
         Category::Syntax | Category::Eof => format!("malformed JSON: {error}"),
-        _ if path == "." => format!("body: {error}"),
-        _ => format!("`{path}`: {error}"),
+        _ => describe(&field, text),
     })
+}
+
+/// One serde data error, said in the API's words.
+fn describe(field: &str, text: &str) -> String {
+    if let Some(rest) = text
+        .strip_prefix("invalid type: ")
+        .or_else(|| text.strip_prefix("invalid value: "))
+    {
+        if let Some((got, expected)) = rest.split_once(", expected ") {
+            return format!(
+                "{field} must be {}, got {}",
+                expected_words(expected),
+                got_words(got)
+            );
+        }
+    }
+    if let Some(rest) = text.strip_prefix("invalid length ") {
+        if let Some((_, expected)) = rest.split_once(", expected ") {
+            return format!("{field} must be {}", expected_words(expected));
+        }
+    }
+    if let Some(name) = text.strip_prefix("missing field ") {
+        let name = name.trim_matches('`');
+        return if field == "body" {
+            format!("{name} is required")
+        } else {
+            format!("{field}.{name} is required")
+        };
+    }
+    if let Some(rest) = text.strip_prefix("unknown field ") {
+        let (name, allowed) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let name = name.trim_matches('`');
+        let allowed = allowed
+            .trim_start_matches("one of ")
+            .trim_start_matches("a field ");
+        let parent = field
+            .strip_suffix(name)
+            .map_or(field, |parent| parent.trim_end_matches('.'));
+        let place = if parent.is_empty() || parent == "body" {
+            "the body".to_owned()
+        } else {
+            format!("`{parent}`")
+        };
+        let allowed = allowed.replace(" or ", ", ");
+        return format!("{name} is not a field of {place}; the fields are {allowed}");
+    }
+    if let Some(rest) = text.strip_prefix("unknown variant ") {
+        let (got, allowed) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        return format!(
+            "{field} must be {}, got {got}",
+            allowed.trim_start_matches("one of ")
+        );
+    }
+    if let Some(name) = text.strip_prefix("duplicate field ") {
+        return format!("{} is given more than once", name.trim_matches('`'));
+    }
+    // Our own validators already speak the API's language.
+    if text.starts_with("must ") {
+        format!("{field} {text}")
+    } else {
+        format!("{field}: {text}")
+    }
+}
+
+/// What serde expected, for a client: never a Rust type.
+fn expected_words(expected: &str) -> String {
+    let expected = expected.trim();
+    if expected.starts_with("struct ") || expected == "a map" {
+        return "a JSON object".into();
+    }
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number of 0 or more".into(),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "a boolean" | "bool" => "true or false".into(),
+        "a string" | "a borrowed string" | "a str" | "a char" => "a string".into(),
+        "a sequence" => "an array".into(),
+        "unit" => "null".into(),
+        _ if expected.starts_with("enum ") || expected.starts_with("variant ") => {
+            "one of the values listed in the API reference".into()
+        }
+        _ if expected.starts_with("tuple") || expected.contains("tuple ") => "an array".into(),
+        other => other.into(),
+    }
+}
+
+/// What the client sent, as serde saw it.
+fn got_words(got: &str) -> String {
+    let got = got.trim();
+    let value = |prefix: &str| {
+        got.strip_prefix(prefix)
+            .map(|rest| rest.trim_matches('`').to_owned())
+    };
+    if let Some(v) = value("integer ").or_else(|| value("floating point ")) {
+        return v;
+    }
+    if let Some(v) = value("boolean ") {
+        return v;
+    }
+    if let Some(v) = got.strip_prefix("string ") {
+        return format!("the string {v}");
+    }
+    match got {
+        "sequence" => "an array".into(),
+        "map" => "an object".into(),
+        "null" | "unit value" => "null".into(),
+        other => other.into(),
+    }
 }
 
 fn require_json_content_type(request: &HttpRequest) -> Result<(), ApiError> {
@@ -182,14 +327,15 @@ impl FromRequest for Admin {
 /// One query parameter that must be a snowflake (`userId` of the check routes).
 pub fn snowflake_param(query_string: &str, name: &str) -> Result<Snowflake, ApiError> {
     let mut found = None;
-    for (key, value) in form_urlencoded::parse(query_string.as_bytes()) {
+    let pairs = crate::domain::query::pairs(query_string).map_err(|e| ApiError::BadRequest(e.0))?;
+    for (key, value) in pairs {
         if key == name {
             if found.is_some() {
                 return Err(ApiError::BadRequest(format!(
                     "`{name}` is given more than once"
                 )));
             }
-            found = Some(value.into_owned());
+            found = Some(value);
         }
     }
     let value = found.ok_or_else(|| ApiError::BadRequest(format!("`{name}` is required")))?;
@@ -198,4 +344,113 @@ pub fn snowflake_param(query_string: &str, name: &str) -> Result<Snowflake, ApiE
             "`{name}` must be a snowflake (1 to 20 digits, no leading zero), got `{value}`"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::admin::VotePost;
+    use crate::api::stats::StatsPost;
+    use crate::domain::bot::{BotPatch, NewBot};
+    use crate::domain::profile::{NewProfile, ProfilePatch};
+
+    fn message<T: DeserializeOwned>(body: &str) -> String {
+        refusal::<T>(body).unwrap_or_else(|| panic!("{body} was accepted"))
+    }
+
+    fn refusal<T: DeserializeOwned>(body: &str) -> Option<String> {
+        match parse_json::<T>(body.as_bytes()) {
+            Err(ApiError::BadRequest(message)) => Some(message),
+            Err(other) => panic!("{body}: {other}"),
+            Ok(_) => None,
+        }
+    }
+
+    /// Words of Rust, not of the API: none may reach a client.
+    const RUST_WORDS: [&str; 16] = [
+        "struct", "u8", "u16", "u32", "u64", "i64", "usize", "f64", "enum", "variant", "sequence",
+        "a map", "Option", "at line", "unit", "Post",
+    ];
+
+    fn assert_api_words(body: &str, message: &str, field: &str) {
+        assert!(message.contains(field), "{body}: {message}");
+        for word in RUST_WORDS {
+            assert!(!message.contains(word), "{body}: {message}");
+        }
+    }
+
+    #[test]
+    fn every_body_field_of_the_wrong_type_is_named_in_the_api_s_words() {
+        let wrong = [
+            "5", "-1", "1.5", "true", "\"x\"", "[1]", "{}", "null", "[]", "1e400",
+        ];
+        type Parser = fn(&str) -> Option<String>;
+        let fields: &[(&str, Parser)] = &[
+            ("server_count", refusal::<StatsPost>),
+            ("shards", refusal::<StatsPost>),
+            ("shard_id", refusal::<StatsPost>),
+            ("shard_count", refusal::<StatsPost>),
+            ("platform_id", refusal::<NewBot>),
+            ("name", refusal::<NewBot>),
+            ("tags", refusal::<NewBot>),
+            ("owner_ids", refusal::<NewBot>),
+            ("certified", refusal::<NewBot>),
+            ("webhook_format", refusal::<NewBot>),
+            ("webhook_url", refusal::<NewBot>),
+            ("avatar", refusal::<BotPatch>),
+            ("featured", refusal::<BotPatch>),
+            ("tags", refusal::<BotPatch>),
+            ("username", refusal::<NewProfile>),
+            ("socials", refusal::<NewProfile>),
+            ("mod", refusal::<NewProfile>),
+            ("admin", refusal::<ProfilePatch>),
+            ("platform_id", refusal::<ProfilePatch>),
+            ("user_id", refusal::<VotePost>),
+            ("avatar", refusal::<VotePost>),
+        ];
+        for (field, parse) in fields {
+            for value in wrong {
+                let body = format!("{{\"{field}\": {value}}}");
+                if let Some(message) = parse(&body) {
+                    // Bodies with a required field missing are refused for that field.
+                    if !message.ends_with("is required") {
+                        assert_api_words(&body, &message, field);
+                    }
+                }
+            }
+        }
+        for (body, field) in [
+            (r#"{"socials":[5]}"#, "socials[0]"),
+            (r#"{"socials":[{"type":"x"}]}"#, "socials[0].url"),
+            (r#"{"nope":1}"#, "nope"),
+            (r#"{"username":"ab","username":"cd"}"#, "username"),
+        ] {
+            assert_api_words(body, &message::<NewProfile>(body), field);
+        }
+        assert_eq!(
+            message::<StatsPost>(r#"{"server_count": 90.5}"#),
+            "server_count must be a whole number from 0 to 9007199254740991, got 90.5"
+        );
+    }
+
+    #[test]
+    fn every_body_type_refuses_what_is_not_an_object() {
+        let parsers: [fn(&str) -> String; 6] = [
+            message::<StatsPost>,
+            message::<NewBot>,
+            message::<BotPatch>,
+            message::<NewProfile>,
+            message::<ProfilePatch>,
+            message::<VotePost>,
+        ];
+        for parse in parsers {
+            for body in ["[1]", "[]", "5", "-1", "\"s\"", "null", "true", " [ {} ] "] {
+                let message = parse(body);
+                assert!(
+                    message.starts_with("body must be a JSON object"),
+                    "{body}: {message}"
+                );
+            }
+        }
+    }
 }

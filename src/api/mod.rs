@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod bots;
+pub mod connection;
 pub mod error;
 pub mod extract;
 pub mod guard;

@@ -1,7 +1,7 @@
 //! `GET /bots/:id/stats` and `POST /bots/:id/stats` (and `POST /bots/stats`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::bots::{find_bot, own_bot, token_bot};
@@ -10,19 +10,12 @@ use super::extract::{json_body, BotToken};
 use super::{reply, AppState};
 use crate::actors::bot::PostStats;
 use crate::actors::directory::BotHandle;
-use crate::domain::bot::ServerCount;
+pub use crate::domain::stats::StatsPost;
 
 #[derive(Serialize, ToSchema)]
 pub struct Stats {
     /// 0 when the bot has never posted stats
     pub server_count: u64,
-}
-
-/// The body of a stats post; other fields (shards, shard_count, ...) are ignored.
-#[derive(Deserialize, ToSchema)]
-pub struct StatsPost {
-    /// An integer from 0 to 2^53 - 1
-    pub server_count: ServerCount,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -55,7 +48,7 @@ pub async fn get_stats(
     security(("token" = [])),
     responses(
         (status = 200, description = "Stored", body = Ok),
-        (status = 400, description = "server_count missing or not an integer in range", body = ErrorBody),
+        (status = 400, description = "The body is not an object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
         (status = 401, description = "Token missing or unknown", body = ErrorBody),
         (status = 403, description = "Token of another bot", body = ErrorBody),
         (status = 404, description = "No such bot", body = ErrorBody),
@@ -81,7 +74,7 @@ pub async fn post_stats(
     security(("token" = [])),
     responses(
         (status = 200, description = "Stored", body = Ok),
-        (status = 400, description = "server_count missing or not an integer in range", body = ErrorBody),
+        (status = 400, description = "The body is not an object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
         (status = 401, description = "Token missing or unknown", body = ErrorBody),
     )
 )]
@@ -101,6 +94,7 @@ async fn store(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
-    bot.ask(PostStats(post.server_count)).await??;
+    let update = post.update().map_err(ApiError::BadRequest)?;
+    bot.ask(PostStats(update)).await??;
     Ok(reply::ok(&Ok { ok: true }))
 }

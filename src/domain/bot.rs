@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use super::ids::{BotId, ProfileId, Snowflake};
 use super::patch::{present, Patch};
 use super::search::fold_case;
+use super::stats::{ShardCounts, StatsUpdate};
 use super::text::{
     BotName, HttpUrl, LanguageCode, LongDescription, PlatformUsername, Prefix, ShortDescription,
     Tags, WebhookSecret,
@@ -24,6 +25,7 @@ pub struct ServerCount(u64);
 
 impl ServerCount {
     pub const MAX: u64 = (1 << 53) - 1;
+    pub const ZERO: Self = Self(0);
 
     pub fn new(count: u64) -> Option<Self> {
         (count <= Self::MAX).then_some(Self(count))
@@ -36,13 +38,7 @@ impl ServerCount {
 
 impl<'de> Deserialize<'de> for ServerCount {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let count = u64::deserialize(deserializer)?;
-        Self::new(count).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "{count} is out of range (0 to {})",
-                ServerCount::MAX
-            ))
-        })
+        deserializer.deserialize_any(super::stats::CountVisitor)
     }
 }
 
@@ -234,6 +230,9 @@ pub struct BotState {
     /// The webhook outbox and the latest deliveries.
     #[serde(default)]
     pub deliveries: Deliveries,
+    /// Each shard's latest count, for bots that post per shard; `server_count` is their sum.
+    #[serde(default)]
+    pub shards: ShardCounts,
 }
 
 impl BotState {
@@ -271,6 +270,7 @@ impl BotState {
             server_count: None,
             updated_at: now,
             last_seq: 0,
+            shards: ShardCounts::default(),
         }
     }
 
@@ -333,8 +333,8 @@ impl BotState {
         self.updated_at = now;
     }
 
-    pub fn post_stats(&mut self, count: ServerCount, now: Timestamp) {
-        self.server_count = Some(count);
+    pub fn post_stats(&mut self, update: &StatsUpdate, now: Timestamp) {
+        self.server_count = Some(self.shards.apply(update));
         self.updated_at = now;
     }
 

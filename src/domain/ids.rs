@@ -156,7 +156,7 @@ impl<'de> Deserialize<'de> for Snowflake {
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Snowflake, E> {
                 Snowflake::parse(text).ok_or_else(|| {
                     E::custom(format!(
-                        "`{text}` is not a snowflake (1 to 20 digits, no leading zero, fits in u64)"
+                        "`{text}` is not a snowflake (1 to 20 digits, no leading zero, at most 18446744073709551615)"
                     ))
                 })
             }

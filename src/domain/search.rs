@@ -322,14 +322,15 @@ struct Params(Vec<(String, String)>);
 impl Params {
     fn parse(query_string: &str) -> Result<Self, QueryError> {
         let mut params: Vec<(String, String)> = Vec::new();
-        for (name, value) in form_urlencoded::parse(query_string.as_bytes()) {
-            if !KNOWN.contains(&name.as_ref()) {
+        let pairs = super::query::pairs(query_string).map_err(|e| QueryError(e.0))?;
+        for (name, value) in pairs {
+            if !KNOWN.contains(&name.as_str()) {
                 continue;
             }
             if params.iter().any(|(seen, _)| *seen == name) {
                 return Err(QueryError(format!("`{name}` is given more than once")));
             }
-            params.push((name.into_owned(), value.into_owned()));
+            params.push((name, value));
         }
         Ok(Self(params))
     }

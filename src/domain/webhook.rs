@@ -13,7 +13,7 @@ use super::time::Timestamp;
 use super::votes::{vote_window, VoteCounts, Voter};
 
 /// How deliveries to a bot's receiver are shaped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WebhookFormat {
     /// botlist's event, signed with HMAC-SHA256 of the secret.
@@ -21,6 +21,45 @@ pub enum WebhookFormat {
     Signed,
     /// The classic bot-list vote body, with the secret as the `Authorization` header.
     Legacy,
+}
+
+/// By name (JSON and files) or by index (MessagePack written by other encoders); anything
+/// else is refused in the API's words, not as a malformed document.
+impl<'de> Deserialize<'de> for WebhookFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WebhookFormat;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`signed` or `legacy`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WebhookFormat, E> {
+                match v {
+                    "signed" => Ok(WebhookFormat::Signed),
+                    "legacy" => Ok(WebhookFormat::Legacy),
+                    other => Err(E::custom(format!(
+                        "must be `signed` or `legacy`, got `{other}`"
+                    ))),
+                }
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<WebhookFormat, E> {
+                match std::str::from_utf8(v) {
+                    Ok(text) => self.visit_str(text),
+                    Err(_) => Err(E::custom("must be `signed` or `legacy`")),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WebhookFormat, E> {
+                match v {
+                    0 => Ok(WebhookFormat::Signed),
+                    1 => Ok(WebhookFormat::Legacy),
+                    other => Err(E::custom(format!(
+                        "must be `signed` or `legacy`, got {other}"
+                    ))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -403,5 +442,26 @@ mod tests {
         }
         assert_eq!(all.recent().count(), KEPT_DELIVERIES);
         assert!(all.get(first.id).is_some(), "the open delivery is kept");
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::WebhookFormat;
+
+    #[test]
+    fn the_format_round_trips_through_messagepack_and_json() {
+        for format in [WebhookFormat::Signed, WebhookFormat::Legacy] {
+            let packed = rmp_serde::to_vec(&format).expect("encodes");
+            assert_eq!(
+                crate::persist::decode::<WebhookFormat>(&packed).expect("decodes"),
+                format
+            );
+            let json = serde_json::to_string(&format).expect("encodes");
+            assert_eq!(
+                serde_json::from_str::<WebhookFormat>(&json).expect("decodes"),
+                format
+            );
+        }
     }
 }

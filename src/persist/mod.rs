@@ -3,6 +3,7 @@
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
 pub mod journal;
+pub mod lock;
 pub mod recovery;
 pub mod snapshot;
 pub mod state;
@@ -52,6 +53,11 @@ impl Persistence {
             registry,
             one_at_a_time: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Why the journal stopped taking writes, once it has.
+    pub fn journal_failure(&self) -> Option<String> {
+        self.journal.failure().map(|error| error.0)
     }
 
     /// Captures every actor's state and writes it on a blocking thread while requests go on;

@@ -75,14 +75,57 @@ impl<W: Write> Write for Checksummed<W> {
     }
 }
 
+/// Writes a snapshot; one that fails removes its temporary file, so a full disk is not left
+/// fuller by the attempt.
 pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
+    let temp = temp_path(dir, state.seq);
+    write_via(&temp, dir, state).inspect_err(|_| {
+        if let Err(error) = fs::remove_file(&temp) {
+            if error.kind() != io::ErrorKind::NotFound {
+                tracing::warn!(file = %temp.display(), %error, "cannot remove a failed snapshot's temporary file");
+            }
+        }
+    })
+}
+
+fn temp_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{}{TEMP_SUFFIX}", snapshot_name(seq)))
+}
+
+/// What a snapshot being written is called until it is renamed into place.
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// Removes the temporary files of snapshots cut short (a crash or kill -9 mid-write); they are
+/// never read, and at 100k bots each is hundreds of megabytes. Returns what was removed.
+pub fn remove_stale_temps(dir: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let is_temp = name
+            .strip_suffix(TEMP_SUFFIX)
+            .and_then(parse_snapshot_name)
+            .is_some();
+        if is_temp {
+            let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            fs::remove_file(entry.path())?;
+            removed.push((entry.path(), bytes));
+        }
+    }
+    if !removed.is_empty() {
+        sync_dir(dir)?;
+    }
+    Ok(removed)
+}
+
+fn write_via(temp: &Path, dir: &Path, state: &DirectoryState) -> io::Result<Written> {
     let path = dir.join(snapshot_name(state.seq));
-    let temp = dir.join(format!("{}.tmp", snapshot_name(state.seq)));
     let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&temp)?;
+        .open(temp)?;
     let mut out = Checksummed {
         inner: BufWriter::with_capacity(1 << 20, file),
         crc: crc32fast::Hasher::new(),
@@ -97,7 +140,7 @@ pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
     file.write_all(&header(state.seq, payload_len, crc))?;
     file.sync_all()?;
     drop(file);
-    fs::rename(&temp, &path)?;
+    fs::rename(temp, &path)?;
     sync_dir(dir)?;
     Ok(Written {
         path,
@@ -193,4 +236,36 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     }
     found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_snapshot_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // A directory where the snapshot must go makes the final rename fail.
+        let target = dir.path().join(snapshot_name(0));
+        fs::create_dir(&target).expect("dir");
+        fs::write(target.join("in-the-way"), b"x").expect("file");
+        write(dir.path(), &DirectoryState::default()).expect_err("the rename fails");
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .expect("readable")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [snapshot_name(0)], "only what was there before");
+    }
+
+    #[test]
+    fn stale_temporary_files_are_removed_and_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let stale = temp_path(dir.path(), 7);
+        fs::write(&stale, b"half a snapshot").expect("file");
+        let other = dir.path().join("notes.tmp");
+        fs::write(&other, b"not ours").expect("file");
+        let removed = remove_stale_temps(dir.path()).expect("removed");
+        assert_eq!(removed, [(stale.clone(), 15)]);
+        assert!(!stale.exists() && other.exists());
+    }
 }

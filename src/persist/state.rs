@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::profile::Profile;
+use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
 use crate::domain::webhook::Delivery;
@@ -65,6 +66,12 @@ pub enum Record {
         bot: BotId,
         delivery: Delivery,
     },
+    /// A per-shard stats post (a whole count is `StatsPosted`).
+    StatsUpdated {
+        bot: BotId,
+        update: StatsUpdate,
+        at: Timestamp,
+    },
 }
 
 /// Applies journal records on top of a snapshot.
@@ -113,7 +120,11 @@ impl Replayer {
                     .map_err(|_| "a vote replayed as already voted".to_string())
             }),
             Record::StatsPosted { bot, count, at } => self.on_bot(seq, bot, |state| {
-                state.post_stats(count, at);
+                state.post_stats(&StatsUpdate::Whole(count), at);
+                Ok(())
+            }),
+            Record::StatsUpdated { bot, update, at } => self.on_bot(seq, bot, |state| {
+                state.post_stats(&update, at);
                 Ok(())
             }),
             Record::DeliverySaved { bot, delivery } => self.on_bot(seq, bot, |state| {
@@ -192,6 +203,7 @@ impl Replayer {
             }
             Record::Voted { .. }
             | Record::StatsPosted { .. }
+            | Record::StatsUpdated { .. }
             | Record::BotEdited { .. }
             | Record::DeliverySaved { .. } => {}
         }

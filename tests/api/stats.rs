@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app};
+use crate::helpers::{assert_error, spawn_app, TestApp, TestBot};
 
 #[actix_web::test]
 async fn stats_read_0_until_posted_then_the_last_count() {
@@ -57,7 +57,10 @@ async fn a_stats_post_needs_an_integer_server_count_in_range() {
         json!({ "server_count": -1 }),
         json!({ "server_count": 9_007_199_254_740_992u64 }),
         json!({ "server_count": null }),
-        json!({ "server_count": [5] }),
+        json!({ "server_count": 90.5 }),
+        json!({ "server_count": [] }),
+        json!({ "server_count": [5, -1] }),
+        json!({ "server_count": true }),
     ] {
         let response = app
             .post_json(&format!("/bots/{}/stats", bot.id), Some(&bot.token), &body)
@@ -128,4 +131,121 @@ async fn stats_of_an_unknown_bot_are_404() {
         "not_found",
     )
     .await;
+}
+
+async fn post_raw(app: &TestApp, bot: &TestBot, path: &str, body: &Value) -> StatusCode {
+    let response = app.post_json(path, Some(&bot.token), body).await;
+    let status = response.status();
+    if status != StatusCode::OK {
+        let text = response.text().await.unwrap_or_default();
+        panic!("{body}: {status} {text}");
+    }
+    status
+}
+
+async fn servers(app: &TestApp, bot: &TestBot) -> Value {
+    let stats: Value = app
+        .get(&format!("/bots/{}/stats", bot.id))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let listed: Value = app
+        .get(&format!("/bots/{}", bot.id))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(stats["server_count"], listed["server_count"]);
+    stats["server_count"].clone()
+}
+
+#[actix_web::test]
+async fn sharded_bots_post_per_shard_and_the_count_is_the_sum() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let own = format!("/bots/{}/stats", bot.id);
+    for (path, body, expected) in [
+        (
+            own.as_str(),
+            json!({"server_count": 100, "shard_id": 0, "shard_count": 2}),
+            100,
+        ),
+        (
+            "/bots/stats",
+            json!({"server_count": 200, "shard_id": 1, "shard_count": 2}),
+            300,
+        ),
+        // A shard posting again replaces its own count only.
+        (
+            own.as_str(),
+            json!({"server_count": 150, "shard_id": 1}),
+            250,
+        ),
+        // A smaller shard_count drops the shards at or above it.
+        (
+            own.as_str(),
+            json!({"server_count": 10, "shard_id": 0, "shard_count": 1}),
+            10,
+        ),
+        (own.as_str(), json!({"server_count": [100, 200]}), 300),
+        (own.as_str(), json!({"shards": [100, 200, 5]}), 305),
+        // `server_count` wins over `shards`; other fields are ignored.
+        (
+            own.as_str(),
+            json!({"server_count": [1, 2], "shards": [100], "extra": "x"}),
+            3,
+        ),
+        // A whole count replaces every shard.
+        (own.as_str(), json!({"server_count": 90.0}), 90),
+        (own.as_str(), json!({"server_count": 7, "shard_id": 3}), 7),
+        (
+            own.as_str(),
+            json!({"server_count": 7, "shard_id": null}),
+            7,
+        ),
+    ] {
+        post_raw(&app, &bot, path, &body).await;
+        assert_eq!(servers(&app, &bot).await, expected, "after {body}");
+    }
+}
+
+#[actix_web::test]
+async fn sharded_posts_out_of_range_are_refused_naming_the_field() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.post_stats(&bot, 5).await;
+    let too_many: Vec<u64> = vec![1; 10_001];
+    for (body, field) in [
+        (
+            json!({"server_count": 1, "shard_id": 2, "shard_count": 2}),
+            "shard_id",
+        ),
+        (json!({"server_count": 1, "shard_id": -1}), "shard_id"),
+        (json!({"server_count": 1, "shard_id": 10_000}), "shard_id"),
+        (json!({"server_count": 1, "shard_id": "0"}), "shard_id"),
+        (
+            json!({"server_count": 1, "shard_id": 0, "shard_count": 0}),
+            "shard_count",
+        ),
+        (
+            json!({"server_count": 1, "shard_id": 0, "shard_count": 10_001}),
+            "shard_count",
+        ),
+        (json!({"server_count": [1, 2.5]}), "server_count[1]"),
+        (json!({"server_count": [1, "2"]}), "server_count[1]"),
+        (json!({"server_count": too_many}), "server_count"),
+        (json!({"shards": [1, -2]}), "shards[1]"),
+        (json!({"shards": 5}), "shards"),
+        (json!({"shards": []}), "shards"),
+        (json!({"shard_id": 0}), "server_count"),
+        (json!({"server_count": 90.5}), "server_count"),
+    ] {
+        let response = app
+            .post_json(&format!("/bots/{}/stats", bot.id), Some(&bot.token), &body)
+            .await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.starts_with(field), "{body}: {message}");
+    }
+    assert_eq!(servers(&app, &bot).await, 5, "nothing refused was stored");
 }

@@ -151,3 +151,28 @@ fn assert_same_generation(dir: &Path) {
     };
     assert_eq!(run("a"), run("b"));
 }
+
+#[test]
+fn shard_counts_survive_kill_9_and_a_snapshot() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(dir.path(), &[]);
+    let (bot, token) = server.create_bot(42);
+    let stats = format!("/bots/{bot}/stats");
+    let post = |server: &Server, body: serde_json::Value| {
+        let (status, answer) = server.post(&stats, &token, &body).expect("sent");
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    };
+    post(
+        &server,
+        json!({"server_count": 100, "shard_id": 0, "shard_count": 3}),
+    );
+    server.snapshot();
+    post(&server, json!({"server_count": 200, "shard_id": 1}));
+    server.kill9();
+
+    let server = Server::start(dir.path(), &[]);
+    assert_eq!(server.get(&stats, None).1["server_count"], 300);
+    // The shards came back too, not only their sum.
+    post(&server, json!({"server_count": 5, "shard_id": 2}));
+    assert_eq!(server.get(&stats, None).1["server_count"], 305);
+}

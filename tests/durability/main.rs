@@ -3,6 +3,7 @@
 mod corruption;
 mod crash;
 mod lifecycle;
+mod ownership;
 mod process;
 mod replay;
 mod webhooks;

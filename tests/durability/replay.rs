@@ -11,6 +11,7 @@ use serde_json::json;
 use botlist::domain::bot::{BotPatch, BotState, NewBot, ServerCount};
 use botlist::domain::ids::{BotId, ProfileId, Snowflake, Token};
 use botlist::domain::profile::{NewProfile, Profile};
+use botlist::domain::stats::StatsUpdate;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
@@ -131,7 +132,7 @@ impl Model {
                     return;
                 };
                 let count = ServerCount::new(count.into()).expect("in range");
-                stored.state.post_stats(count, at);
+                stored.state.post_stats(&StatsUpdate::Whole(count), at);
                 let id = stored.state.listing.id;
                 self.commit_bot(bot, &Record::StatsPosted { bot: id, count, at });
             }
