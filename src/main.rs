@@ -11,7 +11,7 @@ use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::{journal, snapshot};
 use botlist::startup::{Application, Settings, StartError};
 
-/// The exit code of a start refused because of damaged state (CONTRACT section 11).
+/// The exit code of a start refused because of damaged state.
 const REFUSED: u8 = 2;
 
 #[actix_web::main]

@@ -13,10 +13,10 @@ use crate::actors::directory::BotHandle;
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
 
-/// SPEC.md 2.2.
+/// One voter, as the voters list shows it.
 #[derive(Serialize, ToSchema)]
 pub struct VoterEntry<'a> {
-    #[schema(value_type = String)]
+    #[schema(value_type = crate::domain::text::PlatformUsername)]
     pub username: &'a VoterName,
     #[schema(value_type = Snowflake)]
     pub id: Snowflake,
@@ -25,7 +25,7 @@ pub struct VoterEntry<'a> {
     pub avatar: Option<&'a HttpUrl>,
 }
 
-/// SPEC.md 2.4.
+/// Whether a user voted recently.
 #[derive(Serialize, ToSchema)]
 pub struct VoteCheck {
     /// 1 if the user's latest vote is under 12 hours old, else 0
@@ -34,13 +34,11 @@ pub struct VoteCheck {
 
 #[utoipa::path(
     get, path = "/bots/{id}/votes", tag = "votes",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("token" = [])),
     responses(
         (status = 200, description = "The last 1000 distinct voters, most recent first", body = Vec<VoterEntry>),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
-        (status = 403, description = "Token of another bot", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
     )
 )]
 pub async fn voters(
@@ -56,7 +54,6 @@ pub async fn voters(
     security(("token" = [])),
     responses(
         (status = 200, description = "The token's bot's last 1000 distinct voters", body = Vec<VoterEntry>),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
     )
 )]
 pub async fn own_voters(
@@ -82,15 +79,13 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
 #[utoipa::path(
     get, path = "/bots/{id}/check", tag = "votes",
     params(
-        ("id" = String, Path, description = "Listing UUID or platform snowflake"),
-        ("userId" = String, Query, description = "The user's platform snowflake"),
+        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
+        ("userId" = Snowflake, Query, description = "The platform snowflake of the user to check"),
     ),
     security(("token" = [])),
     responses(
         (status = 200, description = "Whether the user voted in the last 12 hours", body = VoteCheck),
-        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
     )
 )]
 pub async fn check(
@@ -105,12 +100,11 @@ pub async fn check(
 
 #[utoipa::path(
     get, path = "/bots/check", tag = "votes",
-    params(("userId" = String, Query, description = "The user's platform snowflake")),
+    params(("userId" = Snowflake, Query, description = "The platform snowflake of the user to check")),
     security(("token" = [])),
     responses(
         (status = 200, description = "Whether the user voted for the token's bot in the last 12 hours", body = VoteCheck),
-        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+        (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
     )
 )]
 pub async fn own_check(

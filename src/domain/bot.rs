@@ -146,6 +146,7 @@ pub struct NewBot {
     #[serde(default)]
     pub github_url: Option<HttpUrl>,
     #[serde(default, deserialize_with = "owner_list")]
+    #[schema(max_items = 20)]
     pub owner_ids: Vec<ProfileId>,
     #[serde(default)]
     pub certified: bool,
@@ -160,21 +161,22 @@ pub struct NewBot {
     pub webhook_format: WebhookFormat,
 }
 
-/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a nullable one.
+/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that may
+/// be null; the fields that may not be null refuse it.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BotPatch {
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Snowflake>)]
+    #[schema(value_type = Snowflake)]
     pub platform_id: Option<Snowflake>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<BotName>)]
+    #[schema(value_type = BotName)]
     pub name: Option<BotName>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<PlatformUsername>)]
+    #[schema(value_type = PlatformUsername)]
     pub username: Option<PlatformUsername>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<ShortDescription>)]
+    #[schema(value_type = ShortDescription)]
     pub short_description: Option<ShortDescription>,
     #[serde(default)]
     #[schema(value_type = Option<HttpUrl>)]
@@ -183,7 +185,7 @@ pub struct BotPatch {
     #[schema(value_type = Option<LongDescription>)]
     pub long_description: Patch<LongDescription>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Tags>)]
+    #[schema(value_type = Tags)]
     pub tags: Option<Tags>,
     #[serde(default)]
     #[schema(value_type = Option<LanguageCode>)]
@@ -204,11 +206,13 @@ pub struct BotPatch {
     #[schema(value_type = Option<HttpUrl>)]
     pub github_url: Patch<HttpUrl>,
     #[serde(default, deserialize_with = "some_owner_list")]
-    #[schema(value_type = Option<Vec<ProfileId>>)]
+    #[schema(value_type = Vec<ProfileId>, max_items = 20)]
     pub owner_ids: Option<Vec<ProfileId>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub certified: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub featured: Option<bool>,
     #[serde(default)]
     #[schema(value_type = Option<HttpUrl>)]
@@ -217,6 +221,7 @@ pub struct BotPatch {
     #[schema(value_type = Option<WebhookSecret>)]
     pub webhook_secret: Patch<WebhookSecret>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = WebhookFormat)]
     pub webhook_format: Option<WebhookFormat>,
 }
 
@@ -394,7 +399,8 @@ impl BotView {
     }
 }
 
-/// SPEC.md 2.1, exactly: owner-only fields have no place here to leak from.
+/// A bot as every public route shows it: owner-only fields (webhook settings, the token) have no
+/// place here to leak from.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Bot)]
 pub struct PublicBot<'a> {
