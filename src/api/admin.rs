@@ -69,6 +69,7 @@ fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
     ProfileId::parse(raw).ok_or_else(|| profile_not_found(raw))
 }
 
+/// List a profile.
 #[utoipa::path(
     post, path = "/admin/users", tag = "admin",
     request_body = NewProfile,
@@ -90,6 +91,7 @@ pub async fn create_user(
     Ok(reply::created(&profile.public()))
 }
 
+/// Change a profile: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/users/{id}", tag = "admin",
     params(("id" = String, Path, description = "Profile UUID (any case)")),
@@ -114,6 +116,7 @@ pub async fn update_user(
     Ok(reply::ok(&profile.public()))
 }
 
+/// Delete a profile that owns no listed bot.
 #[utoipa::path(
     delete, path = "/admin/users/{id}", tag = "admin",
     params(("id" = String, Path, description = "Profile UUID (any case)")),
@@ -133,6 +136,7 @@ pub async fn delete_user(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// List a bot; its API token is shown this once.
 #[utoipa::path(
     post, path = "/admin/bots", tag = "admin",
     request_body = NewBot,
@@ -158,6 +162,7 @@ pub async fn create_bot(
     }))
 }
 
+/// Change a bot: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/bots/{id}", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -183,6 +188,7 @@ pub async fn update_bot(
     Ok(reply::ok(&view.public(state.clock.now())))
 }
 
+/// Delist a bot: it is 404 and its token unknown from then on.
 #[utoipa::path(
     delete, path = "/admin/bots/{id}", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -201,6 +207,7 @@ pub async fn delist_bot(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Rotate a bot's API token.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/token", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -221,6 +228,7 @@ pub async fn rotate_token(
     }))
 }
 
+/// Record a vote: the only way votes enter.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/votes", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -261,6 +269,7 @@ pub struct SnapshotWritten {
     pub bytes: u64,
 }
 
+/// Write a snapshot now.
 #[utoipa::path(
     post, path = "/admin/snapshot", tag = "admin",
     security(("admin_token" = [])),
@@ -320,6 +329,7 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
     }
 }
 
+/// Send a test event to the bot's webhook.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -342,6 +352,7 @@ pub async fn send_test(
     ))
 }
 
+/// The bot's latest webhook deliveries.
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -361,6 +372,7 @@ pub async fn deliveries(
     Ok(reply::ok(&views))
 }
 
+/// Deliver a webhook event again.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
     params(

@@ -30,6 +30,7 @@ pub struct Ok {
     pub ok: bool,
 }
 
+/// A bot's server count.
 #[utoipa::path(
     get, path = "/bots/{id}/stats", tag = "stats",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -47,6 +48,7 @@ pub async fn get_stats(
     }))
 }
 
+/// Post the bot's server count (its own token).
 #[utoipa::path(
     post, path = "/bots/{id}/stats", tag = "stats",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),

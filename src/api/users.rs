@@ -12,6 +12,7 @@ pub fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("no profile with id `{id}`"))
 }
 
+/// A public profile.
 #[utoipa::path(
     get, path = "/users/{user_id}", tag = "users",
     params(("user_id" = String, Path, description = "Profile UUID (any case)")),

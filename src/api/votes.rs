@@ -32,6 +32,7 @@ pub struct VoteCheck {
     pub voted: u8,
 }
 
+/// The bot's last 1000 distinct voters (its own token).
 #[utoipa::path(
     get, path = "/bots/{id}/votes", tag = "votes",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
@@ -49,6 +50,7 @@ pub async fn voters(
     recent_voters(&*own_bot(&state, token.0, &id)?).await
 }
 
+/// The classic route: the token's bot's last 1000 distinct voters.
 #[utoipa::path(
     get, path = "/bots/votes", tag = "votes",
     security(("token" = [])),
@@ -76,6 +78,7 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
     Ok(reply::ok(&entries))
 }
 
+/// Whether a user voted for the bot in the last 12 hours.
 #[utoipa::path(
     get, path = "/bots/{id}/check", tag = "votes",
     params(
@@ -98,6 +101,7 @@ pub async fn check(
     check_vote(&bot, &request).await
 }
 
+/// The classic route: whether a user voted for the token's bot in the last 12 hours.
 #[utoipa::path(
     get, path = "/bots/check", tag = "votes",
     params(("userId" = Snowflake, Query, description = "The platform snowflake of the user to check")),
