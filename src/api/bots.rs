@@ -163,17 +163,16 @@ pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHa
 /// Search the directory.
 ///
 /// Every parameter is optional; an empty value is the same as leaving it out, a parameter given
-/// twice is 400, and unknown parameters are ignored. Featured bots come first, then the sort
+/// twice is 400, and unknown parameters are ignored. The aliases `query`, `tags` and `langs` of
+/// the classic API are read only when their canonical name is not sent, so they are described
+/// with it rather than listed. Featured bots come first, then the sort
 /// order, descending, with ties by listing id ascending.
 #[utoipa::path(
     get, path = "/bots", tag = "bots",
     params(
-        ("q" = Option<String>, Query, max_length = 256, description = "Case-insensitive substring of the name or of the short description, at most 256 characters"),
-        ("query" = Option<String>, Query, max_length = 256, description = "Alias of `q`; `q` wins when both are sent"),
-        ("category" = Option<String>, Query, description = "Comma-separated tag slugs, trimmed and lowercased; a bot matches when one of its tags is listed"),
-        ("tags" = Option<String>, Query, description = "Alias of `category`; `category` wins when both are sent"),
-        ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes, trimmed and lowercased; a bot matches when its language is listed (a bot without one never does)"),
-        ("langs" = Option<String>, Query, description = "Alias of `language`; `language` wins when both are sent"),
+        ("q" = Option<String>, Query, max_length = 256, description = "Case-insensitive substring of the name or of the short description, at most 256 characters. Alias `query`, used when `q` is not sent"),
+        ("category" = Option<String>, Query, description = "Comma-separated tag slugs, trimmed and lowercased; a bot matches when one of its tags is listed. Alias `tags`, used when `category` is not sent"),
+        ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes, trimmed and lowercased; a bot matches when its language is listed (a bot without one never does). Alias `langs`, used when `language` is not sent"),
         ("invites" = inline(Option<InvitesBucket>), Query, description = "Server-count bucket: lt100 [0, 100), 100-1000 [100, 1000), 1000-10000 [1000, 10000), gt10000 [10000, ...); a count never posted is 0"),
         ("votes" = inline(Option<Count>), Query, description = "Keeps bots with vote_count at least this"),
         ("sort" = inline(Option<SortKey>), Query, description = "votes (the default: vote_count), newest (created_at), monthly_votes, recently_updated (last listing edit or stats post), invites (server_count)"),

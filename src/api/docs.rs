@@ -27,6 +27,7 @@ impl Docs {
             .try_it_out_enabled(true)
             .persist_authorization(false)
             .display_request_duration(true)
+            .deep_linking(true)
             .filter(true);
         Self {
             config: Arc::new(config),

@@ -74,7 +74,7 @@ limited.
     modifiers(&Security, &CommonResponses),
     tags(
         (name = "bots", description = "Search and read bots"),
-        (name = "votes", description = "Voters and vote checks; the bot's own token"),
+        (name = "votes", description = "Voters and vote checks; a bot's API token"),
         (name = "stats", description = "Server counts"),
         (name = "users", description = "Public profiles"),
         (name = "admin", description = "Filling the directory; the admin token"),
