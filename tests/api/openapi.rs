@@ -358,3 +358,37 @@ async fn patch_fields_are_nullable_exactly_where_null_is_accepted() {
         }
     }
 }
+
+/// What a clone of the repository does not have: the specification files it was built from.
+const OUTSIDE: [&str; 4] = ["../shared", "SPEC.md", "CONTRACT", "shared/spec"];
+
+#[actix_web::test]
+async fn the_document_points_nowhere_outside_the_repository() {
+    let app = spawn_app().await;
+    let text = app.get("/openapi.json").await.text().await.expect("text");
+    for outside in OUTSIDE {
+        assert!(
+            !text.contains(outside),
+            "the OpenAPI document cites `{outside}`"
+        );
+    }
+}
+
+#[test]
+fn the_readme_and_docs_point_nowhere_outside_the_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        files.push(entry.expect("an entry").path());
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable");
+        for outside in OUTSIDE {
+            assert!(
+                !text.contains(outside),
+                "{} cites `{outside}`",
+                file.display()
+            );
+        }
+    }
+}
