@@ -302,14 +302,16 @@ pub struct DeliveryView<'a> {
     pub state: DeliveryState,
     pub attempts: u32,
     /// The receiver's last status code, if it answered
+    #[schema(required = true)]
     pub last_status: Option<u16>,
     /// Why the last attempt failed
+    #[schema(required = true)]
     pub last_error: Option<&'a str>,
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     pub next_attempt_at: Option<Timestamp>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     pub delivered_at: Option<Timestamp>,
 }
 

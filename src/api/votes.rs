@@ -21,7 +21,7 @@ pub struct VoterEntry<'a> {
     #[schema(value_type = Snowflake)]
     pub id: Snowflake,
     /// null when the user has no custom avatar
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub avatar: Option<&'a HttpUrl>,
 }
 
@@ -29,6 +29,7 @@ pub struct VoterEntry<'a> {
 #[derive(Serialize, ToSchema)]
 pub struct VoteCheck {
     /// 1 if the user's latest vote is under 12 hours old, else 0
+    #[schema(maximum = 1)]
     pub voted: u8,
 }
 

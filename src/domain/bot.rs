@@ -411,25 +411,25 @@ pub struct PublicBot<'a> {
     pub name: &'a BotName,
     #[schema(value_type = PlatformUsername)]
     pub username: &'a PlatformUsername,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub avatar: Option<&'a HttpUrl>,
     #[schema(value_type = ShortDescription)]
     pub short_description: &'a ShortDescription,
-    #[schema(value_type = Option<LongDescription>)]
+    #[schema(value_type = Option<LongDescription>, required = true)]
     pub long_description: Option<&'a LongDescription>,
     #[schema(value_type = Tags)]
     pub tags: &'a Tags,
-    #[schema(value_type = Option<LanguageCode>)]
+    #[schema(value_type = Option<LanguageCode>, required = true)]
     pub language_code: Option<&'a LanguageCode>,
-    #[schema(value_type = Option<Prefix>)]
+    #[schema(value_type = Option<Prefix>, required = true)]
     pub prefix: Option<&'a Prefix>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub invite_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub website_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub support_server_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub github_url: Option<&'a HttpUrl>,
     #[schema(value_type = Vec<ProfileId>)]
     pub owner_ids: &'a [ProfileId],
@@ -437,7 +437,7 @@ pub struct PublicBot<'a> {
     pub monthly_vote_count: u64,
     /// Left out until the bot first posts stats
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = u64, required = false, maximum = 9_007_199_254_740_991_u64)]
     pub server_count: Option<ServerCount>,
     pub certified: bool,
     pub featured: bool,

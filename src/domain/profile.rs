@@ -181,18 +181,18 @@ pub struct PublicProfile<'a> {
     pub id: ProfileId,
     #[schema(value_type = ProfileUsername)]
     pub username: &'a ProfileUsername,
-    #[schema(value_type = Option<DisplayName>)]
+    #[schema(value_type = Option<DisplayName>, required = true)]
     pub display_name: Option<&'a DisplayName>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = HttpUrl, required = false)]
     pub avatar: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub banner: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<Bio>)]
+    #[schema(value_type = Option<Bio>, required = true)]
     pub bio: Option<&'a Bio>,
-    #[schema(value_type = Option<Pronouns>)]
+    #[schema(value_type = Option<Pronouns>, required = true)]
     pub pronouns: Option<&'a Pronouns>,
-    #[schema(value_type = Option<Snowflake>)]
+    #[schema(value_type = Option<Snowflake>, required = true)]
     pub platform_id: Option<Snowflake>,
     #[schema(value_type = Vec<Social>)]
     pub socials: &'a [Social],

@@ -392,3 +392,82 @@ fn the_readme_and_docs_point_nowhere_outside_the_repository() {
         }
     }
 }
+
+/// Asserts that a response object has every property its schema requires and no other.
+fn assert_shape(doc: &Value, schema: &str, value: &Value) {
+    let schema_value = &doc["components"]["schemas"][schema];
+    let properties = schema_value["properties"].as_object().expect("properties");
+    let object = value.as_object().expect("an object");
+    for required in schema_value["required"].as_array().expect("required") {
+        let required = required.as_str().expect("a name");
+        assert!(
+            object.contains_key(required),
+            "{schema}.{required} in {value}"
+        );
+    }
+    for (key, field) in object {
+        let property = properties
+            .get(key)
+            .unwrap_or_else(|| panic!("{schema}.{key} is documented"));
+        if field.is_null() {
+            assert!(is_nullable(doc, property), "{schema}.{key} may be null");
+        }
+    }
+}
+
+#[actix_web::test]
+async fn responses_have_exactly_the_documented_fields() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let bot = app
+        .create_bot(
+            61,
+            json!({ "webhook_url": "http://botlist-test.invalid/hook" }),
+        )
+        .await;
+    let read = |path: String| {
+        let app = &app;
+        async move {
+            let response = app.get(&path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            response.json::<Value>().await.expect("json")
+        }
+    };
+    let unposted = read(format!("/bots/{}", bot.id)).await;
+    assert!(unposted.get("server_count").is_none());
+    assert_shape(&doc, "Bot", &unposted);
+    app.post_stats(&bot, 12).await;
+    assert_shape(&doc, "Bot", &read(format!("/bots/{}", bot.id)).await);
+    let page = read("/bots".into()).await;
+    assert_shape(&doc, "BotList", &page);
+
+    let profile = app.create_user("shaped").await;
+    assert!(profile.get("avatar").is_none());
+    assert_shape(&doc, "UserProfile", &profile);
+
+    app.vote_ok(&bot.id, 5).await;
+    let voters = app
+        .get_with(&format!("/bots/{}/votes", bot.id), &bot.token)
+        .await;
+    let voters: Value = voters.json().await.expect("json");
+    assert_shape(&doc, "VoterEntry", &voters[0]);
+    let check = app
+        .get_with(&format!("/bots/{}/check?userId=5", bot.id), &bot.token)
+        .await;
+    let check: Value = check.json().await.expect("json");
+    assert_shape(&doc, "VoteCheck", &check);
+    assert_eq!(
+        doc["components"]["schemas"]["VoteCheck"]["properties"]["voted"]["maximum"],
+        1
+    );
+
+    let deliveries = app
+        .admin(
+            Method::GET,
+            &format!("/admin/bots/{}/webhook/deliveries", bot.id),
+            None,
+        )
+        .await;
+    let deliveries: Value = deliveries.json().await.expect("json");
+    assert_shape(&doc, "DeliveryView", &deliveries[0]);
+}
