@@ -1,4 +1,4 @@
-//! Command line and environment (CONTRACT section 0): every flag also reads `BOTLIST_<FLAG>`.
+//! Command line and environment: every flag also reads `BOTLIST_<FLAG>`.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;

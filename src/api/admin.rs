@@ -1,4 +1,4 @@
-//! The admin API (CONTRACT section 8): how profiles, bots and votes enter the directory.
+//! The admin API: how profiles, bots and votes enter the directory.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ pub struct NewToken<'a> {
 #[serde(deny_unknown_fields)]
 pub struct VotePost {
     pub user_id: Snowflake,
-    #[schema(value_type = String)]
+    #[schema(value_type = crate::domain::text::PlatformUsername)]
     pub username: VoterName,
     #[serde(default)]
     pub avatar: Option<HttpUrl>,
@@ -69,15 +69,15 @@ fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
     ProfileId::parse(raw).ok_or_else(|| profile_not_found(raw))
 }
 
+/// List a profile.
 #[utoipa::path(
     post, path = "/admin/users", tag = "admin",
     request_body = NewProfile,
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = PublicProfile),
-        (status = 400, description = "A field is invalid", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 409, description = "Username or platform id taken", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, a field is missing or invalid, or a field is unknown", body = ErrorBody),
+        (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
 pub async fn create_user(
@@ -91,17 +91,16 @@ pub async fn create_user(
     Ok(reply::created(&profile.public()))
 }
 
+/// Change a profile: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = "Profile UUID")),
+    params(("id" = String, Path, description = "Profile UUID (any case)")),
     request_body = ProfilePatch,
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "Updated", body = PublicProfile),
-        (status = 400, description = "A field is invalid", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such profile", body = ErrorBody),
-        (status = 409, description = "Username or platform id taken", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, a field is missing or invalid, or a field is unknown", body = ErrorBody),
+        (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
 pub async fn update_user(
@@ -117,15 +116,14 @@ pub async fn update_user(
     Ok(reply::ok(&profile.public()))
 }
 
+/// Delete a profile that owns no listed bot.
 #[utoipa::path(
     delete, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = "Profile UUID")),
+    params(("id" = String, Path, description = "Profile UUID (any case)")),
     security(("admin_token" = [])),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such profile", body = ErrorBody),
-        (status = 409, description = "The profile still owns listed bots", body = ErrorBody),
+        (status = 409, description = "`conflict`: the profile still owns listed bots", body = ErrorBody),
     )
 )]
 pub async fn delete_user(
@@ -138,15 +136,15 @@ pub async fn delete_user(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// List a bot; its API token is shown this once.
 #[utoipa::path(
     post, path = "/admin/bots", tag = "admin",
     request_body = NewBot,
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Listed; the token is shown once", body = CreatedBot),
-        (status = 400, description = "A field is invalid, or an owner does not exist", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 409, description = "A bot with this platform id is listed", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, a field is missing, invalid or unknown, an owner does not exist, or the webhook URL points at a private network", body = ErrorBody),
+        (status = 409, description = "`conflict`: a bot with this platform id is listed", body = ErrorBody),
     )
 )]
 pub async fn create_bot(
@@ -164,17 +162,16 @@ pub async fn create_bot(
     }))
 }
 
+/// Change a bot: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     request_body = BotPatch,
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "Updated", body = PublicBot),
-        (status = 400, description = "A field is invalid, or an owner does not exist", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
-        (status = 409, description = "Another bot has this platform id", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, a field is missing, invalid or unknown, an owner does not exist, or the webhook URL points at a private network", body = ErrorBody),
+        (status = 409, description = "`conflict`: another listed bot has this platform id", body = ErrorBody),
     )
 )]
 pub async fn update_bot(
@@ -191,14 +188,13 @@ pub async fn update_bot(
     Ok(reply::ok(&view.public(state.clock.now())))
 }
 
+/// Delist a bot: it is 404 and its token unknown from then on.
 #[utoipa::path(
     delete, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("admin_token" = [])),
     responses(
         (status = 204, description = "Delisted: 404 from now on, and its token stops working"),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
     )
 )]
 pub async fn delist_bot(
@@ -211,14 +207,13 @@ pub async fn delist_bot(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Rotate a bot's API token.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/token", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "A new token; the old one stops working at once", body = NewToken),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
     )
 )]
 pub async fn rotate_token(
@@ -233,17 +228,16 @@ pub async fn rotate_token(
     }))
 }
 
+/// Record a vote: the only way votes enter.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/votes", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     request_body = VotePost,
     security(("admin_token" = [])),
     responses(
         (status = 201, description = "Counted", body = VoteCounts),
-        (status = 400, description = "A field is invalid", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
-        (status = 409, description = "already_voted: this user voted for this bot in the last 12 hours", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, a field is missing or invalid, or a field is unknown", body = ErrorBody),
+        (status = 409, description = "`already_voted`: this user voted for this bot in the last 12 hours; the message gives the time of the next possible vote", body = ErrorBody),
     )
 )]
 pub async fn record_vote(
@@ -275,13 +269,13 @@ pub struct SnapshotWritten {
     pub bytes: u64,
 }
 
+/// Write a snapshot now.
 #[utoipa::path(
     post, path = "/admin/snapshot", tag = "admin",
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "A snapshot is durably written", body = SnapshotWritten),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 503, description = "No data directory, or the snapshot could not be written", body = ErrorBody),
+        (status = 503, description = "`unavailable`: the server keeps no data directory, or the snapshot could not be written", body = ErrorBody),
     )
 )]
 pub async fn snapshot(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -308,14 +302,16 @@ pub struct DeliveryView<'a> {
     pub state: DeliveryState,
     pub attempts: u32,
     /// The receiver's last status code, if it answered
+    #[schema(required = true)]
     pub last_status: Option<u16>,
     /// Why the last attempt failed
+    #[schema(required = true)]
     pub last_error: Option<&'a str>,
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     pub next_attempt_at: Option<Timestamp>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[schema(value_type = Option<String>, format = DateTime)]
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
     pub delivered_at: Option<Timestamp>,
 }
 
@@ -335,15 +331,14 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
     }
 }
 
+/// Send a test event to the bot's webhook.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("admin_token" = [])),
     responses(
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
-        (status = 400, description = "The bot has no webhook_url", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
     )
 )]
 pub async fn send_test(
@@ -359,14 +354,13 @@ pub async fn send_test(
     ))
 }
 
+/// The bot's latest webhook deliveries.
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
     )
 )]
 pub async fn deliveries(
@@ -380,18 +374,18 @@ pub async fn deliveries(
     Ok(reply::ok(&views))
 }
 
+/// Deliver a webhook event again.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
     params(
-        ("id" = String, Path, description = "Listing UUID or platform snowflake"),
+        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
         ("delivery_id" = String, Path, description = "The delivery's id"),
     ),
     security(("admin_token" = [])),
     responses(
         (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
-        (status = 400, description = "The bot has no webhook_url", body = ErrorBody),
-        (status = 401, description = "Admin token missing or wrong", body = ErrorBody),
-        (status = 404, description = "No such bot or delivery", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
+        (status = 404, description = "`not_found`: no listed bot has this id, the bot has no delivery with this id, or the server has no admin token", body = ErrorBody),
     )
 )]
 pub async fn redeliver(

@@ -4,6 +4,9 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
+use std::borrow::Cow;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
@@ -13,7 +16,7 @@ use crate::domain::bot::PublicBot;
 use crate::domain::ids::BotId;
 use crate::domain::search::Search;
 
-/// SPEC.md 2.6 with Bot results.
+/// A page of search results.
 #[derive(Serialize, ToSchema)]
 pub struct BotList<'a> {
     #[schema(value_type = Vec<PublicBot>)]
@@ -26,6 +29,107 @@ pub struct BotList<'a> {
     pub count: u64,
     /// Matching bots across all pages
     pub total: u64,
+}
+
+/// The `sort` parameter's values, for the OpenAPI document.
+pub struct SortKey;
+
+impl utoipa::PartialSchema for SortKey {
+    fn schema() -> RefOr<Schema> {
+        string_enum(&[
+            "votes",
+            "newest",
+            "monthly_votes",
+            "recently_updated",
+            "invites",
+        ])
+    }
+}
+
+impl ToSchema for SortKey {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("SortKey")
+    }
+}
+
+/// The `invites` parameter's values, for the OpenAPI document.
+pub struct InvitesBucket;
+
+impl utoipa::PartialSchema for InvitesBucket {
+    fn schema() -> RefOr<Schema> {
+        string_enum(&["lt100", "100-1000", "1000-10000", "gt10000"])
+    }
+}
+
+impl ToSchema for InvitesBucket {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("InvitesBucket")
+    }
+}
+
+/// `votes` and `offset`: ASCII digits, at most what a u64 holds.
+pub struct Count;
+
+impl utoipa::PartialSchema for Count {
+    fn schema() -> RefOr<Schema> {
+        whole_number(0, Some(u64::MAX))
+    }
+}
+
+impl ToSchema for Count {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Count")
+    }
+}
+
+/// `limit`: ASCII digits, any number of them, since it is clamped.
+pub struct AnyCount;
+
+impl utoipa::PartialSchema for AnyCount {
+    fn schema() -> RefOr<Schema> {
+        whole_number(0, None)
+    }
+}
+
+impl ToSchema for AnyCount {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("AnyCount")
+    }
+}
+
+/// `page`: 1 or more, at most what a u64 holds.
+pub struct PageNumber;
+
+impl utoipa::PartialSchema for PageNumber {
+    fn schema() -> RefOr<Schema> {
+        whole_number(1, Some(u64::MAX))
+    }
+}
+
+impl ToSchema for PageNumber {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("PageNumber")
+    }
+}
+
+/// An integer parameter, or the empty value that stands for leaving it out.
+fn whole_number(minimum: u64, maximum: Option<u64>) -> RefOr<Schema> {
+    let number = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(minimum))
+        .maximum(maximum);
+    let empty = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(0));
+    OneOfBuilder::new().item(number).item(empty).into()
+}
+
+/// One of `values`, or the empty value that stands for leaving the parameter out.
+fn string_enum(values: &[&str]) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied().chain([""])))
+        .into()
 }
 
 /// The bot named by `:id`, a listing UUID or a platform snowflake.
@@ -45,7 +149,7 @@ pub fn token_bot(state: &AppState, token_bot: BotId) -> Result<Arc<BotHandle>, A
         .ok_or_else(|| ApiError::Unauthorized("unknown API token".into()))
 }
 
-/// The bot named by `:id`, which the token must belong to (CONTRACT section 2: 404 before 403).
+/// The bot named by `:id`, which the token must belong to (404 before 403, so a token tells nothing of other bots).
 pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHandle>, ApiError> {
     let bot = find_bot(state, id)?;
     if bot.id != token_bot {
@@ -57,22 +161,28 @@ pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHa
 }
 
 /// Search the directory.
+///
+/// Every parameter is optional; an empty value is the same as leaving it out, a parameter given
+/// twice is 400, and unknown parameters are ignored. The aliases `query`, `tags` and `langs` of
+/// the classic API are read only when their canonical name is not sent, so they are described
+/// with it rather than listed. Featured bots come first, then the sort
+/// order, descending, with ties by listing id ascending.
 #[utoipa::path(
     get, path = "/bots", tag = "bots",
     params(
-        ("q" = Option<String>, Query, description = "Case-insensitive substring of name or short description, at most 256 characters (alias `query`)"),
-        ("category" = Option<String>, Query, description = "Comma-separated tag slugs; any overlap matches (alias `tags`)"),
-        ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes (alias `langs`)"),
-        ("invites" = Option<String>, Query, description = "lt100, 100-1000, 1000-10000 or gt10000"),
-        ("votes" = Option<u64>, Query, description = "Minimum vote_count"),
-        ("sort" = Option<String>, Query, description = "votes (default), newest, monthly_votes, recently_updated, invites"),
-        ("limit" = Option<u64>, Query, description = "Default 24, clamped to 100"),
-        ("offset" = Option<u64>, Query, description = "Default 0; wins over page"),
-        ("page" = Option<u64>, Query, description = "1 or more; offset = (page - 1) * limit"),
+        ("q" = Option<String>, Query, max_length = 256, description = "Case-insensitive substring of the name or of the short description, at most 256 characters. Alias `query`, used when `q` is not sent"),
+        ("category" = Option<String>, Query, description = "Comma-separated tag slugs, trimmed and lowercased; a bot matches when one of its tags is listed. Alias `tags`, used when `category` is not sent"),
+        ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes, trimmed and lowercased; a bot matches when its language is listed (a bot without one never does). Alias `langs`, used when `language` is not sent"),
+        ("invites" = inline(Option<InvitesBucket>), Query, description = "Server-count bucket: lt100 [0, 100), 100-1000 [100, 1000), 1000-10000 [1000, 10000), gt10000 [10000, ...); a count never posted is 0"),
+        ("votes" = inline(Option<Count>), Query, description = "Keeps bots with vote_count at least this"),
+        ("sort" = inline(Option<SortKey>), Query, description = "votes (the default: vote_count), newest (created_at), monthly_votes, recently_updated (last listing edit or stats post), invites (server_count)"),
+        ("limit" = inline(Option<AnyCount>), Query, description = "Bots per page, default 24; above 100 is 100; 0 gives no results but the true total"),
+        ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page"),
+        ("page" = inline(Option<PageNumber>), Query, description = "1 or more: offset = (page - 1) * limit"),
     ),
     responses(
         (status = 200, description = "A page of bots", body = BotList),
-        (status = 400, description = "A parameter is invalid or given twice", body = ErrorBody),
+        (status = 400, description = "`bad_request`: a parameter is invalid or given twice; the message names it", body = ErrorBody),
     )
 )]
 pub async fn search(
@@ -95,10 +205,9 @@ pub async fn search(
 /// One bot's public record.
 #[utoipa::path(
     get, path = "/bots/{id}", tag = "bots",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     responses(
         (status = 200, description = "The bot", body = PublicBot),
-        (status = 404, description = "No such bot", body = ErrorBody),
     )
 )]
 pub async fn get_bot(

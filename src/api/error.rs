@@ -40,9 +40,46 @@ pub struct ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable, machine-readable; safe to branch on
+    #[schema(value_type = ErrorCode)]
     pub code: &'static str,
     /// Human-readable; names the parameter or field at fault; may change between releases
     pub message: String,
+}
+
+/// Every `error.code` the API answers.
+pub const ERROR_CODES: [&str; 13] = [
+    "bad_request",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "conflict",
+    "already_voted",
+    "payload_too_large",
+    "request_timeout",
+    "headers_too_large",
+    "unsupported_media_type",
+    "internal_error",
+    "unavailable",
+];
+
+/// The schema of `error.code`: one of [`ERROR_CODES`].
+pub struct ErrorCode;
+
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("Stable, machine-readable; safe to branch on"))
+            .enum_values(Some(ERROR_CODES))
+            .into()
+    }
+}
+
+impl ToSchema for ErrorCode {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ErrorCode")
+    }
 }
 
 impl ApiError {
@@ -206,4 +243,31 @@ pub async fn envelope_errors(
     let (request, _) = response.into_parts();
     let error = ApiError::for_status(status, request.method().as_str(), request.path());
     Ok(ServiceResponse::new(request, error.error_response()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_the_documented_list() {
+        let m = String::new;
+        let all = [
+            ApiError::BadRequest(m()),
+            ApiError::Unauthorized(m()),
+            ApiError::Forbidden(m()),
+            ApiError::NotFound(m()),
+            ApiError::MethodNotAllowed(m()),
+            ApiError::Conflict(m()),
+            ApiError::AlreadyVoted(m()),
+            ApiError::PayloadTooLarge(m()),
+            ApiError::RequestTimeout(m()),
+            ApiError::HeadersTooLarge(m()),
+            ApiError::UnsupportedMediaType(m()),
+            ApiError::Internal,
+            ApiError::Unavailable(m()),
+        ];
+        let codes: Vec<&str> = all.iter().map(ApiError::code).collect();
+        assert_eq!(codes, ERROR_CODES);
+    }
 }

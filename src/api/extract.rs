@@ -14,7 +14,7 @@ use super::error::{body_too_large, ApiError};
 use super::AppState;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
 
-/// CONTRACT section 4: bodies over 64 KiB are refused.
+/// Bodies over 64 KiB are refused.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Reads a JSON body after the route's own checks (auth, bot, owner) have passed, so that the

@@ -20,6 +20,7 @@ pub struct Health {
     pub status: &'static str,
 }
 
+/// Whether the service is up.
 #[utoipa::path(
     get, path = "/healthz", tag = "operations",
     responses((status = 200, description = "The service is up", body = Health))
@@ -107,6 +108,7 @@ pub async fn count_requests(
     Ok(response)
 }
 
+/// Prometheus metrics.
 #[utoipa::path(
     get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain; version=0.0.4"))

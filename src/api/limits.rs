@@ -1,4 +1,4 @@
-//! Rate limits (CONTRACT section 3): a GCRA bucket per key, burst N, one request back every
+//! Rate limits: a GCRA bucket per key, burst N, one request back every
 //! 60/N seconds; `/bots` routes share one bucket per key, `/users` has its own, keyed by IP.
 
 use std::net::IpAddr;
@@ -141,7 +141,7 @@ fn ceil_seconds(millis: i64) -> u64 {
     (millis.max(0) as u64).div_ceil(1000)
 }
 
-/// The body of a 429: not the error envelope (SPEC.md section 7).
+/// The body of a 429, which is not the error envelope.
 #[derive(Serialize, ToSchema)]
 pub struct RetryAfter {
     /// Whole seconds to wait, the same as the Retry-After header

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod bots;
 pub mod connection;
+pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod guard;
@@ -54,6 +55,12 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
         cfg.service(web::resource("/healthz").get(health::healthz))
             .service(web::resource("/metrics").get(health::metrics))
+            .service(web::resource(docs::PATH).get(docs::redirect))
+            .service(
+                web::resource(format!("{}/{{file:.*}}", docs::PATH))
+                    .app_data(web::Data::new(docs::Docs::new(base_path)))
+                    .get(docs::file),
+            )
             .service(
                 web::scope(base_path)
                     .service(web::resource("/openapi.json").get(openapi_json))

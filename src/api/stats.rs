@@ -23,12 +23,12 @@ pub struct Ok {
     pub ok: bool,
 }
 
+/// A bot's server count.
 #[utoipa::path(
     get, path = "/bots/{id}/stats", tag = "stats",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     responses(
         (status = 200, description = "The current server count", body = Stats),
-        (status = 404, description = "No such bot", body = ErrorBody),
     )
 )]
 pub async fn get_stats(
@@ -41,19 +41,16 @@ pub async fn get_stats(
     }))
 }
 
+/// Post the bot's server count (its own token).
 #[utoipa::path(
     post, path = "/bots/{id}/stats", tag = "stats",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     request_body = StatsPost,
     security(("token" = [])),
     responses(
         (status = 200, description = "Stored", body = Ok),
-        (status = 400, description = "The body is not an object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
-        (status = 403, description = "Token of another bot", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
-        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
-        (status = 415, description = "Body not sent as application/json", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
     )
 )]
 pub async fn post_stats(
@@ -74,8 +71,7 @@ pub async fn post_stats(
     security(("token" = [])),
     responses(
         (status = 200, description = "Stored", body = Ok),
-        (status = 400, description = "The body is not an object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+        (status = 400, description = "`bad_request`: the body is not a JSON object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
     )
 )]
 pub async fn post_own_stats(

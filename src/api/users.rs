@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::error::{ApiError, ErrorBody};
+use super::error::ApiError;
 use super::{reply, AppState};
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
@@ -11,12 +11,12 @@ pub fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("no profile with id `{id}`"))
 }
 
+/// A public profile.
 #[utoipa::path(
     get, path = "/users/{user_id}", tag = "users",
-    params(("user_id" = String, Path, description = "Profile UUID")),
+    params(("user_id" = String, Path, description = "Profile UUID (any case)")),
     responses(
         (status = 200, description = "The profile", body = PublicProfile),
-        (status = 404, description = "No such profile", body = ErrorBody),
     )
 )]
 pub async fn get_user(

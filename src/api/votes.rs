@@ -13,34 +13,34 @@ use crate::actors::directory::BotHandle;
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
 
-/// SPEC.md 2.2.
+/// One voter, as the voters list shows it.
 #[derive(Serialize, ToSchema)]
 pub struct VoterEntry<'a> {
-    #[schema(value_type = String)]
+    #[schema(value_type = crate::domain::text::PlatformUsername)]
     pub username: &'a VoterName,
     #[schema(value_type = Snowflake)]
     pub id: Snowflake,
     /// null when the user has no custom avatar
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub avatar: Option<&'a HttpUrl>,
 }
 
-/// SPEC.md 2.4.
+/// Whether a user voted recently.
 #[derive(Serialize, ToSchema)]
 pub struct VoteCheck {
     /// 1 if the user's latest vote is under 12 hours old, else 0
+    #[schema(maximum = 1)]
     pub voted: u8,
 }
 
+/// The bot's last 1000 distinct voters (its own token).
 #[utoipa::path(
     get, path = "/bots/{id}/votes", tag = "votes",
-    params(("id" = String, Path, description = "Listing UUID or platform snowflake")),
+    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("token" = [])),
     responses(
         (status = 200, description = "The last 1000 distinct voters, most recent first", body = Vec<VoterEntry>),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
-        (status = 403, description = "Token of another bot", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
     )
 )]
 pub async fn voters(
@@ -51,12 +51,12 @@ pub async fn voters(
     recent_voters(&*own_bot(&state, token.0, &id)?).await
 }
 
+/// The classic route: the token's bot's last 1000 distinct voters.
 #[utoipa::path(
     get, path = "/bots/votes", tag = "votes",
     security(("token" = [])),
     responses(
         (status = 200, description = "The token's bot's last 1000 distinct voters", body = Vec<VoterEntry>),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
     )
 )]
 pub async fn own_voters(
@@ -79,18 +79,17 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
     Ok(reply::ok(&entries))
 }
 
+/// Whether a user voted for the bot in the last 12 hours.
 #[utoipa::path(
     get, path = "/bots/{id}/check", tag = "votes",
     params(
-        ("id" = String, Path, description = "Listing UUID or platform snowflake"),
-        ("userId" = String, Query, description = "The user's platform snowflake"),
+        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
+        ("userId" = Snowflake, Query, description = "The platform snowflake of the user to check"),
     ),
     security(("token" = [])),
     responses(
         (status = 200, description = "Whether the user voted in the last 12 hours", body = VoteCheck),
-        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
-        (status = 404, description = "No such bot", body = ErrorBody),
+        (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
     )
 )]
 pub async fn check(
@@ -103,14 +102,14 @@ pub async fn check(
     check_vote(&bot, &request).await
 }
 
+/// The classic route: whether a user voted for the token's bot in the last 12 hours.
 #[utoipa::path(
     get, path = "/bots/check", tag = "votes",
-    params(("userId" = String, Query, description = "The user's platform snowflake")),
+    params(("userId" = Snowflake, Query, description = "The platform snowflake of the user to check")),
     security(("token" = [])),
     responses(
         (status = 200, description = "Whether the user voted for the token's bot in the last 12 hours", body = VoteCheck),
-        (status = 400, description = "userId missing or not a snowflake", body = ErrorBody),
-        (status = 401, description = "Token missing or unknown", body = ErrorBody),
+        (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
     )
 )]
 pub async fn own_check(

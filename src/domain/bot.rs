@@ -142,6 +142,7 @@ pub struct NewBot {
     #[serde(default)]
     pub github_url: Option<HttpUrl>,
     #[serde(default, deserialize_with = "owner_list")]
+    #[schema(max_items = 20)]
     pub owner_ids: Vec<ProfileId>,
     #[serde(default)]
     pub certified: bool,
@@ -156,21 +157,22 @@ pub struct NewBot {
     pub webhook_format: WebhookFormat,
 }
 
-/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a nullable one.
+/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that may
+/// be null; the fields that may not be null refuse it.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BotPatch {
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Snowflake>)]
+    #[schema(value_type = Snowflake)]
     pub platform_id: Option<Snowflake>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<BotName>)]
+    #[schema(value_type = BotName)]
     pub name: Option<BotName>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<PlatformUsername>)]
+    #[schema(value_type = PlatformUsername)]
     pub username: Option<PlatformUsername>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<ShortDescription>)]
+    #[schema(value_type = ShortDescription)]
     pub short_description: Option<ShortDescription>,
     #[serde(default)]
     #[schema(value_type = Option<HttpUrl>)]
@@ -179,7 +181,7 @@ pub struct BotPatch {
     #[schema(value_type = Option<LongDescription>)]
     pub long_description: Patch<LongDescription>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Tags>)]
+    #[schema(value_type = Tags)]
     pub tags: Option<Tags>,
     #[serde(default)]
     #[schema(value_type = Option<LanguageCode>)]
@@ -200,11 +202,13 @@ pub struct BotPatch {
     #[schema(value_type = Option<HttpUrl>)]
     pub github_url: Patch<HttpUrl>,
     #[serde(default, deserialize_with = "some_owner_list")]
-    #[schema(value_type = Option<Vec<ProfileId>>)]
+    #[schema(value_type = Vec<ProfileId>, max_items = 20)]
     pub owner_ids: Option<Vec<ProfileId>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub certified: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub featured: Option<bool>,
     #[serde(default)]
     #[schema(value_type = Option<HttpUrl>)]
@@ -213,6 +217,7 @@ pub struct BotPatch {
     #[schema(value_type = Option<WebhookSecret>)]
     pub webhook_secret: Patch<WebhookSecret>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = WebhookFormat)]
     pub webhook_format: Option<WebhookFormat>,
 }
 
@@ -394,7 +399,8 @@ impl BotView {
     }
 }
 
-/// SPEC.md 2.1, exactly: owner-only fields have no place here to leak from.
+/// A bot as every public route shows it: owner-only fields (webhook settings, the token) have no
+/// place here to leak from.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Bot)]
 pub struct PublicBot<'a> {
@@ -405,25 +411,25 @@ pub struct PublicBot<'a> {
     pub name: &'a BotName,
     #[schema(value_type = PlatformUsername)]
     pub username: &'a PlatformUsername,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub avatar: Option<&'a HttpUrl>,
     #[schema(value_type = ShortDescription)]
     pub short_description: &'a ShortDescription,
-    #[schema(value_type = Option<LongDescription>)]
+    #[schema(value_type = Option<LongDescription>, required = true)]
     pub long_description: Option<&'a LongDescription>,
     #[schema(value_type = Tags)]
     pub tags: &'a Tags,
-    #[schema(value_type = Option<LanguageCode>)]
+    #[schema(value_type = Option<LanguageCode>, required = true)]
     pub language_code: Option<&'a LanguageCode>,
-    #[schema(value_type = Option<Prefix>)]
+    #[schema(value_type = Option<Prefix>, required = true)]
     pub prefix: Option<&'a Prefix>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub invite_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub website_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub support_server_url: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub github_url: Option<&'a HttpUrl>,
     #[schema(value_type = Vec<ProfileId>)]
     pub owner_ids: &'a [ProfileId],
@@ -431,7 +437,7 @@ pub struct PublicBot<'a> {
     pub monthly_vote_count: u64,
     /// Left out until the bot first posts stats
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = u64, required = false, maximum = 9_007_199_254_740_991_u64)]
     pub server_count: Option<ServerCount>,
     pub certified: bool,
     pub featured: bool,

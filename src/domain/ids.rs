@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 /// Parses a listing or profile id: a UUID, accepted in any case, shown lowercase hyphenated.
 fn parse_uuid(text: &str) -> Option<Uuid> {
-    // `Uuid::parse_str` also takes braced, URN and simple forms; the contract names only the
-    // hyphenated one, so anything of another length is not an id.
+    // `Uuid::parse_str` also takes braced, URN and simple forms; only the hyphenated one is an
+    // id, so anything of another length is not.
     if text.len() != 36 {
         return None;
     }
@@ -74,7 +74,7 @@ uuid_id!(ProfileId, "profile");
 
 crate::domain::text::string_to_schema!(
     BotId,
-    "A listing UUID (v4), lowercase hyphenated",
+    "A listing UUID, hyphenated; sent lowercase, accepted in any case",
     Some(36),
     Some(36),
     None,
@@ -82,7 +82,7 @@ crate::domain::text::string_to_schema!(
 );
 crate::domain::text::string_to_schema!(
     ProfileId,
-    "A profile UUID (v4), lowercase hyphenated",
+    "A profile UUID, hyphenated; sent lowercase, accepted in any case",
     Some(36),
     Some(36),
     None,
@@ -90,12 +90,15 @@ crate::domain::text::string_to_schema!(
 );
 crate::domain::text::string_to_schema!(
     Snowflake,
-    "A platform id: the decimal text of a u64, always a JSON string",
+    "A platform id (snowflake): the decimal text of a u64 (0 to 18446744073709551615), no sign, no leading zero; always a JSON string",
     Some(1),
     Some(20),
-    Some("^(0|[1-9][0-9]{0,19})$"),
+    Some(SNOWFLAKE_PATTERN),
     None
 );
+
+/// Exactly the texts [`Snowflake::parse`] takes: digits without a leading zero, at most u64::MAX.
+pub const SNOWFLAKE_PATTERN: &str = r"^(0|[1-9][0-9]{0,18}|1[0-7][0-9]{18}|18[0-3][0-9]{17}|184[0-3][0-9]{16}|1844[0-5][0-9]{15}|18446[0-6][0-9]{14}|184467[0-3][0-9]{13}|1844674[0-3][0-9]{12}|184467440[0-6][0-9]{10}|1844674407[0-2][0-9]{9}|18446744073[0-6][0-9]{8}|1844674407370[0-8][0-9]{6}|18446744073709[0-4][0-9]{5}|184467440737095[0-4][0-9]{4}|18446744073709550[0-9]{3}|18446744073709551[0-5][0-9]{2}|1844674407370955160[0-9]|1844674407370955161[0-4]|18446744073709551615)$";
 
 /// A platform id: the decimal text of a u64, 1 to 20 digits, no sign, no leading zero.
 ///

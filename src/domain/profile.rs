@@ -69,6 +69,7 @@ pub struct NewProfile {
     #[serde(default)]
     pub platform_id: Option<Snowflake>,
     #[serde(default, deserialize_with = "socials")]
+    #[schema(max_items = 10)]
     pub socials: Vec<Social>,
     #[serde(default)]
     pub admin: bool,
@@ -76,12 +77,13 @@ pub struct NewProfile {
     pub moderator: bool,
 }
 
-/// The body of `PATCH /admin/users/:id`.
+/// The body of `PATCH /admin/users/:id`: fields left out are kept, `null` clears a field that may
+/// be null; the fields that may not be null refuse it.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfilePatch {
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<ProfileUsername>)]
+    #[schema(value_type = ProfileUsername)]
     pub username: Option<ProfileUsername>,
     #[serde(default)]
     #[schema(value_type = Option<DisplayName>)]
@@ -102,11 +104,13 @@ pub struct ProfilePatch {
     #[schema(value_type = Option<Snowflake>)]
     pub platform_id: Patch<Snowflake>,
     #[serde(default, deserialize_with = "some_socials")]
-    #[schema(value_type = Option<Vec<Social>>)]
+    #[schema(value_type = Vec<Social>, max_items = 10)]
     pub socials: Option<Vec<Social>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub admin: Option<bool>,
     #[serde(default, rename = "mod", deserialize_with = "present")]
+    #[schema(value_type = bool)]
     pub moderator: Option<bool>,
 }
 
@@ -169,7 +173,7 @@ impl Profile {
     }
 }
 
-/// SPEC.md 2.5: `avatar` left out when unset, the other optional fields `null`.
+/// A public profile: `avatar` is left out when unset, the other optional fields are `null`.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = UserProfile)]
 pub struct PublicProfile<'a> {
@@ -177,18 +181,18 @@ pub struct PublicProfile<'a> {
     pub id: ProfileId,
     #[schema(value_type = ProfileUsername)]
     pub username: &'a ProfileUsername,
-    #[schema(value_type = Option<DisplayName>)]
+    #[schema(value_type = Option<DisplayName>, required = true)]
     pub display_name: Option<&'a DisplayName>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = HttpUrl, required = false)]
     pub avatar: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<HttpUrl>)]
+    #[schema(value_type = Option<HttpUrl>, required = true)]
     pub banner: Option<&'a HttpUrl>,
-    #[schema(value_type = Option<Bio>)]
+    #[schema(value_type = Option<Bio>, required = true)]
     pub bio: Option<&'a Bio>,
-    #[schema(value_type = Option<Pronouns>)]
+    #[schema(value_type = Option<Pronouns>, required = true)]
     pub pronouns: Option<&'a Pronouns>,
-    #[schema(value_type = Option<Snowflake>)]
+    #[schema(value_type = Option<Snowflake>, required = true)]
     pub platform_id: Option<Snowflake>,
     #[schema(value_type = Vec<Social>)]
     pub socials: &'a [Social],

@@ -115,10 +115,26 @@ macro_rules! bounded_text {
             ),
             Some($min),
             Some($max),
-            None,
+            Some(text_pattern($min, $multiline)),
             None
         );
     };
+}
+
+/// The pattern of what [`check_text`] accepts besides its length, for the OpenAPI document:
+/// no control characters (but line breaks and tabs in multiline text), and not blank when
+/// the text may not be empty.
+const fn text_pattern(min: usize, multiline: bool) -> &'static str {
+    match (min > 0, multiline) {
+        (false, false) => r"^[^\u0000-\u001F\u007F-\u009F]*$",
+        (false, true) => r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$",
+        (true, false) => {
+            r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+        }
+        (true, true) => {
+            r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
+        }
+    }
 }
 
 fn check_text(text: &str, min: usize, max: usize, multiline: bool) -> Result<(), String> {
@@ -366,14 +382,22 @@ impl SocialType {
 }
 
 string_serde!(SocialType);
-string_to_schema!(
-    SocialType,
-    "One of bluesky, discord, github, gitlab, instagram, linkedin, mastodon, reddit, tiktok, twitch, twitter, website, x, youtube",
-    Some(1),
-    Some(16),
-    None,
-    None
-);
+
+impl utoipa::PartialSchema for SocialType {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("The kind of social link"))
+            .enum_values(Some(SOCIAL_TYPES.iter().copied()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SocialType {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("SocialType")
+    }
+}
 
 #[cfg(test)]
 mod tests {

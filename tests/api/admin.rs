@@ -1,4 +1,4 @@
-//! The admin API: CONTRACT section 8, with sections 1, 2, 4 and 6 where they apply.
+//! The admin API, with ids, authentication, errors and shapes where they apply.
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,4 @@
-//! CONTRACT section 2: 401 for the token, then 404 for the bot, then 403 for another bot's token.
+//! Authentication: 401 for the token, then 404 for the bot, then 403 for another bot's token.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! CONTRACT section 10: the classic routes without an id act on the token's bot.
+//! The classic routes without an id act on the token's bot.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! CONTRACT section 4: the envelope everywhere, the framework's own errors included.
+//! The error envelope everywhere, the framework's own errors included.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -23,7 +23,7 @@ pub const NULLABLE_BOT_FIELDS: [&str; 8] = [
     "github_url",
 ];
 
-/// SPEC.md 2.1 without `server_count`, which is left out until the bot posts stats.
+/// The Bot fields without `server_count`, which is left out until the bot posts stats.
 pub const BOT_FIELDS: [&str; 19] = [
     "id",
     "name",

@@ -1,4 +1,4 @@
-//! CONTRACT section 3 (rate limits) and the request limits of the hostile-input issue.
+//! Rate limits and request limits.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

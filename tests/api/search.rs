@@ -1,5 +1,4 @@
-//! `GET /bots`: filters, sort keys, pagination, query validation and reading one's own writes
-//! (CONTRACT section 5, SPEC.md 4.1).
+//! `GET /bots`: filters, sort keys, pagination, query validation and reading one's own writes.
 
 use chrono::{Duration, TimeZone, Utc};
 use reqwest::{Method, StatusCode};

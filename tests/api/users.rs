@@ -1,4 +1,4 @@
-//! `GET /users/:user_id`: SPEC.md 2.5 and 4.7, CONTRACT sections 1 and 6.
+//! `GET /users/:user_id`: the profile shape, ids and 404s.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{assert_error, spawn_app, TestApp};
 
-/// SPEC.md 2.5 without `avatar`, which is left out when unset.
+/// The profile fields without `avatar`, which is left out when unset.
 const PROFILE_FIELDS_WITHOUT_AVATAR: [&str; 13] = [
     "id",
     "username",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Existing client libraries against a running botlist (CONTRACT.md section 10).
+# Existing client libraries against a running botlist (docs/API.md, "The classic routes").
 #
 # Starts nothing: point it at a server you started, e.g.
 #   ./target/release/botlist serve --demo --bind 127.0.0.1:18181 &

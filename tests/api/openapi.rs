@@ -1,0 +1,473 @@
+//! The OpenAPI document says what the server does: each test reads a rule from the document
+//! served at `{base}/openapi.json` and checks the server against it over HTTP.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app, TestApp, TestBot, ADMIN};
+
+async fn document(app: &TestApp) -> Value {
+    app.get("/openapi.json").await.json().await.expect("json")
+}
+
+/// Every operation as (method, path without the base, operation).
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut all = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("a path item") {
+            let path = path.strip_prefix("/api/v1").unwrap_or(path).to_owned();
+            all.push((method.to_uppercase(), path, operation.clone()));
+        }
+    }
+    all
+}
+
+/// Follows a `$ref` into the document.
+fn resolve<'a>(doc: &'a Value, value: &'a Value) -> &'a Value {
+    match value["$ref"].as_str() {
+        Some(reference) => {
+            let pointer = reference.trim_start_matches('#');
+            resolve(doc, doc.pointer(pointer).expect("the reference resolves"))
+        }
+        None => value,
+    }
+}
+
+fn response<'a>(doc: &'a Value, operation: &'a Value, status: &str) -> Option<&'a Value> {
+    operation["responses"]
+        .get(status)
+        .map(|response| resolve(doc, response))
+}
+
+fn body_schema(response: &Value) -> &str {
+    response["content"]["application/json"]["schema"]["$ref"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[actix_web::test]
+async fn every_error_status_is_documented_with_the_envelope_and_its_codes() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let codes = &doc["components"]["schemas"]["ErrorCode"]["enum"];
+    assert_eq!(
+        codes,
+        &json!([
+            "bad_request",
+            "unauthorized",
+            "forbidden",
+            "not_found",
+            "method_not_allowed",
+            "conflict",
+            "already_voted",
+            "payload_too_large",
+            "request_timeout",
+            "headers_too_large",
+            "unsupported_media_type",
+            "internal_error",
+            "unavailable"
+        ])
+    );
+    for (method, path, operation) in operations(&doc) {
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            let response = resolve(&doc, response);
+            let schema = body_schema(response);
+            match status.as_str() {
+                "429" => assert_eq!(schema, "#/components/schemas/RetryAfter"),
+                s if s.starts_with('4') || s.starts_with('5') => assert_eq!(
+                    schema, "#/components/schemas/ErrorBody",
+                    "{method} {path} {status}"
+                ),
+                _ => {}
+            }
+        }
+        for status in ["400", "431", "500"] {
+            let operational = path == "/healthz" || path == "/metrics";
+            if status != "400" || !operational {
+                assert!(
+                    response(&doc, &operation, status).is_some(),
+                    "{method} {path} documents {status}"
+                );
+            }
+        }
+        if operation.get("security").is_some() {
+            assert!(
+                response(&doc, &operation, "401").is_some(),
+                "{method} {path} documents 401"
+            );
+        }
+    }
+}
+
+/// A path with its parameters filled in with a real bot or profile, and the token it needs.
+fn fill(path: &str, operation: &Value, bot: &TestBot, profile: &str) -> (String, Option<String>) {
+    let id = if path.starts_with("/admin/users/") {
+        profile
+    } else {
+        bot.id.as_str()
+    };
+    let filled = path
+        .replace("{id}", id)
+        .replace("{delivery_id}", "00000000-0000-4000-8000-000000000000");
+    let security = operation["security"].to_string();
+    let token = if security.contains("admin_token") {
+        Some(ADMIN.to_owned())
+    } else if security.contains("token") {
+        Some(bot.token.clone())
+    } else {
+        None
+    };
+    (filled, token)
+}
+
+#[actix_web::test]
+async fn every_body_route_documents_and_answers_415_and_413() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let bot = app.create_bot(42, json!({})).await;
+    let profile = app.create_user("bodies").await;
+    let profile = profile["id"].as_str().expect("id");
+    let mut body_routes = 0;
+    for (method, path, operation) in operations(&doc) {
+        if operation.get("requestBody").is_none() {
+            continue;
+        }
+        body_routes += 1;
+        for status in ["408", "413", "415"] {
+            assert!(
+                response(&doc, &operation, status).is_some(),
+                "{method} {path} documents {status}"
+            );
+        }
+        let (filled, token) = fill(&path, &operation, &bot, profile);
+        let method = Method::from_bytes(method.as_bytes()).expect("a method");
+        let response = app
+            .request(method.clone(), &filled, token.as_deref())
+            .header("Content-Type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .expect("sent");
+        assert_error(
+            response,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        )
+        .await;
+        let response = app
+            .request(method, &filled, token.as_deref())
+            .header("Content-Type", "application/json")
+            .body(vec![b' '; 65 * 1024])
+            .send()
+            .await
+            .expect("sent");
+        assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+    }
+    assert_eq!(body_routes, 7, "every route that takes a body");
+}
+
+#[actix_web::test]
+async fn rate_limited_routes_document_429_and_the_rate_limit_headers() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let rate_headers = [
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+    ];
+    for (method, path, operation) in operations(&doc) {
+        let limited = path.starts_with("/bots") || path.starts_with("/users");
+        let too_many = response(&doc, &operation, "429");
+        assert_eq!(too_many.is_some(), limited, "{method} {path}: 429");
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            let headers = &resolve(&doc, response)["headers"];
+            for header in rate_headers {
+                assert_eq!(
+                    headers.get(header).is_some(),
+                    limited,
+                    "{method} {path} {status}: {header}"
+                );
+            }
+        }
+        if let Some(too_many) = too_many {
+            assert!(too_many["headers"].get("Retry-After").is_some());
+        }
+    }
+
+    // And the server: a limited route's answers carry the headers, errors included.
+    for path in ["/bots", "/bots/nope", "/users/nope"] {
+        let response = app.get(path).await;
+        for header in rate_headers {
+            assert!(response.headers().contains_key(header), "{path}: {header}");
+        }
+    }
+    let snapshot = app.admin(Method::POST, "/admin/snapshot", None).await;
+    assert!(!snapshot.headers().contains_key("X-RateLimit-Limit"));
+}
+
+#[actix_web::test]
+async fn search_parameters_have_the_bounds_the_server_applies() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let search = &doc["paths"]["/api/v1/bots"]["get"]["parameters"];
+    let parameter = |name: &str| {
+        search
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("`{name}` is documented"))["schema"]
+            .clone()
+    };
+    let number = |name: &str| parameter(name)["oneOf"][0].clone();
+    assert_eq!(number("page")["minimum"], 1);
+    for name in ["limit", "offset", "votes"] {
+        assert_eq!(number(name)["minimum"], 0, "{name}");
+    }
+    assert_eq!(number("offset")["maximum"], json!(u64::MAX));
+    for name in ["page", "limit", "offset", "votes"] {
+        assert_eq!(
+            parameter(name)["oneOf"][1]["maxLength"],
+            0,
+            "{name} may be empty"
+        );
+    }
+    assert_eq!(parameter("q")["maxLength"], 256);
+    assert_eq!(
+        parameter("sort")["enum"],
+        json!([
+            "votes",
+            "newest",
+            "monthly_votes",
+            "recently_updated",
+            "invites",
+            ""
+        ])
+    );
+
+    assert_error(
+        app.get("/bots?page=0").await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    assert_eq!(app.get("/bots?page=1").await.status(), StatusCode::OK);
+    assert_eq!(app.get("/bots?page=").await.status(), StatusCode::OK);
+    assert_eq!(app.get("/bots?sort=").await.status(), StatusCode::OK);
+    let too_big = format!("/bots?offset={}0", u64::MAX);
+    assert_error(
+        app.get(&too_big).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    let q = format!("/bots?q={}", "x".repeat(257));
+    assert_error(app.get(&q).await, StatusCode::BAD_REQUEST, "bad_request").await;
+}
+
+#[actix_web::test]
+async fn user_id_of_the_check_routes_is_a_required_snowflake() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let snowflake = &doc["components"]["schemas"]["Snowflake"];
+    assert_eq!(snowflake["minLength"], 1);
+    assert!(snowflake["pattern"]
+        .as_str()
+        .is_some_and(|p| p.contains("18446744073709551615")));
+    let bot = app.create_bot(77, json!({})).await;
+    for path in ["/bots/check", "/bots/{id}/check"] {
+        let operation = &doc["paths"][format!("/api/v1{path}")]["get"];
+        let user_id = operation["parameters"]
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .find(|p| p["name"] == "userId")
+            .expect("userId is documented");
+        assert_eq!(user_id["required"], true);
+        assert_eq!(user_id["schema"]["$ref"], "#/components/schemas/Snowflake");
+        let path = path.replace("{id}", &bot.id);
+        for bad in ["", "18446744073709551616", "01", "-1"] {
+            let response = app
+                .get_with(&format!("{path}?userId={bad}"), &bot.token)
+                .await;
+            assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        }
+        let response = app
+            .get_with(&format!("{path}?userId=18446744073709551615"), &bot.token)
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+}
+
+fn is_nullable(doc: &Value, property: &Value) -> bool {
+    let null = json!("null");
+    let types = match &property["type"] {
+        Value::Array(types) => types.contains(&null),
+        single => *single == null,
+    };
+    let one_of = property["oneOf"]
+        .as_array()
+        .is_some_and(|options| options.iter().any(|o| o["type"] == null));
+    types || one_of || {
+        let resolved = resolve(doc, property);
+        resolved != property && is_nullable(doc, resolved)
+    }
+}
+
+/// Sends `{field: null}` to a PATCH route for every field of its body: the nullable ones are
+/// cleared (200), the others refused (400), as the document says.
+async fn nulls_follow_the_schema(app: &TestApp, doc: &Value, schema: &str, path: &str) -> usize {
+    let properties = doc["components"]["schemas"][schema]["properties"]
+        .as_object()
+        .expect("properties");
+    for (field, property) in properties {
+        let response = app
+            .admin(Method::PATCH, path, Some(&json!({ field: null })))
+            .await;
+        if is_nullable(doc, property) {
+            assert_eq!(response.status(), StatusCode::OK, "{schema}.{field}");
+        } else {
+            assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        }
+    }
+    properties.len()
+}
+
+#[actix_web::test]
+async fn patch_fields_are_nullable_exactly_where_null_is_accepted() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let bot = app.create_bot(55, json!({})).await;
+    let fields =
+        nulls_follow_the_schema(&app, &doc, "BotPatch", &format!("/admin/bots/{}", bot.id)).await;
+    assert_eq!(fields, 19);
+    let profile = app.create_user("nullable").await;
+    let path = format!("/admin/users/{}", profile["id"].as_str().expect("id"));
+    let fields = nulls_follow_the_schema(&app, &doc, "ProfilePatch", &path).await;
+    assert_eq!(fields, 10);
+    for (schema, not_null) in [
+        (
+            "BotPatch",
+            vec!["name", "tags", "owner_ids", "certified", "webhook_format"],
+        ),
+        ("ProfilePatch", vec!["username", "socials", "admin", "mod"]),
+    ] {
+        for field in not_null {
+            let property = &doc["components"]["schemas"][schema]["properties"][field];
+            assert!(!is_nullable(&doc, property), "{schema}.{field}");
+        }
+    }
+}
+
+/// What a clone of the repository does not have: the specification files it was built from.
+const OUTSIDE: [&str; 4] = ["../shared", "SPEC.md", "CONTRACT", "shared/spec"];
+
+#[actix_web::test]
+async fn the_document_points_nowhere_outside_the_repository() {
+    let app = spawn_app().await;
+    let text = app.get("/openapi.json").await.text().await.expect("text");
+    for outside in OUTSIDE {
+        assert!(
+            !text.contains(outside),
+            "the OpenAPI document cites `{outside}`"
+        );
+    }
+}
+
+#[test]
+fn the_readme_and_docs_point_nowhere_outside_the_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        files.push(entry.expect("an entry").path());
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable");
+        for outside in OUTSIDE {
+            assert!(
+                !text.contains(outside),
+                "{} cites `{outside}`",
+                file.display()
+            );
+        }
+    }
+}
+
+/// Asserts that a response object has every property its schema requires and no other.
+fn assert_shape(doc: &Value, schema: &str, value: &Value) {
+    let schema_value = &doc["components"]["schemas"][schema];
+    let properties = schema_value["properties"].as_object().expect("properties");
+    let object = value.as_object().expect("an object");
+    for required in schema_value["required"].as_array().expect("required") {
+        let required = required.as_str().expect("a name");
+        assert!(
+            object.contains_key(required),
+            "{schema}.{required} in {value}"
+        );
+    }
+    for (key, field) in object {
+        let property = properties
+            .get(key)
+            .unwrap_or_else(|| panic!("{schema}.{key} is documented"));
+        if field.is_null() {
+            assert!(is_nullable(doc, property), "{schema}.{key} may be null");
+        }
+    }
+}
+
+#[actix_web::test]
+async fn responses_have_exactly_the_documented_fields() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let bot = app
+        .create_bot(
+            61,
+            json!({ "webhook_url": "http://botlist-test.invalid/hook" }),
+        )
+        .await;
+    let read = |path: String| {
+        let app = &app;
+        async move {
+            let response = app.get(&path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            response.json::<Value>().await.expect("json")
+        }
+    };
+    let unposted = read(format!("/bots/{}", bot.id)).await;
+    assert!(unposted.get("server_count").is_none());
+    assert_shape(&doc, "Bot", &unposted);
+    app.post_stats(&bot, 12).await;
+    assert_shape(&doc, "Bot", &read(format!("/bots/{}", bot.id)).await);
+    let page = read("/bots".into()).await;
+    assert_shape(&doc, "BotList", &page);
+
+    let profile = app.create_user("shaped").await;
+    assert!(profile.get("avatar").is_none());
+    assert_shape(&doc, "UserProfile", &profile);
+
+    app.vote_ok(&bot.id, 5).await;
+    let voters = app
+        .get_with(&format!("/bots/{}/votes", bot.id), &bot.token)
+        .await;
+    let voters: Value = voters.json().await.expect("json");
+    assert_shape(&doc, "VoterEntry", &voters[0]);
+    let check = app
+        .get_with(&format!("/bots/{}/check?userId=5", bot.id), &bot.token)
+        .await;
+    let check: Value = check.json().await.expect("json");
+    assert_shape(&doc, "VoteCheck", &check);
+    assert_eq!(
+        doc["components"]["schemas"]["VoteCheck"]["properties"]["voted"]["maximum"],
+        1
+    );
+
+    let deliveries = app
+        .admin(
+            Method::GET,
+            &format!("/admin/bots/{}/webhook/deliveries", bot.id),
+            None,
+        )
+        .await;
+    let deliveries: Value = deliveries.json().await.expect("json");
+    assert_shape(&doc, "DeliveryView", &deliveries[0]);
+}
