@@ -11,6 +11,7 @@ mod limits;
 mod openapi;
 mod operations;
 mod search;
+mod search_concurrency;
 mod stats;
 mod time_rules;
 mod users;

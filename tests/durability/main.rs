@@ -5,5 +5,6 @@ mod crash;
 mod lifecycle;
 mod ownership;
 mod process;
+mod refused;
 mod replay;
 mod webhooks;

@@ -187,6 +187,18 @@ impl Server {
         Ok((status, response.json().unwrap_or(Value::Null)))
     }
 
+    pub fn patch(&self, path: &str, token: &str, body: &Value) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .patch(format!("{}{path}", self.base))
+            .header("Authorization", token)
+            .json(body)
+            .send()
+            .expect("sent");
+        let status = response.status();
+        (status, response.json().unwrap_or(Value::Null))
+    }
+
     /// Lists a bot and returns its id and token.
     pub fn create_bot(&self, platform_id: u64) -> (String, String) {
         let body = json!({
