@@ -1,4 +1,4 @@
-//! Durable state (CONTRACT section 11): snapshots, the journal, and recovery at startup.
+//! Durable state: snapshots, the journal, and recovery at startup (docs/PERSISTENCE.md).
 //!
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
