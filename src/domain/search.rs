@@ -1,4 +1,4 @@
-//! `GET /bots`: the query string, the filters and the ranking (CONTRACT section 5).
+//! `GET /bots`: the query string, the filters and the ranking (docs/API.md, `GET /bots`).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
