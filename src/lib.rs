@@ -9,4 +9,5 @@ pub mod domain;
 pub mod fuzzing;
 pub mod persist;
 pub mod startup;
+pub mod telemetry;
 pub mod webhooks;

@@ -179,6 +179,7 @@ impl Registry {
         }
         self.index_profile(&profile);
         self.profiles.insert(profile.id, profile);
+        crate::telemetry::profiles_listed(self.profiles.len());
         durable
     }
 
@@ -229,6 +230,7 @@ impl Handler<LoadDirectory> for Registry {
             self.index_profile(&profile);
             self.profiles.insert(profile.id, profile);
         }
+        crate::telemetry::profiles_listed(self.profiles.len());
         for StoredBot { mut state, token } in state.bots {
             state.restore();
             self.list(state, token);
@@ -500,6 +502,7 @@ impl Handler<DeleteProfile> for Registry {
             if let Some(profile) = self.profiles.remove(&id) {
                 self.unindex_profile(&profile);
             }
+            crate::telemetry::profiles_listed(self.profiles.len());
             Ok((durable, ()))
         })())
     }

@@ -102,5 +102,6 @@ async fn store(
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
     bot.ask(PostStats(post.server_count)).await??;
+    crate::telemetry::stats_posted();
     Ok(reply::ok(&Ok { ok: true }))
 }

@@ -6,6 +6,7 @@ mod bots;
 mod compat;
 mod errors;
 mod helpers;
+mod http;
 mod limits;
 mod operations;
 mod search;
