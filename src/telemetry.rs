@@ -41,9 +41,15 @@ pub enum LogFormat {
 pub fn init_logs(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     // actix-http logs malformed requests from clients at ERROR before any of our code runs;
-    // they are the client's mistake, not the operator's problem, so they are off by default.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,actix_http::h1=off"));
+    // they are the client's mistake, not the operator's problem, so they stay off unless
+    // RUST_LOG names actix_http itself.
+    let wanted = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+    let directives = if wanted.contains("actix_http") {
+        wanted
+    } else {
+        format!("{wanted},actix_http::h1=off")
+    };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -446,7 +452,8 @@ fn log_line(
 ) {
     let id = id.to_str().unwrap_or("");
     let status = status.as_u16();
-    let latency_ms = latency.as_secs_f64() * 1000.0;
+    // Microsecond precision, without float noise in the printed value.
+    let latency_ms = (latency.as_secs_f64() * 1e6).round() / 1e3;
     let key = key.unwrap_or("none");
     macro_rules! line {
         ($level:ident) => {

@@ -8,6 +8,7 @@ mod errors;
 mod helpers;
 mod http;
 mod limits;
+mod logs;
 mod operations;
 mod search;
 mod stats;
