@@ -127,7 +127,7 @@ pub struct ServeArgs {
 
     /// An origin browsers may call the API from, like https://example.com; repeat for more,
     /// or `*` for any. Without one, responses carry no CORS headers.
-    #[arg(long = "cors-origin", env = "BOTLIST_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    #[arg(long = "cors-origin", env = "BOTLIST_CORS_ORIGIN", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origins: Vec<String>,
 
     /// How log lines are written: text (coloured only on a terminal) or json (one object a line).

@@ -421,10 +421,22 @@ pub async fn observe(
     let latency = started.elapsed();
     record(method, &route, status, latency);
     log_line(method, &route, status, latency, &id, key);
-    result.map(|mut response| {
-        response.headers_mut().insert(REQUEST_ID.clone(), id);
-        response
-    })
+    match result {
+        Ok(mut response) => {
+            response.headers_mut().insert(REQUEST_ID.clone(), id);
+            Ok(response)
+        }
+        // An error still unrendered (a panic, headers too large) gets the id when it is.
+        Err(mut error) => {
+            error.add_response_mapper(move |mut response| {
+                response
+                    .headers_mut()
+                    .insert(REQUEST_ID.clone(), id.clone());
+                response
+            });
+            Err(error)
+        }
+    }
 }
 
 fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {

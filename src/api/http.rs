@@ -34,7 +34,7 @@ impl AllowedMethods {
                     .as_object()
                     .map(|ops| ops.keys().map(|m| m.to_uppercase()).collect())
                     .unwrap_or_default();
-                if methods.iter().any(|m| m == "GET") {
+                if methods.iter().any(|m| m == "GET") && !methods.iter().any(|m| m == "HEAD") {
                     methods.push("HEAD".into());
                 }
                 if let Ok(value) = HeaderValue::from_str(&methods.join(", ")) {

@@ -523,6 +523,20 @@ async fn a_sane_request_id_is_echoed_and_any_other_is_replaced() {
             .expect("sent");
         assert_ne!(generated(&response), insane);
     }
+    // An error raised before any handler (headers over the limit) carries the id too.
+    let mut request = app
+        .request(Method::GET, "/bots", None)
+        .header("X-Request-Id", "big-headers");
+    for n in 0..5 {
+        request = request.header(format!("x-filler-{n}"), "f".repeat(4000));
+    }
+    let response = request.send().await.expect("sent");
+    assert_eq!(
+        response.status(),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    );
+    assert_eq!(header(&response, "x-request-id"), Some("big-headers"));
+
     let longest = "b".repeat(128);
     let response = app
         .request(Method::GET, "/bots", None)
