@@ -7,8 +7,8 @@ use actix_cors::Cors;
 use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{
-    HeaderName, HeaderValue, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, ETAG,
-    IF_NONE_MATCH, RETRY_AFTER,
+    HeaderName, HeaderValue, ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH,
+    CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER,
 };
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
@@ -174,9 +174,17 @@ fn mark_small(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody
 /// compressed response, whose bytes are not those the tag was made from (a client's
 /// `If-None-Match` still matches: the comparison is weak).
 pub async fn finish(
-    request: ServiceRequest,
+    mut request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let preferred = request
+        .headers()
+        .get(ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .and_then(gzip_on_ties);
+    if let Some(preferred) = preferred {
+        request.headers_mut().insert(ACCEPT_ENCODING, preferred);
+    }
     let mut response = next.call(request).await?;
     let headers = response.headers_mut();
     match headers.get(CONTENT_ENCODING).map(HeaderValue::as_bytes) {
@@ -199,6 +207,41 @@ pub async fn finish(
         None => {}
     }
     Ok(response)
+}
+
+/// `Accept-Encoding` with `br` ranked just under `gzip` when the client ranks them the same, as
+/// browsers do: br saves a fifth of the bytes of gzip for two to three times its CPU, which on
+/// a busy server costs more than it saves. A client that prefers br says so with its q-values.
+/// `None` when there is no tie to break.
+fn gzip_on_ties(accept_encoding: &str) -> Option<HeaderValue> {
+    let items: Vec<(String, f32)> = accept_encoding
+        .split(',')
+        .map(|item| {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = parts
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .and_then(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (name, q)
+        })
+        .filter(|(name, _)| !name.is_empty())
+        .collect();
+    let q_of = |wanted: &str| items.iter().find(|(name, _)| name == wanted).map(|i| i.1);
+    let (Some(gzip), Some(br)) = (q_of("gzip"), q_of("br")) else {
+        return None;
+    };
+    if gzip != br || gzip < 0.002 {
+        return None;
+    }
+    let ranked: Vec<String> = items
+        .iter()
+        .map(|(name, q)| match name.as_str() {
+            "br" => format!("br;q={:.3}", q - 0.001),
+            _ => format!("{name};q={q:.3}"),
+        })
+        .collect();
+    HeaderValue::from_str(&ranked.join(", ")).ok()
 }
 
 /// CORS from `--cors-origin`: `None` when no origin is allowed (no CORS headers at all).
@@ -278,5 +321,20 @@ mod tests {
         assert!(!none_match(b"\"x\"", &etag));
         assert!(!none_match(b"", &etag));
         assert_ne!(etag, etag_of(b"{ }"));
+    }
+
+    #[test]
+    fn gzip_wins_a_tie_with_br_and_nothing_else_changes() {
+        let ranked = gzip_on_ties("gzip, deflate, br, zstd").expect("a tie");
+        assert_eq!(
+            ranked.to_str().expect("ascii"),
+            "gzip;q=1.000, deflate;q=1.000, br;q=0.999, zstd;q=1.000"
+        );
+        let ranked = gzip_on_ties("br;q=0.8, gzip;q=0.8").expect("a tie");
+        assert_eq!(ranked.to_str().expect("ascii"), "br;q=0.799, gzip;q=0.800");
+        assert_eq!(gzip_on_ties("br, gzip;q=0.5"), None);
+        assert_eq!(gzip_on_ties("gzip"), None);
+        assert_eq!(gzip_on_ties("br"), None);
+        assert_eq!(gzip_on_ties(""), None);
     }
 }
