@@ -6,6 +6,7 @@
 //! or `other`, outcomes and key kinds are fixed words.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -362,10 +363,27 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
                 && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
         })
         .cloned()
-        .unwrap_or_else(|| {
-            HeaderValue::from_str(&uuid::Uuid::new_v4().simple().to_string())
-                .unwrap_or(HeaderValue::from_static("unknown"))
-        })
+        .unwrap_or_else(generated_id)
+}
+
+/// 32 hex digits: a random half drawn once per process, then a counter. Unique without a
+/// system call per request; ids need not be secret, only distinct.
+fn generated_id() -> HeaderValue {
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = *PROCESS.get_or_init(|| {
+        let mut seed = [0u8; 8];
+        if getrandom::fill(&mut seed).is_err() {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            seed = (nanos as u64 ^ u64::from(std::process::id())).to_le_bytes();
+        }
+        u64::from_le_bytes(seed)
+    });
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    HeaderValue::from_str(&format!("{process:016x}{n:016x}"))
+        .unwrap_or(HeaderValue::from_static("unknown"))
 }
 
 fn known_method(method: &Method) -> &'static str {

@@ -74,10 +74,7 @@ pub async fn semantics(
         request.extensions_mut().insert(WasHead);
     }
     let allowed = request.app_data::<web::Data<AllowedMethods>>().cloned();
-    let base_path = request
-        .app_data::<web::Data<BasePath>>()
-        .map(|b| b.0.clone())
-        .unwrap_or_default();
+    let base_path = request.app_data::<web::Data<BasePath>>().cloned();
     let response = next.call(request).await?.map_into_boxed_body();
     let status = response.status();
     if status == StatusCode::METHOD_NOT_ALLOWED {
@@ -86,8 +83,9 @@ pub async fn semantics(
     let cacheable = status == StatusCode::OK
         && response.request().method() == Method::GET
         && response.request().match_pattern().is_some_and(|pattern| {
+            let base_path = base_path.as_ref().map_or("", |b| b.0.as_str());
             pattern
-                .strip_prefix(base_path.as_str())
+                .strip_prefix(base_path)
                 .is_some_and(|route| ETAG_ROUTES.contains(&route))
         });
     let response = if cacheable { tag(response) } else { response };
@@ -111,9 +109,16 @@ fn with_allow(
 /// A strong validator: the first 128 bits of the body's SHA-256, which changes whenever the
 /// JSON does.
 fn etag_of(bytes: &[u8]) -> HeaderValue {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""))
+    let mut tag = Vec::with_capacity(34);
+    tag.push(b'"');
+    for byte in &digest[..16] {
+        tag.push(HEX[usize::from(byte >> 4)]);
+        tag.push(HEX[usize::from(byte & 0xf)]);
+    }
+    tag.push(b'"');
+    HeaderValue::from_bytes(&tag).unwrap_or(HeaderValue::from_static("\"\""))
 }
 
 /// `If-None-Match` by the weak comparison RFC 9110 asks for: `*`, or any listed tag equal to
