@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::persist::journal::FsyncMode;
+use crate::telemetry::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -124,6 +125,15 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_DEMO")]
     pub demo: bool,
 
+    /// An origin browsers may call the API from, like https://example.com; repeat for more,
+    /// or `*` for any. Without one, responses carry no CORS headers.
+    #[arg(long = "cors-origin", env = "BOTLIST_CORS_ORIGIN", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
+
+    /// How log lines are written: text (coloured only on a terminal) or json (one object a line).
+    #[arg(long, env = "BOTLIST_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "BOTLIST_WORKERS")]
     pub workers: Option<NonZeroUsize>,
@@ -154,6 +164,27 @@ fn parse_base_path(raw: &str) -> Result<String, String> {
     }
 }
 
+/// `*`, or `scheme://host[:port]` exactly as a browser sends it in `Origin`.
+fn parse_origin(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    if raw == "*" {
+        return Ok(raw.to_owned());
+    }
+    let bad = || format!("`{raw}` is not an origin like https://example.com (or `*`)");
+    let url = url::Url::parse(raw).map_err(|_| bad())?;
+    let origin = url.origin();
+    if !origin.is_tuple() || !matches!(url.scheme(), "http" | "https") {
+        return Err(bad());
+    }
+    let serialized = origin.ascii_serialization();
+    if serialized != raw.trim_end_matches('/') {
+        return Err(format!(
+            "`{raw}` is not an origin: give only scheme, host and port, like {serialized}"
+        ));
+    }
+    Ok(serialized)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +202,26 @@ mod tests {
         let args = Cli::parse_from(["botlist", "--bind", "127.0.0.1:0"]).into_serve_args();
         assert_eq!(args.bind.port(), 0);
         assert!(Cli::try_parse_from(["botlist", "--base-path", "/a b"]).is_err());
+        assert!(args.cors_origins.is_empty());
+        assert_eq!(args.log_format, LogFormat::Text);
+        let args = Cli::parse_from([
+            "botlist",
+            "--cors-origin",
+            "https://a.example",
+            "--cors-origin",
+            "http://localhost:3000/",
+            "--log-format",
+            "json",
+        ])
+        .into_serve_args();
+        assert_eq!(
+            args.cors_origins,
+            ["https://a.example", "http://localhost:3000"]
+        );
+        assert_eq!(args.log_format, LogFormat::Json);
+        assert!(
+            Cli::try_parse_from(["botlist", "--cors-origin", "https://a.example/path"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["botlist", "--cors-origin", "example.com"]).is_err());
     }
 }

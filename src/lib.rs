@@ -10,4 +10,5 @@ pub mod fuzzing;
 pub mod index;
 pub mod persist;
 pub mod startup;
+pub mod telemetry;
 pub mod webhooks;

@@ -3,7 +3,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
@@ -11,6 +10,7 @@ use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
 use botlist::startup::{Application, Settings, StartError, StoppedAfterJournalFailure};
+use botlist::telemetry::{self, LogFormat};
 
 /// The exit code of a start refused because of damaged state.
 const REFUSED: u8 = 2;
@@ -21,15 +21,15 @@ const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     match Cli::parse().into_command() {
-        Command::Serve(args) => serve(args).await,
-        Command::Generate(args) => generate(&args),
+        Command::Serve(args) => {
+            telemetry::init_logs(args.log_format);
+            serve(args).await
+        }
+        Command::Generate(args) => {
+            telemetry::init_logs(LogFormat::Text);
+            generate(&args)
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{from_fn, Compress, Condition};
 use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
@@ -16,7 +16,7 @@ use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
-use crate::api::health::{count_requests, Metrics};
+use crate::api::http::{self, AllowedMethods, BasePath};
 use crate::api::limits::{self, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::ServeArgs;
@@ -29,6 +29,7 @@ use crate::persist::recovery::{self, Recovered};
 use crate::persist::snapshot;
 use crate::persist::state::DirectoryState;
 use crate::persist::Persistence;
+use crate::telemetry;
 use crate::webhooks::Dispatcher;
 
 /// What the server needs, whether it came from the command line or a test.
@@ -59,6 +60,8 @@ pub struct Settings {
     pub allow_private_webhooks: bool,
     /// How long a webhook receiver has to answer.
     pub webhook_timeout: Duration,
+    /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
+    pub cors_origins: Vec<String>,
 }
 
 impl Settings {
@@ -83,6 +86,7 @@ impl Settings {
             keep_alive: Duration::from_secs(args.keep_alive),
             allow_private_webhooks: args.allow_private_webhooks,
             webhook_timeout: Duration::from_secs(5),
+            cors_origins: args.cors_origins.clone(),
         }
     }
 }
@@ -169,6 +173,7 @@ impl Application {
                 );
             }
         }
+        telemetry::install_metrics();
         let recovered = match &settings.data_dir {
             Some(dir) => {
                 recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
@@ -243,14 +248,18 @@ impl Application {
 
         let listener = TcpListener::bind(settings.bind)?;
         let address = listener.local_addr()?;
-        let openapi_json = serde_json::to_vec(&openapi::document(&settings.base_path))
+        let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
             .map_err(std::io::Error::other)?;
+        let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
+        let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
+        let served_under = web::Data::new(BasePath(settings.base_path.clone()));
+        let cors_origins = settings.cors_origins.clone();
+        let cors_on = !cors_origins.is_empty();
         let state = web::Data::new(AppState {
             directory: Arc::clone(&directory),
             registry: registry.clone(),
             clock,
             admin_token: admin_token.as_deref().map(TokenHash::of),
-            metrics: Metrics::default(),
             openapi_json: openapi_json.into(),
             persistence: persistence.clone(),
             limiter,
@@ -271,12 +280,23 @@ impl Application {
                 keep_alive: settings.keep_alive,
             },
             move || {
+                // Innermost first: each `wrap` goes around all the ones before it.
                 App::new()
                     .app_data(state.clone())
+                    .app_data(allowed_methods.clone())
+                    .app_data(served_under.clone())
                     .wrap(from_fn(catch_panics))
                     .wrap(from_fn(envelope_errors))
-                    .wrap(from_fn(count_requests))
                     .wrap(from_fn(limit_headers))
+                    .wrap(from_fn(http::semantics))
+                    .wrap(Condition::new(
+                        cors_on,
+                        http::cors(&cors_origins).unwrap_or_default(),
+                    ))
+                    .wrap(Condition::new(cors_on, from_fn(http::cors_refusals)))
+                    .wrap(Compress::default())
+                    .wrap(from_fn(http::finish))
+                    .wrap(from_fn(telemetry::observe))
                     .configure(routes(&base_path))
             },
         )?;

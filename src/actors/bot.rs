@@ -290,6 +290,7 @@ impl Handler<DeliveryOutcome> for BotActor {
             return;
         }
         delivery.record(outcome.attempt, self.clock.now());
+        crate::telemetry::webhook_outcome(self.state.listing.id, &delivery);
         self.save_delivery(delivery);
     }
 }

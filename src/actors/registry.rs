@@ -194,6 +194,7 @@ impl Registry {
         }
         self.index_profile(&profile);
         self.profiles.insert(profile.id, profile);
+        crate::telemetry::profiles_listed(self.profiles.len());
         durable
     }
 
@@ -245,6 +246,7 @@ impl Handler<LoadDirectory> for Registry {
             self.directory.publish_profile(Arc::new(profile.clone()));
             self.profiles.insert(profile.id, profile);
         }
+        crate::telemetry::profiles_listed(self.profiles.len());
         // What was recovered is durable already: it is published at once, as one batch.
         let listed: Vec<_> = state
             .bots
@@ -540,6 +542,7 @@ impl Handler<DeleteProfile> for Registry {
             if let Some(profile) = self.profiles.remove(&id) {
                 self.unindex_profile(&profile);
             }
+            crate::telemetry::profiles_listed(self.profiles.len());
             Ok((durable, ()))
         })())
     }

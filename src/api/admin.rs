@@ -254,7 +254,7 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
-    let counts = bot.ask(RecordVote(voter)).await??;
+    let counts = crate::telemetry::count_vote(bot.ask(RecordVote(voter)).await?)?;
     Ok(reply::created(&VoteCounts {
         vote_count: counts.vote_count,
         monthly_vote_count: counts.monthly_vote_count,

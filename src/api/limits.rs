@@ -230,7 +230,9 @@ async fn limit(
     let Some((state, limiter)) = state.and_then(|s| s.limiter.clone().map(|l| (s, l))) else {
         return Ok(next.call(request).await?.map_into_boxed_body());
     };
-    let decision = limiter.check(key(&state, &request));
+    let key = key(&state, &request);
+    let decision = limiter.check(key);
+    crate::telemetry::rate_key(&request, &key, decision.allowed);
     if !decision.allowed {
         // A refused request does no other work: no handler, no body read.
         let mut response = reply::json(

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod health;
+pub mod http;
 pub mod limits;
 pub mod openapi;
 pub mod reply;
@@ -28,7 +29,6 @@ use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::Persistence;
 use error::ApiError;
-use health::Metrics;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -37,7 +37,6 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// `None`: the admin API answers 404.
     pub admin_token: Option<TokenHash>,
-    pub metrics: Metrics,
     /// The OpenAPI document, rendered once.
     pub openapi_json: web::Bytes,
     /// `None` when the service keeps its state in memory only.

@@ -92,5 +92,6 @@ async fn store(
     let post: StatsPost = json_body(request, body).await?;
     let update = post.update().map_err(ApiError::BadRequest)?;
     bot.ask(PostStats(update)).await??;
+    crate::telemetry::stats_posted();
     Ok(reply::ok(&Ok { ok: true }))
 }

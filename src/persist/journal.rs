@@ -410,6 +410,7 @@ impl Writer {
                 .write_all(&pending.frame)
                 .map_err(io_error)?;
             self.segment.bytes += pending.frame.len() as u64;
+            crate::telemetry::journal_written(pending.frame.len());
             self.segment.records += 1;
         }
         self.segment.file.flush().map_err(io_error)?;
@@ -425,7 +426,7 @@ impl Writer {
     }
 
     fn sync(&mut self) -> Result<(), JournalError> {
-        self.segment.file.get_ref().sync_data().map_err(io_error)
+        crate::telemetry::timed_fsync(|| self.segment.file.get_ref().sync_data()).map_err(io_error)
     }
 }
 

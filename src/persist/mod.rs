@@ -64,6 +64,7 @@ impl Persistence {
     /// then keeps the newest snapshots and the journal they need, and retires the rest.
     pub async fn snapshot(&self) -> Result<Written, String> {
         let _one = self.one_at_a_time.lock().await;
+        let started = std::time::Instant::now();
         if let Some(error) = self.journal.failure() {
             return Err(format!("not taking a snapshot: {}", error.0));
         }
@@ -90,6 +91,7 @@ impl Persistence {
         .map_err(|e| format!("the snapshot writer stopped: {e}"))?
         .map_err(|e| format!("the snapshot could not be written: {e}"))?;
         tracing::info!(file = %written.path.display(), bytes = written.bytes, "snapshot written");
+        crate::telemetry::snapshot_written(started, written.bytes);
         Ok(written)
     }
 }

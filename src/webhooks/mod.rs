@@ -124,6 +124,7 @@ impl Dispatcher {
             order,
             job,
         }));
+        crate::telemetry::webhook_queue(schedule.1.len());
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
@@ -152,6 +153,7 @@ impl Dispatcher {
                 due.push(next.job);
             }
         }
+        crate::telemetry::webhook_queue(schedule.1.len());
         due
     }
 

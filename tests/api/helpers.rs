@@ -84,6 +84,7 @@ pub fn test_settings() -> Settings {
         keep_alive: std::time::Duration::from_secs(15),
         allow_private_webhooks: false,
         webhook_timeout: std::time::Duration::from_secs(5),
+        cors_origins: Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_app_with, test_settings};
+use crate::helpers::{spawn_app, spawn_app_with, test_settings, TestApp};
 
 #[actix_web::test]
 async fn healthz_says_ok() {
@@ -23,14 +23,15 @@ async fn healthz_says_ok() {
     );
 }
 
-#[actix_web::test]
-async fn metrics_count_requests_by_route_pattern_and_status() {
-    let app = spawn_app().await;
-    let bot = app.create_bot(42, json!({})).await;
-    app.get(&format!("/bots/{}", bot.id)).await;
-    app.get(&format!("/bots/{}", bot.platform_id)).await;
-    app.get("/bots/404").await;
-    app.get("/definitely/not/here").await;
+/// The value of the one sample `line_start` begins (a name with its labels), if present.
+fn sample(text: &str, line_start: &str) -> Option<f64> {
+    text.lines()
+        .find(|line| line.starts_with(line_start) && line[line_start.len()..].starts_with(' '))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+async fn scrape(app: &TestApp) -> String {
     let response = app
         .client
         .get(format!("{}/metrics", app.root))
@@ -43,28 +44,126 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/plain")));
-    let text = response.text().await.expect("text");
+    response.text().await.expect("text")
+}
+
+/// The recorder is one per process and tests run side by side: counts are checked as at
+/// least what this test did.
+#[actix_web::test]
+async fn metrics_count_requests_by_route_pattern_and_status() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.get(&format!("/bots/{}", bot.id)).await;
+    app.get(&format!("/bots/{}", bot.platform_id)).await;
+    app.get("/bots/404").await;
+    app.get("/definitely/not/here").await;
+    let text = scrape(&app).await;
     assert!(
         text.contains("# TYPE botlist_http_requests_total counter"),
         "{text}"
     );
+    let at_least = |line: &str, n: f64| {
+        let value = sample(&text, line).unwrap_or_else(|| panic!("{line} in {text}"));
+        assert!(value >= n, "{line} {value}");
+    };
+    at_least(
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200"}"#,
+        2.0,
+    );
+    at_least(
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="404"}"#,
+        1.0,
+    );
+    at_least(
+        r#"botlist_http_requests_total{route="unmatched",method="GET",status="404"}"#,
+        1.0,
+    );
+    at_least(
+        r#"botlist_http_request_duration_seconds_count{route="/api/v1/bots/{id}",method="GET",status="200"}"#,
+        2.0,
+    );
     assert!(
-        text.contains(
-            r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200"} 2"#
+        !text.contains("definitely"),
+        "unmatched paths share one label"
+    );
+    assert!(sample(&text, "botlist_bots_listed").is_some(), "{text}");
+}
+
+#[actix_web::test]
+async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = test_settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.post_stats(&bot, 10).await;
+    app.vote_ok(&bot.id, 7).await;
+    assert_eq!(app.vote(&bot.id, 7).await.status(), StatusCode::CONFLICT);
+    for _ in 0..61 {
+        app.get("/bots?q=bot").await;
+    }
+    let snapshot = app
+        .admin(reqwest::Method::POST, "/admin/snapshot", None)
+        .await;
+    assert_eq!(snapshot.status(), StatusCode::OK);
+
+    let text = scrape(&app).await;
+    let at_least = |line: &str, n: f64| {
+        let value = sample(&text, line).unwrap_or_else(|| panic!("{line} in {text}"));
+        assert!(value >= n, "{line} {value}");
+    };
+    at_least(r#"botlist_votes_total{outcome="accepted"}"#, 1.0);
+    at_least(r#"botlist_votes_total{outcome="refused_cooldown"}"#, 1.0);
+    at_least("botlist_stats_posts_total", 1.0);
+    at_least(r#"botlist_rate_limit_refusals_total{kind="bots_ip"}"#, 1.0);
+    at_least("botlist_rate_limit_keys", 0.0);
+    at_least("botlist_journal_written_bytes_total", 1.0);
+    at_least("botlist_journal_fsync_duration_seconds_count", 1.0);
+    at_least("botlist_journal_fsync_failures_total", 0.0);
+    at_least("botlist_snapshot_duration_seconds_count", 1.0);
+    at_least("botlist_snapshot_size_bytes", 1.0);
+    at_least("botlist_snapshot_last_success_timestamp_seconds", 1.0);
+    at_least("botlist_search_duration_seconds_count", 1.0);
+    at_least(
+        r#"botlist_webhook_deliveries_total{outcome="delivered"}"#,
+        0.0,
+    );
+    at_least(r#"botlist_webhook_deliveries_total{outcome="failed"}"#, 0.0);
+    at_least("botlist_webhook_retries_total", 0.0);
+    at_least("botlist_webhook_queue_depth", 0.0);
+    at_least("botlist_http_requests_in_flight", 1.0);
+    at_least("botlist_profiles_listed", 0.0);
+    at_least("botlist_bots_listed", 1.0);
+    at_least("process_cpu_seconds_total", 0.0);
+    at_least("process_resident_memory_bytes", 1.0);
+    at_least("process_open_fds", 1.0);
+    at_least("process_start_time_seconds", 1.0);
+    at_least(
+        &format!(
+            r#"botlist_build_info{{version="{}"}}"#,
+            env!("CARGO_PKG_VERSION")
         ),
-        "{text}"
+        1.0,
     );
-    assert!(
-        text.contains(
-            r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="404"} 1"#
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"route="unmatched",method="GET",status="404"} 1"#),
-        "{text}"
-    );
-    assert!(text.contains("botlist_bots_listed 1"), "{text}");
+    for family in [
+        "botlist_http_request_duration_seconds",
+        "botlist_journal_fsync_duration_seconds",
+        "botlist_snapshot_duration_seconds",
+        "botlist_search_duration_seconds",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {family} histogram")),
+            "{family}"
+        );
+        assert!(text.contains(&format!("{family}_bucket{{")), "{family}");
+    }
+    for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+        let name = line.split(' ').nth(2).expect("a name");
+        assert!(
+            text.contains(&format!("# HELP {name} ")),
+            "{name} has help text"
+        );
+    }
 }
 
 /// Every route the server answers, as `METHOD path`.

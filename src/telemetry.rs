@@ -1,0 +1,498 @@
+//! Logs and metrics: the per-request line, request ids, and the Prometheus families.
+//!
+//! Metrics go through the `metrics` facade into one process-wide Prometheus recorder, so an
+//! instrumentation point anywhere is one call with no handle to pass around. Every label is
+//! bounded: routes are patterns (unmatched paths share `unmatched`), methods are the known nine
+//! or `other`, outcomes and key kinds are fixed words.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::HttpMessage;
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::api::limits::RateKey;
+use crate::domain::webhook::{Delivery, DeliveryState};
+use crate::domain::Rejection;
+
+/// The request id header, read from the client and echoed back.
+pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// A client's request id is used as sent when it is at most this long and visible ASCII.
+pub const MAX_REQUEST_ID: usize = 128;
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event; coloured only when standard error is a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Installs the log subscriber on standard error. `RUST_LOG` overrides the default filter.
+pub fn init_logs(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    // actix-http logs malformed requests from clients at ERROR before any of our code runs;
+    // they are the client's mistake, not the operator's problem, so they stay off unless
+    // RUST_LOG names actix_http itself.
+    let wanted = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+    let directives = if wanted.contains("actix_http") {
+        wanted
+    } else {
+        format!("{wanted},actix_http::h1=off")
+    };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
+}
+
+/// Seconds, for request and search latency.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+/// Seconds, for snapshots of large directories.
+const SNAPSHOT_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0];
+
+struct Exporter {
+    handle: PrometheusHandle,
+    process: metrics_process::Collector,
+}
+
+static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
+
+/// Installs the process-wide recorder once (later calls, as from a second app in one test
+/// process, share it). `None` if another recorder was installed first.
+fn exporter() -> Option<&'static Exporter> {
+    EXPORTER
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets(&LATENCY_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("botlist_snapshot_duration_seconds".into()),
+                        &SNAPSHOT_BUCKETS,
+                    )
+                })
+                .ok()?;
+            let handle = builder.install_recorder().ok()?;
+            let process = metrics_process::Collector::default();
+            process.describe();
+            describe_all();
+            register_all();
+            gauge!("botlist_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            // Histograms keep raw samples until drained; a scrape drains them too, but a
+            // server nobody scrapes must not grow.
+            let upkeep = handle.clone();
+            std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || loop {
+                    std::thread::sleep(Duration::from_secs(5));
+                    upkeep.run_upkeep();
+                })
+                .ok()?;
+            Some(Exporter { handle, process })
+        })
+        .as_ref()
+}
+
+/// Installs the recorder; call before serving so every family exists from the start.
+pub fn install_metrics() {
+    let _ = exporter();
+}
+
+fn describe_all() {
+    use metrics::Unit;
+    describe_histogram!(
+        "botlist_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer a request, by route pattern, method and status."
+    );
+    describe_counter!(
+        "botlist_http_requests_total",
+        "HTTP requests answered, by route pattern, method and status."
+    );
+    describe_gauge!(
+        "botlist_http_requests_in_flight",
+        "Requests being answered now."
+    );
+    describe_counter!(
+        "botlist_votes_total",
+        "Votes recorded (outcome=accepted) and refused because the user voted in the last 12 hours (outcome=refused_cooldown)."
+    );
+    describe_counter!("botlist_stats_posts_total", "Server-count posts stored.");
+    describe_counter!(
+        "botlist_rate_limit_refusals_total",
+        "Requests refused with 429, by key kind."
+    );
+    describe_gauge!(
+        "botlist_rate_limit_keys",
+        "Rate-limit keys the limiter holds."
+    );
+    describe_histogram!(
+        "botlist_journal_fsync_duration_seconds",
+        Unit::Seconds,
+        "Time of one journal fsync."
+    );
+    describe_counter!(
+        "botlist_journal_written_bytes_total",
+        Unit::Bytes,
+        "Bytes of records appended to the journal."
+    );
+    describe_counter!(
+        "botlist_journal_fsync_failures_total",
+        "Journal fsyncs that failed (writes are refused after the first)."
+    );
+    describe_histogram!(
+        "botlist_snapshot_duration_seconds",
+        Unit::Seconds,
+        "Time to capture and write a snapshot."
+    );
+    describe_gauge!(
+        "botlist_snapshot_size_bytes",
+        Unit::Bytes,
+        "Size of the last snapshot written."
+    );
+    describe_gauge!(
+        "botlist_snapshot_last_success_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time the last snapshot was written."
+    );
+    describe_counter!(
+        "botlist_webhook_deliveries_total",
+        "Webhook deliveries finished, by outcome (delivered, failed)."
+    );
+    describe_counter!(
+        "botlist_webhook_retries_total",
+        "Webhook attempts that failed and were scheduled again."
+    );
+    describe_gauge!(
+        "botlist_webhook_queue_depth",
+        "Webhook attempts scheduled and not yet started."
+    );
+    describe_histogram!(
+        "botlist_search_duration_seconds",
+        Unit::Seconds,
+        "Time to answer GET /bots (search and list)."
+    );
+    describe_gauge!("botlist_bots_listed", "Bots currently listed.");
+    describe_gauge!("botlist_profiles_listed", "User profiles currently held.");
+    describe_gauge!(
+        "botlist_build_info",
+        "Always 1; the labels say which build is running."
+    );
+}
+
+/// Every family shows from the first scrape, at zero, so dashboards and alerts never see a gap.
+fn register_all() {
+    for outcome in ["accepted", "refused_cooldown"] {
+        counter!("botlist_votes_total", "outcome" => outcome).absolute(0);
+    }
+    for kind in ["bot", "bots_ip", "users_ip"] {
+        counter!("botlist_rate_limit_refusals_total", "kind" => kind).absolute(0);
+    }
+    for outcome in ["delivered", "failed"] {
+        counter!("botlist_webhook_deliveries_total", "outcome" => outcome).absolute(0);
+    }
+    for name in [
+        "botlist_stats_posts_total",
+        "botlist_journal_written_bytes_total",
+        "botlist_journal_fsync_failures_total",
+        "botlist_webhook_retries_total",
+    ] {
+        counter!(name).absolute(0);
+    }
+    for name in [
+        "botlist_journal_fsync_duration_seconds",
+        "botlist_snapshot_duration_seconds",
+        "botlist_search_duration_seconds",
+    ] {
+        let _ = histogram!(name);
+    }
+    for name in [
+        "botlist_http_requests_in_flight",
+        "botlist_snapshot_size_bytes",
+        "botlist_snapshot_last_success_timestamp_seconds",
+        "botlist_webhook_queue_depth",
+        "botlist_profiles_listed",
+    ] {
+        let _ = gauge!(name);
+    }
+}
+
+/// The Prometheus text exposition, with gauges read at scrape time brought up to date.
+pub fn render(bots_listed: usize, limiter_keys: Option<usize>) -> String {
+    let Some(exporter) = exporter() else {
+        return String::new();
+    };
+    gauge!("botlist_bots_listed").set(bots_listed as f64);
+    gauge!("botlist_rate_limit_keys").set(limiter_keys.unwrap_or(0) as f64);
+    exporter.process.collect();
+    exporter.handle.render()
+}
+
+fn unix_seconds(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+// ---- instrumentation points: one call each ----
+
+/// A vote's outcome, counted; the result passes through.
+pub fn count_vote<T>(result: Result<T, Rejection>) -> Result<T, Rejection> {
+    match &result {
+        Ok(_) => counter!("botlist_votes_total", "outcome" => "accepted").increment(1),
+        Err(Rejection::AlreadyVoted { .. }) => {
+            counter!("botlist_votes_total", "outcome" => "refused_cooldown").increment(1);
+        }
+        Err(_) => {}
+    }
+    result
+}
+
+pub fn stats_posted() {
+    counter!("botlist_stats_posts_total").increment(1);
+}
+
+/// Which bucket kind a request drew from, kept for its log line; refusals counted.
+pub fn rate_key(request: &ServiceRequest, key: &RateKey, allowed: bool) {
+    let kind = match key {
+        RateKey::Bot(_) => "bot",
+        RateKey::BotsByIp(_) => "bots_ip",
+        RateKey::UsersByIp(_) => "users_ip",
+    };
+    request.extensions_mut().insert(RateKeyKind(kind));
+    if !allowed {
+        counter!("botlist_rate_limit_refusals_total", "kind" => kind).increment(1);
+    }
+}
+
+/// Runs one journal fsync, timing it and counting a failure.
+pub fn timed_fsync<T, E>(fsync: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    let started = Instant::now();
+    let result = fsync();
+    histogram!("botlist_journal_fsync_duration_seconds").record(started.elapsed().as_secs_f64());
+    if result.is_err() {
+        counter!("botlist_journal_fsync_failures_total").increment(1);
+    }
+    result
+}
+
+pub fn journal_written(bytes: usize) {
+    counter!("botlist_journal_written_bytes_total").increment(bytes as u64);
+}
+
+pub fn snapshot_written(started: Instant, bytes: u64) {
+    histogram!("botlist_snapshot_duration_seconds").record(started.elapsed().as_secs_f64());
+    gauge!("botlist_snapshot_size_bytes").set(bytes as f64);
+    gauge!("botlist_snapshot_last_success_timestamp_seconds").set(unix_seconds(SystemTime::now()));
+}
+
+pub fn profiles_listed(count: usize) {
+    gauge!("botlist_profiles_listed").set(count as f64);
+}
+
+pub fn webhook_queue(depth: usize) {
+    gauge!("botlist_webhook_queue_depth").set(depth as f64);
+}
+
+/// Logs and counts what an attempt's outcome made of a delivery: delivered, retrying or
+/// failed. Never the URL or the secret: the delivery id finds the rest in the admin API.
+pub fn webhook_outcome(bot: impl std::fmt::Display, delivery: &Delivery) {
+    let id = delivery.id;
+    let attempts = delivery.attempts;
+    let event = delivery.event.name();
+    match delivery.state {
+        DeliveryState::Delivered => {
+            counter!("botlist_webhook_deliveries_total", "outcome" => "delivered").increment(1);
+            tracing::info!(delivery = %id, %bot, event, attempts, status = delivery.last_status, "webhook delivered");
+        }
+        DeliveryState::Retrying => {
+            counter!("botlist_webhook_retries_total").increment(1);
+            let next = delivery.next_attempt_at.map(|t| t.to_string());
+            tracing::warn!(delivery = %id, %bot, event, attempts, status = delivery.last_status,
+                error = delivery.last_error.as_deref().unwrap_or(""), next_attempt_at = next.as_deref().unwrap_or(""),
+                "webhook attempt failed; retrying");
+        }
+        DeliveryState::Failed => {
+            counter!("botlist_webhook_deliveries_total", "outcome" => "failed").increment(1);
+            tracing::warn!(delivery = %id, %bot, event, attempts, status = delivery.last_status,
+                error = delivery.last_error.as_deref().unwrap_or(""), "webhook delivery failed; giving up");
+        }
+        DeliveryState::Pending => {}
+    }
+}
+
+// ---- the request middleware ----
+
+/// The request id of a request, in its extensions.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub HeaderValue);
+
+/// The rate-limit key kind a request was counted under, in its extensions.
+#[derive(Clone, Copy, Debug)]
+pub struct RateKeyKind(pub &'static str);
+
+/// The client's id when it is short visible ASCII, else a fresh one.
+fn request_id(headers: &HeaderMap) -> HeaderValue {
+    headers
+        .get(&REQUEST_ID)
+        .filter(|v| {
+            let bytes = v.as_bytes();
+            !bytes.is_empty()
+                && bytes.len() <= MAX_REQUEST_ID
+                && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+        })
+        .cloned()
+        .unwrap_or_else(generated_id)
+}
+
+/// 32 hex digits: a random half drawn once per process, then a counter. Unique without a
+/// system call per request; ids need not be secret, only distinct.
+fn generated_id() -> HeaderValue {
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = *PROCESS.get_or_init(|| {
+        let mut seed = [0u8; 8];
+        if getrandom::fill(&mut seed).is_err() {
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            seed = (nanos as u64 ^ u64::from(std::process::id())).to_le_bytes();
+        }
+        u64::from_le_bytes(seed)
+    });
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    HeaderValue::from_str(&format!("{process:016x}{n:016x}"))
+        .unwrap_or(HeaderValue::from_static("unknown"))
+}
+
+fn known_method(method: &Method) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    KNOWN
+        .into_iter()
+        .find(|known| *known == method.as_str())
+        .unwrap_or("other")
+}
+
+/// Counts a request in flight until dropped, however the request ends.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        gauge!("botlist_http_requests_in_flight").increment(1.0);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        gauge!("botlist_http_requests_in_flight").decrement(1.0);
+    }
+}
+
+/// Middleware, outermost: gives the request its id, and when answered writes its one log line
+/// and its metrics. The line holds no header, path or query as sent: only the route pattern.
+pub async fn observe(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let _in_flight = InFlight::enter();
+    let id = request_id(request.headers());
+    let method = known_method(request.method());
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let result = next.call(request).await;
+    let (status, route, key) = match &result {
+        Ok(response) => {
+            let request = response.request();
+            (
+                response.status(),
+                request.match_pattern(),
+                request.extensions().get::<RateKeyKind>().map(|k| k.0),
+            )
+        }
+        Err(error) => (error.as_response_error().status_code(), None, None),
+    };
+    let route = route.as_deref().unwrap_or("unmatched").to_owned();
+    let latency = started.elapsed();
+    record(method, &route, status, latency);
+    log_line(method, &route, status, latency, &id, key);
+    match result {
+        Ok(mut response) => {
+            response.headers_mut().insert(REQUEST_ID.clone(), id);
+            Ok(response)
+        }
+        // An error still unrendered (a panic, headers too large) gets the id when it is.
+        Err(mut error) => {
+            error.add_response_mapper(move |mut response| {
+                response
+                    .headers_mut()
+                    .insert(REQUEST_ID.clone(), id.clone());
+                response
+            });
+            Err(error)
+        }
+    }
+}
+
+fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
+    let labels = [
+        ("route", route.to_owned()),
+        ("method", method.to_owned()),
+        ("status", status.as_u16().to_string()),
+    ];
+    counter!("botlist_http_requests_total", &labels).increment(1);
+    histogram!("botlist_http_request_duration_seconds", &labels).record(latency.as_secs_f64());
+    if method == "GET" && route.ends_with("/bots") {
+        histogram!("botlist_search_duration_seconds").record(latency.as_secs_f64());
+    }
+}
+
+/// INFO for answers, DEBUG for a client's mistakes (4xx), ERROR for ours (5xx); the target
+/// `botlist::access` lets an operator raise or lower them alone.
+fn log_line(
+    method: &str,
+    route: &str,
+    status: StatusCode,
+    latency: Duration,
+    id: &HeaderValue,
+    key: Option<&'static str>,
+) {
+    let id = id.to_str().unwrap_or("");
+    let status = status.as_u16();
+    // Microsecond precision, without float noise in the printed value.
+    let latency_ms = (latency.as_secs_f64() * 1e6).round() / 1e3;
+    let key = key.unwrap_or("none");
+    macro_rules! line {
+        ($level:ident) => {
+            tracing::$level!(target: "botlist::access", method, route, status, latency_ms, request_id = id, rate_key = key, "request")
+        };
+    }
+    match status {
+        500.. => line!(error),
+        400..=499 => line!(debug),
+        _ => line!(info),
+    }
+}
