@@ -355,14 +355,23 @@ impl Handler<Redeliver> for BotActor {
 
 /// The latest deliveries, newest first.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<Delivery>, Rejection>")]
+#[rtype(result = "Result<DeliveryLog, Rejection>")]
 pub struct RecentDeliveries;
 
+/// The delivery log: the latest deliveries, and how many were given up for a full outbox.
+pub struct DeliveryLog {
+    pub recent: Vec<Delivery>,
+    pub given_up_full: u64,
+}
+
 impl Handler<RecentDeliveries> for BotActor {
-    type Result = ResponseFuture<Result<Vec<Delivery>, Rejection>>;
+    type Result = ResponseFuture<Result<DeliveryLog, Rejection>>;
 
     fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
-        self.when_seen_durable(self.state.deliveries.recent().cloned().collect())
+        self.when_seen_durable(DeliveryLog {
+            recent: self.state.deliveries.recent().cloned().collect(),
+            given_up_full: self.state.deliveries.given_up_full(),
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::Duration;
 use dashmap::DashMap;
+use rustc_hash::FxBuildHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::ids::Snowflake;
@@ -36,7 +37,7 @@ pub struct Voter {
 /// more are swept when the pool has doubled since the last sweep, so the pool follows the voters
 /// still shown, at O(1) amortised work per vote.
 pub struct VoterPool {
-    voters: DashMap<Snowflake, Arc<Voter>>,
+    voters: DashMap<Snowflake, Arc<Voter>, FxBuildHasher>,
     sweep_at: AtomicUsize,
 }
 
@@ -46,7 +47,7 @@ const MIN_SWEEP: usize = 4096;
 impl Default for VoterPool {
     fn default() -> Self {
         Self {
-            voters: DashMap::new(),
+            voters: DashMap::with_hasher(FxBuildHasher),
             sweep_at: AtomicUsize::new(MIN_SWEEP),
         }
     }
@@ -70,6 +71,29 @@ impl VoterPool {
         self.voters.insert(shared.id, Arc::clone(&shared));
         self.sweep_if_grown();
         shared
+    }
+
+    /// The shared copy of a voter read from a file, without building a new one when the pool
+    /// holds the same name and avatar already (a voter in many rings is read many times).
+    fn intern_stored(&self, stored: StoredVoter<'_>) -> Result<Arc<Voter>, String> {
+        if let Some(known) = self.voters.get(&stored.id) {
+            if known.username.as_str() == stored.username
+                && known.avatar.as_ref().map(HttpUrl::as_str) == stored.avatar.as_deref()
+            {
+                return Ok(Arc::clone(&known));
+            }
+        }
+        let voter = Voter {
+            id: stored.id,
+            username: VoterName::parse(stored.username.into_owned())
+                .map_err(|why| format!("username: {why}"))?,
+            avatar: stored
+                .avatar
+                .map(|url| HttpUrl::parse(url.into_owned()))
+                .transpose()
+                .map_err(|why| format!("avatar: {why}"))?,
+        };
+        Ok(self.intern(voter))
     }
 
     /// How many entries the pool holds for this user: 0 or 1.
@@ -117,9 +141,23 @@ impl Serialize for SharedVoter {
     }
 }
 
+/// A [`Voter`] as stored, its text borrowed from the file until it is known to be new.
+#[derive(Deserialize)]
+struct StoredVoter<'a> {
+    id: Snowflake,
+    #[serde(borrow)]
+    username: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    avatar: Option<std::borrow::Cow<'a, str>>,
+}
+
 impl<'de> Deserialize<'de> for SharedVoter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Voter::deserialize(deserializer).map(|voter| Self(VoterPool::global().intern(voter)))
+        let stored = StoredVoter::deserialize(deserializer)?;
+        VoterPool::global()
+            .intern_stored(stored)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -168,7 +206,7 @@ pub struct VoterRing {
     head: Link,
     tail: Link,
     #[serde(skip)]
-    index: HashMap<Snowflake, u32>,
+    index: HashMap<Snowflake, u32, FxBuildHasher>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -193,7 +231,7 @@ impl VoterRing {
             slots: Vec::new(),
             head: Link::NONE,
             tail: Link::NONE,
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 
@@ -279,15 +317,26 @@ impl VoterRing {
             newer = Link(at);
             next = slot.older.get();
         }
-        let ids: std::collections::HashSet<_> = self.slots.iter().map(|s| s.voter.0.id).collect();
-        if seen != len || newer != self.tail || ids.len() != len {
+        // The index, once built, holds one entry per distinct voter.
+        let distinct = if self.index.len() == len {
+            len
+        } else {
+            let ids: std::collections::HashSet<_, FxBuildHasher> =
+                self.slots.iter().map(|s| s.voter.0.id).collect();
+            ids.len()
+        };
+        if seen != len || newer != self.tail || distinct != len {
             return Err("the recent-voters ring does not hold each voter once".into());
         }
         Ok(())
     }
 
-    /// Rebuilds the user index, which is derived and so not stored in snapshots.
+    /// Rebuilds the user index, which is derived and so not stored in snapshots. An index that
+    /// already has an entry per slot is whole (it is kept up to date with every vote).
     pub fn reindex(&mut self) {
+        if !self.slots.is_empty() && self.index.len() == self.slots.len() {
+            return;
+        }
         self.index = self
             .slots
             .iter()
@@ -340,7 +389,7 @@ impl VoterRing {
 pub struct CheckWindow {
     queue: VecDeque<(Timestamp, Snowflake)>,
     #[serde(skip)]
-    latest: HashMap<Snowflake, Timestamp>,
+    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
     /// What `GET /bots/:id/check` reads without asking the actor: the votes known durable.
     #[serde(skip)]
     published: Arc<PublishedChecks>,
@@ -424,12 +473,12 @@ pub struct PublishedChecks {
 
 #[derive(Debug, Default)]
 struct Published {
-    latest: HashMap<Snowflake, Timestamp>,
+    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
     since_sweep: usize,
 }
 
 impl PublishedChecks {
-    fn of(latest: &HashMap<Snowflake, Timestamp>) -> Self {
+    fn of(latest: &HashMap<Snowflake, Timestamp, FxBuildHasher>) -> Self {
         Self {
             inner: parking_lot::RwLock::new(Published {
                 latest: latest.clone(),

@@ -279,7 +279,7 @@ impl Delivery {
 /// Kept in arrival order with an index by id and the sets of open and finished ones, so a vote,
 /// an attempt's outcome and the trimming each cost O(log n) whatever the number of open
 /// deliveries. Stored in files as the list of deliveries, newest first.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Deliveries {
     /// By arrival, oldest first.
     items: BTreeMap<u64, Delivery>,
@@ -394,6 +394,13 @@ impl Deliveries {
     /// The newest [`KEPT_DELIVERIES`], newest first.
     pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
         self.items.values().rev().take(KEPT_DELIVERIES)
+    }
+}
+
+/// The same deliveries in the same order, whatever their arrival numbers.
+impl PartialEq for Deliveries {
+    fn eq(&self, other: &Self) -> bool {
+        self.given_up_full == other.given_up_full && self.items.values().eq(other.items.values())
     }
 }
 

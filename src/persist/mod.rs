@@ -25,7 +25,9 @@ use snapshot::{SnapshotWriter, Written};
 use state::StoredBot;
 
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the small delivery records and the count of deliveries given up for a full
+/// outbox; files of version 1 read as they are.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.

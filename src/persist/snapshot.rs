@@ -251,14 +251,16 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if crc32fast::hash(payload) != crc {
         return Err(damaged("checksum mismatch"));
     }
-    let state: DirectoryState = super::decode(payload)
+    let mut state: DirectoryState = super::decode(payload)
         .map_err(|e| SnapshotError::Damaged(format!("the data does not decode: {e}")))?;
     if state.seq != seq {
         return Err(damaged(
             "the header and the data disagree on the sequence number",
         ));
     }
-    for bot in &state.bots {
+    for bot in &mut state.bots {
+        // The index is built once here, and used to check that each voter is there once.
+        bot.state.votes.recent.reindex();
         bot.state.votes.validate().map_err(|why| {
             SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id))
         })?;
