@@ -145,6 +145,9 @@ async fn read_bots(
                 Err(error) => return Err(format!("bot {} did not answer: {error}", bot.id)),
             }
         }
+        // The snapshot runs on a request worker's thread; when every bot answers at once this
+        // loop would not give the thread back, and that worker's other requests would wait.
+        tokio::task::yield_now().await;
     }
     Ok(())
 }
