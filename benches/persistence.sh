@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Persistence figures (issue 3): a benchmark that prints numbers, not a test.
+# Persistence and memory figures (issues 3 and 10): a benchmark that prints numbers, not a test.
 #
 #   benches/persistence.sh [BOTS] [VOTES]      (default 100000 bots, 5000000 votes)
+#   BEFORE=/path/to/botlist benches/persistence.sh    (also measures that build, side by side)
 #
-# Prints: generate time and snapshot size; startup time (load and replay) and resident memory;
-# snapshot write time on the running server and the longest request stall meanwhile, beside
-# the longest without a snapshot; vote-ingest throughput with --fsync always and never, in the
-# same run. Needs wrk (apt-get install wrk) and python3. Uses loopback only.
+# Prints, for this build (and BEFORE's): startup to `listening on`; resident memory after start;
+# peak resident memory (VmHWM, reset just before) across one POST /admin/snapshot; the snapshot's
+# time; the longest and p99 check latency during the snapshot beside those without one; bytes
+# per bot and per stored voter (recent-voters entry) from resident memory with and without the
+# votes. Then vote-ingest throughput with --fsync always and never (SKIP_INGEST=1 skips it).
+# Needs wrk (apt-get install wrk) and python3. Uses loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BOTS=${1:-100000}
@@ -19,56 +22,94 @@ WORK=$(mktemp -d /tmp/botlist-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 ms() { date +%s%3N; }
-rss_mb() { awk '/VmRSS/ {printf "%.0f", $2/1024}' /proc/"$1"/status; }
+kb() { awk -v k="$2" '$1 == k":" {print $2}' /proc/"$1"/status; }
 
-start_server() { # dir port extra...
-  local dir=$1 port=$2; shift 2
-  "$BIN" serve --bind 127.0.0.1:"$port" --data-dir "$dir" --admin-token "$ADMIN" \
+start_server() { # bin dir port extra...
+  local bin=$1 dir=$2 port=$3; shift 3
+  "$bin" serve --bind 127.0.0.1:"$port" --data-dir "$dir" --admin-token "$ADMIN" \
     --snapshot-interval 0 "$@" > "$WORK/out-$port" 2> "$WORK/err-$port" &
   SERVER=$!
   local t0; t0=$(ms)
   until grep -q "listening on" "$WORK/out-$port" 2>/dev/null; do
     kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/err-$port" >&2; exit 1; }
-    sleep 0.05
+    sleep 0.02
   done
   STARTUP_MS=$(( $(ms) - t0 ))
 }
+stop_server() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; }
 
-echo "== generate $BOTS bots, $VOTES votes"
-t0=$(ms)
-"$BIN" generate --bots "$BOTS" --votes "$VOTES" --out "$WORK/big" | tee "$WORK/generate.out"
-echo "generate: $(( $(ms) - t0 )) ms, snapshot $(du -m "$WORK"/big/snapshot-*.msgpack | cut -f1) MB"
-BOT=$(awk '/a bot id:/ {print $4}' "$WORK/generate.out")
-TOKEN=$(awk '/its token:/ {print $3}' "$WORK/generate.out")
+# Each build generates its own directories (the same seed gives the same data), so each reads
+# files of its own format; this build's generate also counts the recent-voters entries.
+generate() { # name bin
+  local name=$1 bin=$2 t0
+  echo "== $name: generate $BOTS bots, $VOTES votes (and the same bots without votes)"
+  t0=$(ms)
+  "$bin" generate --bots "$BOTS" --votes "$VOTES" --out "$WORK/big-$name" | tee "$WORK/generate-$name.out"
+  echo "generate: $(( $(ms) - t0 )) ms, snapshot $(du -m "$WORK"/big-"$name"/snapshot-*.msgpack | cut -f1) MB"
+  "$bin" generate --bots "$BOTS" --votes 0 --out "$WORK/bots-$name" > /dev/null
+}
+generate after "$BIN"
+STORED=$(awk '/recent voters stored:/ {print $4}' "$WORK/generate-after.out")
 
-echo "== startup on the large directory"
-start_server "$WORK/big" 18300
-echo "startup (load, replay, bind): $STARTUP_MS ms; resident memory $(rss_mb "$SERVER") MB"
+measure() { # name bin
+  local name=$1 bin=$2 dir
+  [ -d "$WORK/big-$name" ] || generate "$name" "$bin"
+  local bot token
+  bot=$(awk '/a bot id:/ {print $4}' "$WORK/generate-$name.out")
+  token=$(awk '/its token:/ {print $3}' "$WORK/generate-$name.out")
+  echo "== $name ($bin)"
+  mkdir -p "$WORK/empty-$name"
+  start_server "$bin" "$WORK/empty-$name" 18300
+  local empty; empty=$(kb "$SERVER" VmRSS); stop_server
+  start_server "$bin" "$WORK/bots-$name" 18300
+  local bots; bots=$(kb "$SERVER" VmRSS); stop_server
+  start_server "$bin" "$WORK/big-$name" 18300
+  local startup=$STARTUP_MS full; full=$(kb "$SERVER" VmRSS)
+  local start_hwm; start_hwm=$(kb "$SERVER" VmHWM)
+  local url="http://127.0.0.1:18300/api/v1/bots/$bot/check?userId=1"
+  python3 benches/probe.py "$url" 3 2 "$token" > "$WORK/baseline-$name.json"
+  python3 benches/probe.py "$url" 12 2 "$token" > "$WORK/during-$name.json" &
+  local probe=$!
+  sleep 1
+  echo 5 > /proc/"$SERVER"/clear_refs   # resets VmHWM: the peak below is the snapshot's
+  local t0; t0=$(ms)
+  curl -s -X POST -H "Authorization: $ADMIN" "http://127.0.0.1:18300/api/v1/admin/snapshot" > /dev/null
+  local snap=$(( $(ms) - t0 ))
+  local snap_hwm; snap_hwm=$(kb "$SERVER" VmHWM)
+  wait $probe
+  local after; after=$(kb "$SERVER" VmRSS)
+  stop_server
+  python3 - "$name" "$startup" "$start_hwm" "$full" "$snap_hwm" "$after" "$snap" "$empty" "$bots" \
+    "$BOTS" "$STORED" "$WORK/baseline-$name.json" "$WORK/during-$name.json" <<'PY' | tee -a "$WORK/table"
+import json, sys
+(name, startup, start_hwm, full, snap_hwm, after, snap, empty, bots, nbots, stored,
+ base, during) = sys.argv[1:]
+base, during = json.load(open(base)), json.load(open(during))
+mib = lambda kb: f"{int(kb) / 1024:.0f} MiB"
+per_bot = (int(bots) - int(empty)) * 1024 / int(nbots)
+per_voter = (int(full) - int(bots)) * 1024 / int(stored)
+print(f"{name}: startup {int(startup)} ms | RSS after start {mib(full)} (peak {mib(start_hwm)}) | "
+      f"peak RSS across snapshot {mib(snap_hwm)} | RSS after {mib(after)} | snapshot {snap} ms | "
+      f"check max {base['max_ms']:.1f} ms (p99 {base['p99_ms']:.1f}) without, "
+      f"max {during['max_ms']:.1f} ms (p99 {during['p99_ms']:.1f}) during the snapshot | "
+      f"{per_bot:.0f} B per bot, {per_voter:.0f} B per stored voter")
+PY
+}
 
-echo "== the longest request stall while a snapshot is written"
-# The vote check goes through the bot's actor, which the snapshot also asks for its state.
-URL="http://127.0.0.1:18300/api/v1/bots/$BOT/check?userId=1"
-python3 benches/probe.py "$URL" 3 2 "$TOKEN" > "$WORK/baseline.json"
-echo "without a snapshot: $(cat "$WORK/baseline.json")"
-python3 benches/probe.py "$URL" 12 2 "$TOKEN" > "$WORK/during.json" &
-PROBE=$!
-sleep 1
-t0=$(ms)
-curl -s -X POST -H "Authorization: $ADMIN" "http://127.0.0.1:18300/api/v1/admin/snapshot"; echo
-echo "snapshot on the running server: $(( $(ms) - t0 )) ms"
-wait $PROBE
-echo "during a snapshot:  $(cat "$WORK/during.json")"
-echo "resident memory after the snapshot: $(rss_mb "$SERVER") MB"
-kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+[ -n "${BEFORE:-}" ] && measure before "$BEFORE"
+measure after "$BIN"
+echo "== summary ($STORED stored voters over $BOTS bots)"
+cat "$WORK/table"
 
+[ -n "${SKIP_INGEST:-}" ] && exit 0
 echo "== vote ingest: --fsync always against never (same run, fresh directories)"
 for mode in always never; do
   mkdir -p "$WORK/votes-$mode"
-  start_server "$WORK/votes-$mode" 18310 --fsync "$mode"
+  start_server "$BIN" "$WORK/votes-$mode" 18310 --fsync "$mode"
   bot=$(curl -s -X POST -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
     -d '{"platform_id":"42","name":"Bench","username":"bench","short_description":"bench"}' \
     http://127.0.0.1:18310/api/v1/admin/bots | python3 -c 'import sys,json; print(json.load(sys.stdin)["bot"]["id"])')
   wrk -t2 -c32 -d10s -s benches/votes.lua http://127.0.0.1:18310 -- "$bot" "$ADMIN" 2>&1 \
     | grep -E "Requests/sec|Latency|requests in" | sed "s/^/fsync $mode: /"
-  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+  stop_server
 done

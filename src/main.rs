@@ -134,6 +134,13 @@ fn generate(args: &GenerateArgs) -> ExitCode {
                 built.as_secs_f64(),
                 (started.elapsed() - built).as_secs_f64()
             );
+            let stored: usize = generated
+                .state
+                .bots
+                .iter()
+                .map(|bot| bot.state.votes.recent.len())
+                .sum();
+            println!("  recent voters stored: {stored}");
             println!("  a bot id:    {}", generated.info.bot_id);
             println!("  its token:   {}", generated.info.bot_token.as_str());
             ExitCode::SUCCESS

@@ -13,11 +13,10 @@ use arc_swap::ArcSwap;
 use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
-use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
-use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
+use crate::domain::webhook::{Attempt, Delivery};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::Record;
@@ -73,27 +72,37 @@ impl BotActor {
         }
     }
 
-    /// Keeps a delivery in the outbox, journals it, and schedules its next attempt if it has one.
+    /// Keeps a new delivery in the outbox, journals it, and schedules its first attempt; past the
+    /// open limit the oldest open ones are given up, journaled by id only.
     fn save_delivery(&mut self, delivery: Delivery) -> Durable {
-        self.state.deliveries.save(delivery.clone());
         let bot = self.state.listing.id;
+        self.schedule(&delivery);
         let durable = self.journal(Record::DeliverySaved {
             bot,
             delivery: delivery.clone(),
         });
-        self.schedule(&delivery);
-        for overflow in self.state.deliveries.overflow() {
-            let mut given_up = overflow;
-            given_up.state = DeliveryState::Failed;
-            given_up.next_attempt_at = None;
-            given_up.last_error = Some("the outbox of this bot is full".into());
-            self.state.deliveries.save(given_up.clone());
-            self.journal(Record::DeliverySaved {
-                bot,
-                delivery: given_up,
-            });
+        self.state.deliveries.save(delivery);
+        let given_up = self.state.deliveries.give_up_overflow();
+        if given_up.is_empty() {
+            return durable;
         }
-        durable
+        for id in &given_up {
+            self.attempts.remove(id);
+        }
+        self.journal(Record::OutboxOverflowed { bot, given_up })
+    }
+
+    /// Keeps what happened to a delivery already in the outbox, journals only that, and
+    /// schedules its next attempt if it has one.
+    fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
+        let progress = delivery.progress();
+        self.state.deliveries.update(delivery.id, progress.clone());
+        self.schedule(delivery);
+        self.journal(Record::DeliveryProgressed {
+            bot: self.state.listing.id,
+            delivery: delivery.id,
+            progress,
+        })
     }
 
     /// Hands an open delivery's next attempt to the dispatcher, replacing any attempt
@@ -204,13 +213,15 @@ impl Handler<RecordVote> for BotActor {
         };
         self.recent_voters = None;
         let bot = self.state.listing.id;
+        let checks = Arc::clone(self.state.votes.window.published());
+        let user = voter.id;
         let (mut durable, _) = self.commit(
             Record::Voted {
                 bot,
                 voter: voter.clone(),
                 at,
             },
-            None,
+            Some(Box::new(move || checks.publish(user, at))),
         );
         if self.state.webhook.url.is_some() {
             let delivery = Delivery::vote(Uuid::new_v4(), &self.state.listing, &voter, at, counts);
@@ -245,7 +256,7 @@ impl Handler<PrepareAttempt> for BotActor {
                 Attempt::Refused("the bot no longer has a webhook_url".into()),
                 self.clock.now(),
             );
-            self.save_delivery(given_up);
+            self.progress_delivery(&given_up);
             return None;
         };
         let format = self.state.webhook.format;
@@ -291,7 +302,7 @@ impl Handler<DeliveryOutcome> for BotActor {
         }
         delivery.record(outcome.attempt, self.clock.now());
         crate::telemetry::webhook_outcome(self.state.listing.id, &delivery);
-        self.save_delivery(delivery);
+        self.progress_delivery(&delivery);
     }
 }
 
@@ -340,39 +351,35 @@ impl Handler<Redeliver> for BotActor {
             });
         }
         delivery.requeue(self.clock.now());
-        when_durable(self.save_delivery(delivery.clone()), delivery)
+        when_durable(self.progress_delivery(&delivery), delivery)
     }
 }
 
 /// The latest deliveries, newest first.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<Delivery>, Rejection>")]
+#[rtype(result = "Result<DeliveryLog, Rejection>")]
 pub struct RecentDeliveries;
 
-impl Handler<RecentDeliveries> for BotActor {
-    type Result = ResponseFuture<Result<Vec<Delivery>, Rejection>>;
-
-    fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
-        self.when_seen_durable(self.state.deliveries.recent().cloned().collect())
-    }
+/// The delivery log: the latest deliveries, and how many were given up for a full outbox.
+pub struct DeliveryLog {
+    pub recent: Vec<Delivery>,
+    pub given_up_full: u64,
 }
 
-/// Whether the user's latest vote is still active.
-#[derive(Message)]
-#[rtype(result = "Result<bool, Rejection>")]
-pub struct CheckVote(pub Snowflake);
+impl Handler<RecentDeliveries> for BotActor {
+    type Result = ResponseFuture<Result<DeliveryLog, Rejection>>;
 
-impl Handler<CheckVote> for BotActor {
-    type Result = ResponseFuture<Result<bool, Rejection>>;
-
-    fn handle(&mut self, CheckVote(user): CheckVote, _: &mut Self::Context) -> Self::Result {
-        self.when_seen_durable(self.state.votes.has_voted(user, self.clock.now()))
+    fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
+        self.when_seen_durable(DeliveryLog {
+            recent: self.state.deliveries.recent().cloned().collect(),
+            given_up_full: self.state.deliveries.given_up_full(),
+        })
     }
 }
 
 #[derive(Clone, Debug)]
 pub struct RecentVoter {
-    pub voter: Voter,
+    pub voter: Arc<Voter>,
     pub voted_at: Timestamp,
 }
 
@@ -389,9 +396,9 @@ impl Handler<RecentVoters> for BotActor {
             self.state
                 .votes
                 .recent
-                .iter()
+                .iter_shared()
                 .map(|(voter, voted_at)| RecentVoter {
-                    voter: voter.clone(),
+                    voter: Arc::clone(voter),
                     voted_at,
                 })
                 .collect()
@@ -477,9 +484,8 @@ impl Handler<Stop> for BotActor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::bot::NewBot;
-    use crate::domain::bot::ServerCount;
-    use crate::domain::ids::BotId;
+    use crate::domain::bot::{NewBot, ServerCount};
+    use crate::domain::ids::{BotId, Snowflake};
     use crate::domain::text::VoterName;
     use crate::domain::time::ManualClock;
     use chrono::Duration;
@@ -525,23 +531,14 @@ mod tests {
         let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
-        assert_eq!(
-            bot.send(CheckVote(Snowflake::from_u64(1)))
-                .await
-                .expect("delivered"),
-            Ok(true)
-        );
+        let checks = Arc::clone(&published.load().checks);
+        assert!(checks.is_active(Snowflake::from_u64(1), clock.now()));
 
         let again = bot.send(RecordVote(voter(1))).await.expect("delivered");
         assert!(matches!(again, Err(Rejection::AlreadyVoted { .. })));
 
         clock.advance(Duration::hours(12));
-        assert_eq!(
-            bot.send(CheckVote(Snowflake::from_u64(1)))
-                .await
-                .expect("delivered"),
-            Ok(false)
-        );
+        assert!(!checks.is_active(Snowflake::from_u64(1), clock.now()));
         bot.send(RecordVote(voter(2)))
             .await
             .expect("delivered")

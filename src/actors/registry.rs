@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use arc_swap::ArcSwap;
 
-use super::bot::{ApplyPatch, BotActor, ReadState, Stop};
+use super::bot::{ApplyPatch, BotActor, Stop};
 use super::directory::{BotHandle, Directory};
 use super::when_durable;
 use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
@@ -261,50 +261,37 @@ impl Handler<LoadDirectory> for Registry {
     }
 }
 
-/// Every actor's state, for a snapshot. Bots are read one message each while requests go on;
-/// what changes meanwhile is in the journal after `seq` and replay skips what a bot already has.
+/// What a snapshot starts from: the registry's own state, and every listed bot to read next.
+pub struct Captured {
+    /// Every record up to this one is in what the snapshot will hold.
+    pub seq: u64,
+    pub registry_seq: u64,
+    pub profiles: Vec<Profile>,
+    pub bots: Vec<(Arc<BotHandle>, TokenHash)>,
+    pub directory: Arc<Directory>,
+}
+
+/// The registry's part of a snapshot. The bots are read afterwards, one message each while
+/// requests go on, and written as they come; what changes meanwhile is in the journal after
+/// `seq`, and replay skips what a bot already has.
 #[derive(Message)]
-#[rtype(result = "Result<DirectoryState, String>")]
+#[rtype(result = "Captured")]
 pub struct Capture;
 
 impl Handler<Capture> for Registry {
-    type Result = ResponseFuture<Result<DirectoryState, String>>;
+    type Result = MessageResult<Capture>;
 
     fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
-        let seq = self.journal.last_seq();
-        let registry_seq = self.last_seq;
-        let profiles: Vec<Profile> = self.profiles.values().cloned().collect();
-        let bots: Vec<(Arc<BotHandle>, TokenHash)> = self
-            .bots
-            .values()
-            .map(|entry| (Arc::clone(&entry.handle), entry.token))
-            .collect();
-        let directory = Arc::clone(&self.directory);
-        Box::pin(async move {
-            let mut stored = Vec::with_capacity(bots.len());
-            for chunk in bots.chunks(256) {
-                let reads = chunk.iter().map(|(bot, _)| bot.addr.send(ReadState));
-                let states = futures_util::future::join_all(reads).await;
-                for ((bot, token), state) in chunk.iter().zip(states) {
-                    match state {
-                        Ok(state) => stored.push(StoredBot {
-                            state,
-                            token: *token,
-                        }),
-                        // Delisted meanwhile: the delisting is in the journal after `seq`.
-                        Err(_) if directory.get(bot.id).is_none() => {}
-                        Err(error) => {
-                            return Err(format!("bot {} did not answer: {error}", bot.id))
-                        }
-                    }
-                }
-            }
-            Ok(DirectoryState {
-                seq,
-                registry_seq,
-                profiles,
-                bots: stored,
-            })
+        MessageResult(Captured {
+            seq: self.journal.last_seq(),
+            registry_seq: self.last_seq,
+            profiles: self.profiles.values().cloned().collect(),
+            bots: self
+                .bots
+                .values()
+                .map(|entry| (Arc::clone(&entry.handle), entry.token))
+                .collect(),
+            directory: Arc::clone(&self.directory),
         })
     }
 }

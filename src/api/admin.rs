@@ -354,13 +354,17 @@ pub async fn send_test(
     ))
 }
 
+/// How many open deliveries were given up because the bot's outbox was full.
+const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
+
 /// The bot's latest webhook deliveries.
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
     params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
     security(("admin_token" = [])),
     responses(
-        (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>),
+        (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>,
+            headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
     )
 )]
 pub async fn deliveries(
@@ -369,9 +373,14 @@ pub async fn deliveries(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
-    let deliveries = bot.ask(RecentDeliveries).await??;
-    let views: Vec<DeliveryView<'_>> = deliveries.iter().map(DeliveryView::from).collect();
-    Ok(reply::ok(&views))
+    let log = bot.ask(RecentDeliveries).await??;
+    let views: Vec<DeliveryView<'_>> = log.recent.iter().map(DeliveryView::from).collect();
+    let mut response = reply::ok(&views);
+    response.headers_mut().insert(
+        actix_web::http::header::HeaderName::from_static(GIVEN_UP_HEADER),
+        log.given_up_full.into(),
+    );
+    Ok(response)
 }
 
 /// Deliver a webhook event again.

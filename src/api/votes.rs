@@ -8,7 +8,7 @@ use super::bots::{find_bot, own_bot, token_bot};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{snowflake_param, BotToken};
 use super::{reply, AppState};
-use crate::actors::bot::{CheckVote, RecentVoters};
+use crate::actors::bot::RecentVoters;
 use crate::actors::directory::BotHandle;
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
@@ -99,7 +99,7 @@ pub async fn check(
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let bot = find_bot(&state, &id)?;
-    check_vote(&bot, &request).await
+    check_vote(&bot, &state, &request)
 }
 
 /// The classic route: whether a user voted for the token's bot in the last 12 hours.
@@ -117,12 +117,18 @@ pub async fn own_check(
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    check_vote(&*token_bot(&state, token.0)?, &request).await
+    check_vote(&*token_bot(&state, token.0)?, &state, &request)
 }
 
-async fn check_vote(bot: &BotHandle, request: &HttpRequest) -> Result<HttpResponse, ApiError> {
+/// Read from what the bot's actor published, without queueing behind its votes: only durable
+/// votes are there, so the answer never shows one that was not acknowledged.
+fn check_vote(
+    bot: &BotHandle,
+    state: &AppState,
+    request: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
     let user = snowflake_param(request.query_string(), "userId")?;
-    let voted = bot.ask(CheckVote(user)).await??;
+    let voted = bot.view.load().checks.is_active(user, state.clock.now());
     Ok(reply::ok(&VoteCheck {
         voted: voted.into(),
     }))

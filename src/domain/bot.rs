@@ -14,7 +14,7 @@ use super::text::{
     Tags, WebhookSecret,
 };
 use super::time::Timestamp;
-use super::votes::{MonthlyCount, VoteBook};
+use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
 use super::webhook::{Deliveries, WebhookFormat};
 
 /// A server count: an integer a JavaScript client can hold exactly (0 ..= 2^53 - 1).
@@ -351,6 +351,7 @@ impl BotState {
             monthly: self.votes.monthly,
             server_count: self.server_count,
             updated_at: self.updated_at,
+            checks: Arc::clone(self.votes.window.published()),
         }
     }
 }
@@ -364,6 +365,9 @@ pub struct BotView {
     pub monthly: MonthlyCount,
     pub server_count: Option<ServerCount>,
     pub updated_at: Timestamp,
+    /// Who has an active vote, as far as it is durable: read by `GET /bots/:id/check` without
+    /// asking the actor, written only by the actor's publications.
+    pub checks: Arc<PublishedChecks>,
 }
 
 impl BotView {

@@ -1,9 +1,13 @@
 //! A bot's votes: the recent-voters ring, the 12-hour check window and the counts.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use chrono::Duration;
-use serde::{Deserialize, Serialize};
+use dashmap::DashMap;
+use rustc_hash::FxBuildHasher;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::ids::Snowflake;
 use super::text::{HttpUrl, VoterName};
@@ -25,6 +29,172 @@ pub struct Voter {
     pub avatar: Option<HttpUrl>,
 }
 
+/// Every voter the service holds, once: a user who voted for 50 bots has one copy of their
+/// name and avatar, shared by the 50 recent-voters rings (and by replay and snapshots).
+///
+/// Keyed by user: the entry is the user's latest name and avatar. A ring that still shows an older
+/// name keeps its own copy of that older voter until it is replaced. Entries no ring holds any
+/// more are swept when the pool has doubled since the last sweep, so the pool follows the voters
+/// still shown, at O(1) amortised work per vote.
+pub struct VoterPool {
+    voters: DashMap<Snowflake, Arc<Voter>, FxBuildHasher>,
+    sweep_at: AtomicUsize,
+}
+
+/// The pool is not swept below this many entries.
+const MIN_SWEEP: usize = 4096;
+
+impl Default for VoterPool {
+    fn default() -> Self {
+        Self {
+            voters: DashMap::with_hasher(FxBuildHasher),
+            sweep_at: AtomicUsize::new(MIN_SWEEP),
+        }
+    }
+}
+
+impl VoterPool {
+    /// The pool every ring of the process shares.
+    pub fn global() -> &'static VoterPool {
+        static POOL: OnceLock<VoterPool> = OnceLock::new();
+        POOL.get_or_init(VoterPool::default)
+    }
+
+    /// The shared copy of this voter: the pool's when it holds the same name and avatar.
+    pub fn intern(&self, voter: Voter) -> Arc<Voter> {
+        if let Some(known) = self.voters.get(&voter.id) {
+            if **known == voter {
+                return Arc::clone(&known);
+            }
+        }
+        let shared = Arc::new(voter);
+        self.voters.insert(shared.id, Arc::clone(&shared));
+        self.sweep_if_grown();
+        shared
+    }
+
+    /// The shared copy of a voter read from a file, without building a new one when the pool
+    /// holds the same name and avatar already (a voter in many rings is read many times).
+    fn intern_stored(&self, stored: StoredVoter<'_>) -> Result<Arc<Voter>, String> {
+        if let Some(known) = self.voters.get(&stored.id) {
+            if known.username.as_str() == stored.username
+                && known.avatar.as_ref().map(HttpUrl::as_str) == stored.avatar.as_deref()
+            {
+                return Ok(Arc::clone(&known));
+            }
+        }
+        let voter = Voter {
+            id: stored.id,
+            username: VoterName::parse(stored.username.into_owned())
+                .map_err(|why| format!("username: {why}"))?,
+            avatar: stored
+                .avatar
+                .map(|url| HttpUrl::parse(url.into_owned()))
+                .transpose()
+                .map_err(|why| format!("avatar: {why}"))?,
+        };
+        Ok(self.intern(voter))
+    }
+
+    /// How many entries the pool holds for this user: 0 or 1.
+    pub fn entries_for(&self, user: Snowflake) -> usize {
+        usize::from(self.voters.contains_key(&user))
+    }
+
+    /// Entries in the pool.
+    pub fn len(&self) -> usize {
+        self.voters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.voters.is_empty()
+    }
+
+    fn sweep_if_grown(&self) {
+        let threshold = self.sweep_at.load(Ordering::Relaxed);
+        if self.voters.len() <= threshold {
+            return;
+        }
+        // One thread sweeps; the others go on.
+        if self
+            .sweep_at
+            .compare_exchange(threshold, usize::MAX, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        // The shard's write lock is held while each entry is looked at, and every clone is taken
+        // under its read lock: a count of 1 means no ring holds the voter and none can start to.
+        self.voters.retain(|_, voter| Arc::strong_count(voter) > 1);
+        let next = (self.voters.len() * 2).max(MIN_SWEEP);
+        self.sweep_at.store(next, Ordering::Release);
+    }
+}
+
+/// A voter as a ring holds it: the pool's shared copy. Stored in files as the voter itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SharedVoter(Arc<Voter>);
+
+impl Serialize for SharedVoter {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// A [`Voter`] as stored, its text borrowed from the file until it is known to be new.
+#[derive(Deserialize)]
+struct StoredVoter<'a> {
+    id: Snowflake,
+    #[serde(borrow)]
+    username: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    avatar: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for SharedVoter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let stored = StoredVoter::deserialize(deserializer)?;
+        VoterPool::global()
+            .intern_stored(stored)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A link in the ring: a slot number, or none. Four bytes instead of an `Option<u32>`'s eight,
+/// stored in files as the `Option<u32>` it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Link(u32);
+
+impl Link {
+    const NONE: Link = Link(u32::MAX);
+
+    fn get(self) -> Option<u32> {
+        (self != Self::NONE).then_some(self.0)
+    }
+}
+
+impl From<Option<u32>> for Link {
+    fn from(slot: Option<u32>) -> Self {
+        slot.map_or(Self::NONE, Link)
+    }
+}
+
+impl Serialize for Link {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Link {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Option::<u32>::deserialize(deserializer)? {
+            Some(u32::MAX) => Err(serde::de::Error::custom("a slot number out of range")),
+            slot => Ok(slot.into()),
+        }
+    }
+}
+
 /// The last [`RECENT_VOTERS`] distinct voters, most recent first, with O(1) work per vote.
 ///
 /// A doubly linked list threaded through a slab, plus an index from user to slot: a returning
@@ -33,18 +203,18 @@ pub struct Voter {
 pub struct VoterRing {
     capacity: usize,
     slots: Vec<Slot>,
-    head: Option<u32>,
-    tail: Option<u32>,
+    head: Link,
+    tail: Link,
     #[serde(skip)]
-    index: HashMap<Snowflake, u32>,
+    index: HashMap<Snowflake, u32, FxBuildHasher>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Slot {
-    voter: Voter,
+    voter: SharedVoter,
     voted_at: Timestamp,
-    newer: Option<u32>,
-    older: Option<u32>,
+    newer: Link,
+    older: Link,
 }
 
 impl Default for VoterRing {
@@ -59,9 +229,9 @@ impl VoterRing {
         Self {
             capacity,
             slots: Vec::new(),
-            head: None,
-            tail: None,
-            index: HashMap::new(),
+            head: Link::NONE,
+            tail: Link::NONE,
+            index: HashMap::default(),
         }
     }
 
@@ -78,40 +248,49 @@ impl VoterRing {
         if let Some(&slot) = self.index.get(&voter.id) {
             self.unlink(slot);
             let entry = &mut self.slots[slot as usize];
-            entry.voter = voter;
+            if *entry.voter.0 != voter {
+                entry.voter = SharedVoter(VoterPool::global().intern(voter));
+            }
             entry.voted_at = voted_at;
             self.push_front(slot);
             return;
         }
+        let id = voter.id;
+        let voter = SharedVoter(VoterPool::global().intern(voter));
         let slot = if self.slots.len() < self.capacity {
             self.slots.push(Slot {
-                voter: voter.clone(),
+                voter,
                 voted_at,
-                newer: None,
-                older: None,
+                newer: Link::NONE,
+                older: Link::NONE,
             });
             (self.slots.len() - 1) as u32
         } else {
             // Full: the oldest voter's slot is reused for the new one.
-            let oldest = self.tail.expect("a full ring has a tail");
+            let oldest = self.tail.get().expect("a full ring has a tail");
             self.unlink(oldest);
             let entry = &mut self.slots[oldest as usize];
-            self.index.remove(&entry.voter.id);
-            entry.voter = voter.clone();
+            self.index.remove(&entry.voter.0.id);
+            entry.voter = voter;
             entry.voted_at = voted_at;
             oldest
         };
-        self.index.insert(voter.id, slot);
+        self.index.insert(id, slot);
         self.push_front(slot);
     }
 
     /// Voters from the most recent, each once.
     pub fn iter(&self) -> impl Iterator<Item = (&Voter, Timestamp)> + '_ {
-        let mut next = self.head;
+        self.iter_shared().map(|(voter, at)| (&**voter, at))
+    }
+
+    /// As [`Self::iter`], with the shared copies, to hand out without copying names.
+    pub fn iter_shared(&self) -> impl Iterator<Item = (&Arc<Voter>, Timestamp)> + '_ {
+        let mut next = self.head.get();
         std::iter::from_fn(move || {
             let slot = &self.slots[next? as usize];
-            next = slot.older;
-            Some((&slot.voter, slot.voted_at))
+            next = slot.older.get();
+            Some((&slot.voter.0, slot.voted_at))
         })
     }
 
@@ -123,8 +302,8 @@ impl VoterRing {
         }
         let len = self.slots.len();
         let mut seen = 0usize;
-        let mut newer: Option<u32> = None;
-        let mut next = self.head;
+        let mut newer = Link::NONE;
+        let mut next = self.head.get();
         while let Some(at) = next {
             let slot = self
                 .slots
@@ -135,24 +314,41 @@ impl VoterRing {
             if seen > len {
                 return Err("the recent-voters ring loops".into());
             }
-            newer = Some(at);
-            next = slot.older;
+            newer = Link(at);
+            next = slot.older.get();
         }
-        let ids: std::collections::HashSet<_> = self.slots.iter().map(|s| s.voter.id).collect();
-        if seen != len || newer != self.tail || ids.len() != len {
+        // The index, once built, holds one entry per distinct voter.
+        let distinct = if self.index.len() == len {
+            len
+        } else {
+            let ids: std::collections::HashSet<_, FxBuildHasher> =
+                self.slots.iter().map(|s| s.voter.0.id).collect();
+            ids.len()
+        };
+        if seen != len || newer != self.tail || distinct != len {
             return Err("the recent-voters ring does not hold each voter once".into());
         }
         Ok(())
     }
 
-    /// Rebuilds the user index, which is derived and so not stored in snapshots.
+    /// Rebuilds the user index, which is derived and so not stored in snapshots. An index that
+    /// already has an entry per slot is whole (it is kept up to date with every vote).
     pub fn reindex(&mut self) {
+        if !self.slots.is_empty() && self.index.len() == self.slots.len() {
+            return;
+        }
         self.index = self
             .slots
             .iter()
             .enumerate()
-            .map(|(slot, entry)| (entry.voter.id, slot as u32))
+            .map(|(slot, entry)| (entry.voter.0.id, slot as u32))
             .collect();
+    }
+
+    /// Bytes this ring holds apart from the shared voters, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.index.capacity() * (std::mem::size_of::<(Snowflake, u32)>() + 1)
     }
 
     fn unlink(&mut self, slot: u32) {
@@ -160,11 +356,11 @@ impl VoterRing {
             let entry = &self.slots[slot as usize];
             (entry.newer, entry.older)
         };
-        match newer {
+        match newer.get() {
             Some(n) => self.slots[n as usize].older = older,
             None => self.head = older,
         }
-        match older {
+        match older.get() {
             Some(o) => self.slots[o as usize].newer = newer,
             None => self.tail = newer,
         }
@@ -174,14 +370,14 @@ impl VoterRing {
         let old_head = self.head;
         {
             let entry = &mut self.slots[slot as usize];
-            entry.newer = None;
+            entry.newer = Link::NONE;
             entry.older = old_head;
         }
-        match old_head {
-            Some(h) => self.slots[h as usize].newer = Some(slot),
-            None => self.tail = Some(slot),
+        match old_head.get() {
+            Some(h) => self.slots[h as usize].newer = Link(slot),
+            None => self.tail = Link(slot),
         }
-        self.head = Some(slot);
+        self.head = Link(slot);
     }
 }
 
@@ -193,7 +389,10 @@ impl VoterRing {
 pub struct CheckWindow {
     queue: VecDeque<(Timestamp, Snowflake)>,
     #[serde(skip)]
-    latest: HashMap<Snowflake, Timestamp>,
+    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
+    /// What `GET /bots/:id/check` reads without asking the actor: the votes known durable.
+    #[serde(skip)]
+    published: Arc<PublishedChecks>,
 }
 
 impl CheckWindow {
@@ -238,12 +437,84 @@ impl CheckWindow {
         self.queue.is_empty()
     }
 
+    /// The table the owner publishes durable votes to, and readers check.
+    pub fn published(&self) -> &Arc<PublishedChecks> {
+        &self.published
+    }
+
+    /// Rebuilds the derived lookups; what a file held is durable, so it is all published.
     pub fn reindex(&mut self) {
         self.latest.clear();
+        self.latest.reserve(self.queue.len());
         for &(at, user) in &self.queue {
             let latest = self.latest.entry(user).or_insert(at);
             *latest = (*latest).max(at);
         }
+        self.published = Arc::new(PublishedChecks::of(&self.latest));
+    }
+
+    /// Bytes the window holds, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(Snowflake, Timestamp)>();
+        self.queue.capacity() * entry + self.latest.capacity() * (entry + 1)
+    }
+}
+
+/// The check window as readers see it: each user's latest vote whose record is durable.
+///
+/// Only the bot's actor writes here, and only through the publication that runs once the vote's
+/// journal record is durable, so a check never sees a vote that was not acknowledged. Readers
+/// take a shared lock for one lookup; the writer holds the lock for one insert, and now and then
+/// for a sweep of the votes older than the window, at O(1) amortised work per vote.
+#[derive(Debug, Default)]
+pub struct PublishedChecks {
+    inner: parking_lot::RwLock<Published>,
+}
+
+#[derive(Debug, Default)]
+struct Published {
+    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
+    since_sweep: usize,
+}
+
+impl PublishedChecks {
+    fn of(latest: &HashMap<Snowflake, Timestamp, FxBuildHasher>) -> Self {
+        Self {
+            inner: parking_lot::RwLock::new(Published {
+                latest: latest.clone(),
+                since_sweep: 0,
+            }),
+        }
+    }
+
+    /// Whether the user's latest durable vote is less than the window old at `now`.
+    pub fn is_active(&self, user: Snowflake, now: Timestamp) -> bool {
+        self.inner
+            .read()
+            .latest
+            .get(&user)
+            .is_some_and(|&at| at > now.minus(vote_window()))
+    }
+
+    /// Shows a durable vote; only the bot's actor calls this, through its publication.
+    pub fn publish(&self, user: Snowflake, at: Timestamp) {
+        let mut published = self.inner.write();
+        published.latest.insert(user, at);
+        published.since_sweep += 1;
+        if published.since_sweep > 64 + published.latest.len() / 2 {
+            let horizon = at.minus(vote_window());
+            published.latest.retain(|_, &mut voted| voted > horizon);
+            published.since_sweep = 0;
+        }
+    }
+
+    /// Users the table holds, for tests.
+    pub fn len(&self) -> usize {
+        self.inner.read().latest.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -359,6 +630,11 @@ impl VoteBook {
     pub fn validate(&self) -> Result<(), String> {
         self.recent.validate()
     }
+
+    /// Bytes this book holds apart from the shared voters, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.recent.heap_bytes() + self.window.heap_bytes()
+    }
 }
 
 #[cfg(test)]
@@ -423,6 +699,62 @@ mod tests {
     }
 
     #[test]
+    fn a_voter_of_many_bots_is_stored_once() {
+        // An id no other test uses: the pool is shared by the whole process.
+        let id = 977_000_000_000_000_001;
+        let user = Snowflake::from_u64(id);
+        let mut books: Vec<VoteBook> = (0..50).map(|_| VoteBook::new(t(0))).collect();
+        for book in &mut books {
+            book.vote(voter(id), t(0)).expect("first vote for this bot");
+        }
+        let pool = VoterPool::global();
+        assert_eq!(
+            pool.entries_for(user),
+            1,
+            "one interned entry for the voter"
+        );
+        let first = |book: &VoteBook| Arc::clone(book.recent.iter_shared().next().expect("one").0);
+        let shared = first(&books[0]);
+        assert!(books.iter().all(|book| Arc::ptr_eq(&first(book), &shared)));
+        // The 50 rings, the pool, and `shared` itself: no other copy exists.
+        assert_eq!(Arc::strong_count(&shared), 52);
+
+        // Read back from a file, the rings share the one copy too.
+        let bytes = rmp_serde::to_vec(&books).expect("encodes");
+        let decoded: Vec<VoteBook> = rmp_serde::from_slice(&bytes).expect("decodes");
+        assert!(decoded
+            .iter()
+            .all(|book| Arc::ptr_eq(&first(book), &shared)));
+        assert_eq!(pool.entries_for(user), 1);
+
+        // A new name is a new entry in place of the old one; rings not yet told keep theirs.
+        let mut renamed = voter(id);
+        renamed.username = VoterName::parse("renamed".into()).expect("valid");
+        let later = t(13 * 60);
+        books[0]
+            .vote(renamed, later)
+            .expect("a vote 13 hours later");
+        assert_eq!(pool.entries_for(user), 1);
+        assert_eq!(first(&books[0]).username.as_str(), "renamed");
+        assert_eq!(first(&books[1]).username.as_str(), format!("user{id}"));
+    }
+
+    #[test]
+    fn the_pool_forgets_voters_no_ring_holds() {
+        let pool = VoterPool::default();
+        let kept: Vec<Arc<Voter>> = (0..10).map(|id| pool.intern(voter(id))).collect();
+        for _ in 0..50 {
+            pool.intern(voter(3));
+        }
+        assert_eq!(pool.len(), 10, "interning a known voter adds no entry");
+        for id in 10..(MIN_SWEEP as u64 + 100) {
+            drop(pool.intern(voter(id)));
+        }
+        assert!(pool.len() < MIN_SWEEP, "swept: {} entries", pool.len());
+        assert!(kept.iter().all(|v| pool.entries_for(v.id) == 1));
+    }
+
+    #[test]
     fn ring_reindex_restores_lookups() {
         let mut ring = VoterRing::with_capacity(2);
         ring.record(voter(1), t(0));
@@ -445,10 +777,10 @@ mod tests {
         looped.slots[0].older = looped.head;
         assert!(looped.validate().is_err());
         let mut out_of_bounds = ring.clone();
-        out_of_bounds.head = Some(7);
+        out_of_bounds.head = Link(7);
         assert!(out_of_bounds.validate().is_err());
         let mut dangling = ring;
-        dangling.tail = None;
+        dangling.tail = Link::NONE;
         assert!(dangling.validate().is_err());
     }
 
@@ -484,6 +816,30 @@ mod tests {
             1,
             "only the vote of the last 12 hours is kept"
         );
+    }
+
+    #[test]
+    fn the_published_window_shows_what_is_published_and_forgets_old_votes() {
+        let mut book = VoteBook::new(t(0));
+        book.vote(voter(1), t(0)).expect("vote");
+        book.reindex();
+        let checks = Arc::clone(book.window.published());
+        assert!(
+            checks.is_active(Snowflake::from_u64(1), t(1)),
+            "restored state is published"
+        );
+        book.vote(voter(2), t(1)).expect("vote");
+        assert!(
+            !checks.is_active(Snowflake::from_u64(2), t(2)),
+            "a vote is not shown before its owner publishes it"
+        );
+        checks.publish(Snowflake::from_u64(2), t(1));
+        assert!(checks.is_active(Snowflake::from_u64(2), t(2)));
+        assert!(!checks.is_active(Snowflake::from_u64(2), t(1 + 12 * 60)));
+        for id in 100..400 {
+            checks.publish(Snowflake::from_u64(id), t(13 * 60));
+        }
+        assert!(checks.len() <= 300, "votes older than the window are swept");
     }
 
     #[test]

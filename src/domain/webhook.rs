@@ -1,9 +1,9 @@
 //! Vote webhooks: the formats, one delivery and its retries, and a bot's outbox.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::Duration;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::json;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -118,6 +118,17 @@ pub struct Delivery {
     pub delivered_at: Option<Timestamp>,
 }
 
+/// What changes in a delivery after it is queued: journaled alone, without the bodies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub state: DeliveryState,
+    pub attempts: u32,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
+    pub delivered_at: Option<Timestamp>,
+}
+
 /// What one attempt came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Attempt {
@@ -208,6 +219,35 @@ impl Delivery {
         matches!(self.state, DeliveryState::Pending | DeliveryState::Retrying)
     }
 
+    pub fn progress(&self) -> Progress {
+        Progress {
+            state: self.state,
+            attempts: self.attempts,
+            last_status: self.last_status,
+            last_error: self.last_error.clone(),
+            next_attempt_at: self.next_attempt_at,
+            delivered_at: self.delivered_at,
+        }
+    }
+
+    fn set_progress(&mut self, progress: Progress) {
+        self.state = progress.state;
+        self.attempts = progress.attempts;
+        self.last_status = progress.last_status;
+        self.last_error = progress.last_error;
+        self.next_attempt_at = progress.next_attempt_at;
+        self.delivered_at = progress.delivered_at;
+    }
+
+    /// Gives the delivery up because the bot's outbox is full.
+    fn give_up_full(&mut self) {
+        self.state = DeliveryState::Failed;
+        self.next_attempt_at = None;
+        self.last_error = Some(format!(
+            "given up: the outbox of this bot held {MAX_PENDING} open deliveries"
+        ));
+    }
+
     pub fn body(&self, format: WebhookFormat) -> &str {
         match format {
             WebhookFormat::Signed => &self.signed_body,
@@ -273,54 +313,177 @@ impl Delivery {
     }
 }
 
-/// A bot's deliveries, newest first: every open one, and the finished ones up to
-/// [`KEPT_DELIVERIES`] in all.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A bot's deliveries: every open one, and the finished ones up to [`KEPT_DELIVERIES`] in all.
+///
+/// Kept in arrival order with an index by id and the sets of open and finished ones, so a vote,
+/// an attempt's outcome and the trimming each cost O(log n) whatever the number of open
+/// deliveries. Stored in files as the list of deliveries, newest first.
+#[derive(Clone, Debug, Default)]
 pub struct Deliveries {
-    items: VecDeque<Delivery>,
+    /// By arrival, oldest first.
+    items: BTreeMap<u64, Delivery>,
+    ids: HashMap<Uuid, u64>,
+    open: BTreeSet<u64>,
+    finished: BTreeSet<u64>,
+    next: u64,
+    /// Open deliveries given up because the outbox held [`MAX_PENDING`], since the bot was listed.
+    given_up_full: u64,
 }
 
 impl Deliveries {
     /// Adds a delivery or replaces the one with its id.
     pub fn save(&mut self, delivery: Delivery) {
-        match self.items.iter_mut().find(|d| d.id == delivery.id) {
-            Some(existing) => *existing = delivery,
-            None => self.items.push_front(delivery),
-        }
+        let at = match self.ids.get(&delivery.id) {
+            Some(&at) => at,
+            None => {
+                let at = self.next;
+                self.next += 1;
+                self.ids.insert(delivery.id, at);
+                at
+            }
+        };
+        self.file(at, delivery.is_open());
+        self.items.insert(at, delivery);
         self.trim();
+    }
+
+    /// Applies what an attempt, a redelivery or a give-up changed; `false` when the delivery is
+    /// no longer kept.
+    pub fn update(&mut self, id: Uuid, progress: Progress) -> bool {
+        let Some(&at) = self.ids.get(&id) else {
+            return false;
+        };
+        let Some(delivery) = self.items.get_mut(&at) else {
+            return false;
+        };
+        delivery.set_progress(progress);
+        let open = delivery.is_open();
+        self.file(at, open);
+        self.trim();
+        true
+    }
+
+    fn file(&mut self, at: u64, open: bool) {
+        if open {
+            self.finished.remove(&at);
+            self.open.insert(at);
+        } else {
+            self.open.remove(&at);
+            self.finished.insert(at);
+        }
     }
 
     fn trim(&mut self) {
         while self.items.len() > KEPT_DELIVERIES {
-            match self.items.iter().rposition(|d| !d.is_open()) {
-                Some(oldest_finished) => {
-                    self.items.remove(oldest_finished);
-                }
-                None => break,
+            let Some(oldest_finished) = self.finished.pop_first() else {
+                break;
+            };
+            if let Some(gone) = self.items.remove(&oldest_finished) {
+                self.ids.remove(&gone.id);
             }
         }
     }
 
-    /// Open deliveries past [`MAX_PENDING`], oldest first: to be given up.
-    pub fn overflow(&self) -> Vec<Delivery> {
-        let open: Vec<&Delivery> = self.items.iter().filter(|d| d.is_open()).collect();
-        open.iter()
-            .skip(MAX_PENDING)
-            .map(|d| (*d).clone())
-            .collect()
+    /// Gives up the oldest open deliveries past [`MAX_PENDING`]; returns their ids.
+    pub fn give_up_overflow(&mut self) -> Vec<Uuid> {
+        let mut given_up = Vec::new();
+        while self.open.len() > MAX_PENDING {
+            let Some(oldest) = self.open.pop_first() else {
+                break;
+            };
+            if let Some(delivery) = self.items.get_mut(&oldest) {
+                delivery.give_up_full();
+                given_up.push(delivery.id);
+                self.given_up_full += 1;
+                self.finished.insert(oldest);
+            }
+        }
+        self.trim();
+        given_up
+    }
+
+    /// Gives up these deliveries for a full outbox, as replay reads it back.
+    pub fn give_up_full(&mut self, ids: &[Uuid]) {
+        for id in ids {
+            let Some(&at) = self.ids.get(id) else {
+                continue;
+            };
+            if let Some(delivery) = self.items.get_mut(&at) {
+                delivery.give_up_full();
+                self.given_up_full += 1;
+                self.file(at, false);
+            }
+        }
+        self.trim();
+    }
+
+    /// Open deliveries given up because the outbox was full, since the bot was listed.
+    pub fn given_up_full(&self) -> u64 {
+        self.given_up_full
     }
 
     pub fn get(&self, id: Uuid) -> Option<&Delivery> {
-        self.items.iter().find(|d| d.id == id)
+        self.items.get(self.ids.get(&id)?)
     }
 
     pub fn open(&self) -> impl Iterator<Item = &Delivery> {
-        self.items.iter().filter(|d| d.is_open())
+        self.open.iter().filter_map(|at| self.items.get(at))
     }
 
-    /// The newest [`KEPT_DELIVERIES`].
+    /// The newest [`KEPT_DELIVERIES`], newest first.
     pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
-        self.items.iter().take(KEPT_DELIVERIES)
+        self.items.values().rev().take(KEPT_DELIVERIES)
+    }
+}
+
+/// The same deliveries in the same order, whatever their arrival numbers.
+impl PartialEq for Deliveries {
+    fn eq(&self, other: &Self) -> bool {
+        self.given_up_full == other.given_up_full && self.items.values().eq(other.items.values())
+    }
+}
+
+/// How deliveries are stored: newest first, and the count of those given up for a full outbox.
+#[derive(Serialize)]
+struct StoredDeliveries<'a> {
+    items: Newest<'a>,
+    given_up_full: u64,
+}
+
+struct Newest<'a>(&'a BTreeMap<u64, Delivery>);
+
+impl Serialize for Newest<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.values().rev())
+    }
+}
+
+#[derive(Deserialize)]
+struct ReadDeliveries {
+    items: Vec<Delivery>,
+    #[serde(default)]
+    given_up_full: u64,
+}
+
+impl Serialize for Deliveries {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StoredDeliveries {
+            items: Newest(&self.items),
+            given_up_full: self.given_up_full,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Deliveries {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = ReadDeliveries::deserialize(deserializer)?;
+        let mut deliveries = Deliveries::default();
+        for delivery in read.items.into_iter().rev() {
+            deliveries.save(delivery);
+        }
+        deliveries.given_up_full = read.given_up_full;
+        Ok(deliveries)
     }
 }
 
@@ -442,6 +605,34 @@ mod tests {
         }
         assert_eq!(all.recent().count(), KEPT_DELIVERIES);
         assert!(all.get(first.id).is_some(), "the open delivery is kept");
+        let back: Deliveries =
+            rmp_serde::from_slice(&rmp_serde::to_vec(&all).expect("encodes")).expect("decodes");
+        assert_eq!(back, all);
+    }
+
+    #[test]
+    fn past_the_open_limit_the_oldest_are_given_up_and_counted() {
+        let mut all = Deliveries::default();
+        let oldest = delivery();
+        all.save(oldest.clone());
+        for _ in 0..MAX_PENDING {
+            all.save(delivery());
+        }
+        let mut replayed = all.clone();
+        let given_up = all.give_up_overflow();
+        assert_eq!(given_up, [oldest.id]);
+        assert_eq!(all.open().count(), MAX_PENDING);
+        assert_eq!(all.given_up_full(), 1);
+        replayed.give_up_full(&given_up);
+        assert_eq!(replayed, all);
+        let mut retried = all.open().next().expect("open").clone();
+        retried.record(
+            Attempt::Unreachable("refused".into()),
+            Timestamp::from_millis(5),
+        );
+        assert!(all.update(retried.id, retried.progress()));
+        assert_eq!(all.get(retried.id), Some(&retried));
+        assert!(!all.update(oldest.id, oldest.progress()), "trimmed");
     }
 }
 

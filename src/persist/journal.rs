@@ -493,7 +493,7 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
         scan.end = SegmentEnd::NewerVersion(version);
         return scan;
     }
-    if version != FORMAT_VERSION {
+    if version == 0 {
         scan.end = corrupt(8, format!("format version {version} does not exist"));
         return scan;
     }

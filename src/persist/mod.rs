@@ -12,14 +12,23 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use actix::Addr;
 
+use crate::actors::bot::ReadState;
+use crate::actors::directory::{BotHandle, Directory};
 use crate::actors::registry::{Capture, Registry};
+use crate::domain::ids::TokenHash;
+use crate::domain::profile::Profile;
 use journal::Journal;
-use snapshot::Written;
+use snapshot::{SnapshotWriter, Written};
+use state::StoredBot;
 
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the small delivery records and the count of deliveries given up for a full
+/// outbox; files of version 1 read as they are.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.
@@ -60,8 +69,10 @@ impl Persistence {
         self.journal.failure().map(|error| error.0)
     }
 
-    /// Captures every actor's state and writes it on a blocking thread while requests go on;
-    /// then keeps the newest snapshots and the journal they need, and retires the rest.
+    /// Writes every actor's state while requests go on, bot by bot: the registry's part first,
+    /// then each bot's state as its actor hands it over, straight into the file, so memory holds
+    /// a few bots' copies at a time, never a copy of the whole directory. Then keeps the newest
+    /// snapshots and the journal they need, and retires the rest.
     pub async fn snapshot(&self) -> Result<Written, String> {
         let _one = self.one_at_a_time.lock().await;
         let started = std::time::Instant::now();
@@ -69,21 +80,36 @@ impl Persistence {
             return Err(format!("not taking a snapshot: {}", error.0));
         }
         self.journal.request_rotation();
-        let state = self
+        let captured = self
             .registry
             .send(Capture)
             .await
-            .map_err(|e| format!("the registry did not answer: {e}"))??;
-        // Every change the capture holds is in the journal before the snapshot can stand for
-        // it; a change whose record failed (and whose request got a 503) never reaches a file.
-        self.journal
-            .barrier()
-            .wait()
+            .map_err(|e| format!("the registry did not answer: {e}"))?;
+        let (bots, to_writer) = tokio::sync::mpsc::channel::<StoredBot>(IN_FLIGHT);
+        let dir = self.dir.clone();
+        let (seq, registry_seq, profiles) =
+            (captured.seq, captured.registry_seq, captured.profiles);
+        let writer = tokio::task::spawn_blocking(move || {
+            write_bots(&dir, seq, registry_seq, &profiles, to_writer)
+        });
+        let read = read_bots(&captured.bots, &captured.directory, bots).await;
+        let writer = writer
             .await
-            .map_err(|e| format!("not taking a snapshot: {}", e.0))?;
+            .map_err(|e| format!("the snapshot writer stopped: {e}"))?
+            .map_err(|e| format!("the snapshot could not be written: {e}"))?;
+        if let Err(error) = read {
+            abandon(writer).await;
+            return Err(error);
+        }
+        // Every change the bots handed over is in the journal before the snapshot can stand for
+        // it; a change whose record failed (and whose request got a 503) never reaches a file.
+        if let Err(error) = self.journal.barrier().wait().await {
+            abandon(writer).await;
+            return Err(format!("not taking a snapshot: {}", error.0));
+        }
         let dir = self.dir.clone();
         let written = tokio::task::spawn_blocking(move || -> io::Result<Written> {
-            let written = snapshot::write(&dir, &state)?;
+            let written = writer.finish()?;
             retire(&dir)?;
             Ok(written)
         })
@@ -94,6 +120,66 @@ impl Persistence {
         crate::telemetry::snapshot_written(started, written.bytes);
         Ok(written)
     }
+}
+
+/// Bots read ahead of the writer: enough to keep it busy, few enough to hold little memory.
+const IN_FLIGHT: usize = 64;
+/// Bots asked for their state at once.
+const READ_AHEAD: usize = 16;
+
+/// Asks each bot for its state and hands it to the writer, in order.
+async fn read_bots(
+    bots: &[(Arc<BotHandle>, TokenHash)],
+    directory: &Directory,
+    to_writer: tokio::sync::mpsc::Sender<StoredBot>,
+) -> Result<(), String> {
+    for chunk in bots.chunks(READ_AHEAD) {
+        let reads = chunk.iter().map(|(bot, _)| bot.addr.send(ReadState));
+        let states = futures_util::future::join_all(reads).await;
+        for ((bot, token), state) in chunk.iter().zip(states) {
+            match state {
+                Ok(state) => {
+                    let stored = StoredBot {
+                        state,
+                        token: *token,
+                    };
+                    if to_writer.send(stored).await.is_err() {
+                        // The writer stopped on an error, which it reports.
+                        return Ok(());
+                    }
+                }
+                // Delisted meanwhile: the delisting is in the journal after the snapshot's seq.
+                Err(_) if directory.get(bot.id).is_none() => {}
+                Err(error) => return Err(format!("bot {} did not answer: {error}", bot.id)),
+            }
+        }
+        // The snapshot runs on a request worker's thread; when every bot answers at once this
+        // loop would not give the thread back, and that worker's other requests would wait.
+        tokio::task::yield_now().await;
+    }
+    Ok(())
+}
+
+/// Writes the bots as they come, on a blocking thread; the file is finished by the caller.
+fn write_bots(
+    dir: &Path,
+    seq: u64,
+    registry_seq: u64,
+    profiles: &[Profile],
+    mut bots: tokio::sync::mpsc::Receiver<StoredBot>,
+) -> io::Result<SnapshotWriter> {
+    let mut writer = SnapshotWriter::create(dir, seq, registry_seq, profiles)?;
+    while let Some(bot) = bots.blocking_recv() {
+        if let Err(error) = writer.bot(&bot) {
+            writer.abandon();
+            return Err(error);
+        }
+    }
+    Ok(writer)
+}
+
+async fn abandon(writer: SnapshotWriter) {
+    let _ = tokio::task::spawn_blocking(move || writer.abandon()).await;
 }
 
 /// Keeps the newest [`snapshot::KEEP`] snapshots and every journal segment with a record after

@@ -8,8 +8,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::state::DirectoryState;
+use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
+use crate::domain::profile::Profile;
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -75,17 +76,147 @@ impl<W: Write> Write for Checksummed<W> {
     }
 }
 
-/// Writes a snapshot; one that fails removes its temporary file, so a full disk is not left
-/// fuller by the attempt.
+/// MessagePack: a 4-element array, as a [`DirectoryState`] is encoded.
+const STATE_ARRAY: u8 = 0x94;
+/// MessagePack: an array with a 32-bit big-endian length after it.
+const ARRAY32: u8 = 0xdd;
+
+/// Writes a snapshot bot by bot, so that no copy of the whole directory is ever built: the
+/// payload is the encoding of a [`DirectoryState`], with the bots' array length written last.
+///
+/// The bots' array takes the 32-bit length form whatever its size (valid MessagePack), so its
+/// header can be filled in once the bots are counted; the CRC is put together from the parts
+/// before, in and after that header.
+pub struct SnapshotWriter {
+    dir: PathBuf,
+    seq: u64,
+    temp: PathBuf,
+    out: Checksummed<BufWriter<File>>,
+    /// The CRC of the payload before the bots' array header, and where that header is.
+    before_bots: crc32fast::Hasher,
+    bots_at: u64,
+    bots: u32,
+}
+
+impl SnapshotWriter {
+    /// Starts the temporary file with the state's numbers and profiles.
+    pub fn create(
+        dir: &Path,
+        seq: u64,
+        registry_seq: u64,
+        profiles: &[Profile],
+    ) -> io::Result<Self> {
+        let temp = temp_path(dir, seq);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)?;
+        Self::start(dir, seq, registry_seq, profiles, temp.clone(), file)
+            .inspect_err(|_| remove_temp(&temp))
+    }
+
+    fn start(
+        dir: &Path,
+        seq: u64,
+        registry_seq: u64,
+        profiles: &[Profile],
+        temp: PathBuf,
+        file: File,
+    ) -> io::Result<Self> {
+        let mut inner = BufWriter::with_capacity(1 << 20, file);
+        inner.write_all(&[0u8; HEADER_LEN])?;
+        let mut out = Checksummed {
+            inner,
+            crc: crc32fast::Hasher::new(),
+            bytes: 0,
+        };
+        out.write_all(&[STATE_ARRAY])?;
+        rmp_serde::encode::write(&mut out, &seq).map_err(io::Error::other)?;
+        rmp_serde::encode::write(&mut out, &registry_seq).map_err(io::Error::other)?;
+        rmp_serde::encode::write(&mut out, profiles).map_err(io::Error::other)?;
+        let before_bots = std::mem::replace(&mut out.crc, crc32fast::Hasher::new());
+        let bots_at = out.bytes;
+        // The bots' array header, filled in by `finish`; not in any CRC part yet.
+        out.inner.write_all(&[ARRAY32, 0, 0, 0, 0])?;
+        out.bytes += 5;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            seq,
+            temp,
+            out,
+            before_bots,
+            bots_at,
+            bots: 0,
+        })
+    }
+
+    pub fn bot(&mut self, bot: &StoredBot) -> io::Result<()> {
+        self.bots = self
+            .bots
+            .checked_add(1)
+            .ok_or_else(|| io::Error::other("more bots than a snapshot holds"))?;
+        rmp_serde::encode::write(&mut self.out, bot).map_err(io::Error::other)
+    }
+
+    /// Fills in the headers, makes the file durable and renames it into place; a snapshot that
+    /// fails here removes its temporary file, so a full disk is not left fuller by the attempt.
+    pub fn finish(self) -> io::Result<Written> {
+        let temp = self.temp.clone();
+        self.complete().inspect_err(|_| remove_temp(&temp))
+    }
+
+    fn complete(self) -> io::Result<Written> {
+        let mut bots_header = [ARRAY32, 0, 0, 0, 0];
+        bots_header[1..].copy_from_slice(&self.bots.to_be_bytes());
+        let mut crc = self.before_bots;
+        let mut header_crc = crc32fast::Hasher::new();
+        header_crc.update(&bots_header);
+        crc.combine(&header_crc);
+        crc.combine(&self.out.crc);
+        let payload_len = self.out.bytes;
+        let mut file: File = self.out.inner.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(HEADER_LEN as u64 + self.bots_at))?;
+        file.write_all(&bots_header)?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&header(self.seq, payload_len, crc.finalize()))?;
+        file.sync_all()?;
+        drop(file);
+        let path = self.dir.join(snapshot_name(self.seq));
+        fs::rename(&self.temp, &path)?;
+        sync_dir(&self.dir)?;
+        Ok(Written {
+            path,
+            bytes: HEADER_LEN as u64 + payload_len,
+        })
+    }
+
+    /// Gives up: the temporary file is removed, nothing else was touched.
+    pub fn abandon(self) {
+        let temp = self.temp.clone();
+        drop(self);
+        let _ = fs::remove_file(temp);
+    }
+}
+
+/// Writes a whole state as a snapshot; one that fails leaves no temporary file.
 pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
-    let temp = temp_path(dir, state.seq);
-    write_via(&temp, dir, state).inspect_err(|_| {
-        if let Err(error) = fs::remove_file(&temp) {
-            if error.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(file = %temp.display(), %error, "cannot remove a failed snapshot's temporary file");
-            }
+    let mut writer = SnapshotWriter::create(dir, state.seq, state.registry_seq, &state.profiles)?;
+    for bot in &state.bots {
+        if let Err(error) = writer.bot(bot) {
+            writer.abandon();
+            return Err(error);
         }
-    })
+    }
+    writer.finish()
+}
+
+fn remove_temp(temp: &Path) {
+    if let Err(error) = fs::remove_file(temp) {
+        if error.kind() != io::ErrorKind::NotFound {
+            tracing::warn!(file = %temp.display(), %error, "cannot remove a failed snapshot's temporary file");
+        }
+    }
 }
 
 fn temp_path(dir: &Path, seq: u64) -> PathBuf {
@@ -117,35 +248,6 @@ pub fn remove_stale_temps(dir: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
         sync_dir(dir)?;
     }
     Ok(removed)
-}
-
-fn write_via(temp: &Path, dir: &Path, state: &DirectoryState) -> io::Result<Written> {
-    let path = dir.join(snapshot_name(state.seq));
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(temp)?;
-    let mut out = Checksummed {
-        inner: BufWriter::with_capacity(1 << 20, file),
-        crc: crc32fast::Hasher::new(),
-        bytes: 0,
-    };
-    out.inner.write_all(&[0u8; HEADER_LEN])?;
-    rmp_serde::encode::write(&mut out, state).map_err(io::Error::other)?;
-    let payload_len = out.bytes;
-    let crc = out.crc.finalize();
-    let mut file: File = out.inner.into_inner().map_err(|e| e.into_error())?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&header(state.seq, payload_len, crc))?;
-    file.sync_all()?;
-    drop(file);
-    fs::rename(temp, &path)?;
-    sync_dir(dir)?;
-    Ok(Written {
-        path,
-        bytes: HEADER_LEN as u64 + payload_len,
-    })
 }
 
 /// A payload behind a valid header, for tests and fuzzing of the decoder.
@@ -210,14 +312,16 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if crc32fast::hash(payload) != crc {
         return Err(damaged("checksum mismatch"));
     }
-    let state: DirectoryState = super::decode(payload)
+    let mut state: DirectoryState = super::decode(payload)
         .map_err(|e| SnapshotError::Damaged(format!("the data does not decode: {e}")))?;
     if state.seq != seq {
         return Err(damaged(
             "the header and the data disagree on the sequence number",
         ));
     }
-    for bot in &state.bots {
+    for bot in &mut state.bots {
+        // The index is built once here, and used to check that each voter is there once.
+        bot.state.votes.recent.reindex();
         bot.state.votes.validate().map_err(|why| {
             SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id))
         })?;
@@ -241,6 +345,41 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::demo::{self, DemoSize};
+    use crate::domain::time::Timestamp;
+
+    #[test]
+    fn a_streamed_snapshot_decodes_to_the_state_encoded_whole() {
+        let size = DemoSize {
+            seed: 7,
+            bots: 40,
+            profiles: 10,
+            voters: 2_000,
+            votes: 5_000,
+        };
+        let mut state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        state.seq = 41;
+        state.registry_seq = 40;
+        let whole = rmp_serde::to_vec(&state).expect("encodes");
+        assert_eq!(
+            whole[0], STATE_ARRAY,
+            "a DirectoryState is encoded as a 4-element array"
+        );
+
+        let dir = tempfile::tempdir().expect("a directory");
+        let written = write(dir.path(), &state).expect("written");
+        let back = read(&written.path).expect("a good snapshot");
+        assert_eq!(rmp_serde::to_vec(&back).expect("encodes"), whole);
+        assert!(!dir
+            .path()
+            .join(format!("{}.tmp", snapshot_name(41)))
+            .exists());
+
+        let empty = DirectoryState::default();
+        let written = write(dir.path(), &empty).expect("written");
+        let back = read(&written.path).expect("a good snapshot");
+        assert!(back.bots.is_empty() && back.profiles.is_empty());
+    }
 
     #[test]
     fn a_failed_snapshot_leaves_no_temporary_file() {

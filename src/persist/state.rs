@@ -11,7 +11,8 @@ use crate::domain::profile::Profile;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
-use crate::domain::webhook::Delivery;
+use crate::domain::webhook::{Delivery, Progress};
+use uuid::Uuid;
 
 /// The whole directory at one journal sequence number.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -61,7 +62,8 @@ pub enum Record {
         count: ServerCount,
         at: Timestamp,
     },
-    /// A webhook delivery queued, attempted, given up or redelivered: its whole new state.
+    /// A webhook delivery queued (and, in files of earlier builds, each change to it): its whole
+    /// new state.
     DeliverySaved {
         bot: BotId,
         delivery: Delivery,
@@ -71,6 +73,17 @@ pub enum Record {
         bot: BotId,
         update: StatsUpdate,
         at: Timestamp,
+    },
+    /// A delivery attempted, redelivered or given up: only what changed, not its bodies.
+    DeliveryProgressed {
+        bot: BotId,
+        delivery: Uuid,
+        progress: Progress,
+    },
+    /// The oldest open deliveries given up because the bot's outbox was full.
+    OutboxOverflowed {
+        bot: BotId,
+        given_up: Vec<Uuid>,
     },
 }
 
@@ -129,6 +142,19 @@ impl Replayer {
             }),
             Record::DeliverySaved { bot, delivery } => self.on_bot(seq, bot, |state| {
                 state.deliveries.save(delivery);
+                Ok(())
+            }),
+            Record::DeliveryProgressed {
+                bot,
+                delivery,
+                progress,
+            } => self.on_bot(seq, bot, |state| {
+                // A delivery trimmed from the outbox since is no longer kept: nothing to change.
+                state.deliveries.update(delivery, progress);
+                Ok(())
+            }),
+            Record::OutboxOverflowed { bot, given_up } => self.on_bot(seq, bot, |state| {
+                state.deliveries.give_up_full(&given_up);
                 Ok(())
             }),
             Record::BotEdited {
@@ -205,7 +231,9 @@ impl Replayer {
             | Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }
             | Record::BotEdited { .. }
-            | Record::DeliverySaved { .. } => {}
+            | Record::DeliverySaved { .. }
+            | Record::DeliveryProgressed { .. }
+            | Record::OutboxOverflowed { .. } => {}
         }
     }
 

@@ -160,6 +160,14 @@ async fn deliveries(app: &TestApp, bot: &TestBot) -> Vec<Value> {
         )
         .await;
     assert_eq!(response.status(), StatusCode::OK);
+    // The delivery log counts the deliveries given up for a full outbox: none in these tests.
+    assert_eq!(
+        response
+            .headers()
+            .get("botlist-deliveries-given-up")
+            .and_then(|v| v.to_str().ok()),
+        Some("0")
+    );
     response.json().await.expect("json")
 }
 
