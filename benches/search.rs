@@ -20,7 +20,7 @@ use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
 use botlist::index::SearchIndex;
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 
 struct Directory {
     bots: usize,
@@ -183,18 +183,13 @@ fn voter(n: u64) -> Voter {
     }
 }
 
-fn edit() -> BotPatch {
+/// A new name and description, different every time, so the grams really change.
+fn edit(n: u64) -> BotPatch {
     serde_json::from_value(serde_json::json!({
-        "name": "Edited Name",
-        "short_description": "an edited description for the benchmark",
+        "name": format!("Edited Name {n}"),
+        "short_description": format!("an edited description number {n} for the benchmark"),
     }))
     .expect("a valid patch")
-}
-
-/// Any view the index holds: an update that changes nothing, once the prepared ones run out.
-fn index_view(index: &SearchIndex) -> Arc<BotView> {
-    let all = Search::parse("limit=1").expect("valid");
-    Arc::clone(&index.search(&all).bots[0])
 }
 
 fn bench(c: &mut Criterion) {
@@ -222,27 +217,29 @@ fn bench(c: &mut Criterion) {
         let now = dir.now;
         let Directory { index, states, .. } = &mut dir;
         // Only the index update is timed: the vote or edit itself is the bot actor's work.
-        let mut next = |change: &dyn Fn(&mut botlist::domain::bot::BotState, u64)| {
-            n += 1;
-            let state = &mut states[(n as usize * 7_919) % bots];
-            change(state, n);
-            Arc::new(state.view())
-        };
-        let mut views: Vec<Arc<BotView>> = (0..20_000)
-            .map(|_| {
-                next(&|state, n| {
-                    let _ = state.votes.vote(voter(n), now);
-                })
-            })
-            .collect();
         group.bench_function("one vote", |b| {
-            b.iter(|| index.update(views.pop().unwrap_or_else(|| index_view(index))))
+            b.iter_batched(
+                || {
+                    n += 1;
+                    let state = &mut states[(n as usize * 7_919) % bots];
+                    let _ = state.votes.vote(voter(n), now);
+                    Arc::new(state.view())
+                },
+                |view| index.update(view),
+                BatchSize::SmallInput,
+            )
         });
-        let mut views: Vec<Arc<BotView>> = (0..5_000)
-            .map(|_| next(&|state, _| state.apply(edit(), now)))
-            .collect();
         group.bench_function("one listing edit", |b| {
-            b.iter(|| index.update(views.pop().unwrap_or_else(|| index_view(index))))
+            b.iter_batched(
+                || {
+                    n += 1;
+                    let state = &mut states[(n as usize * 7_919) % bots];
+                    state.apply(edit(n), now);
+                    Arc::new(state.view())
+                },
+                |view| index.update(view),
+                BatchSize::SmallInput,
+            )
         });
         group.finish();
     }

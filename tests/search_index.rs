@@ -331,3 +331,39 @@ fn walking_and_ranking_agree_across_the_crossover() {
         model.check(query);
     }
 }
+
+/// A long needle searched alone is remembered; every listing, edit and delisting after it must
+/// keep the remembered answer exact.
+#[test]
+fn a_remembered_needle_follows_every_write() {
+    let now = Timestamp::from_millis(1_790_000_000_000);
+    let mut model = Model::new(now);
+    let with = |on: bool| Listing {
+        name: if on { vec![0, 1, 0, 1] } else { vec![1, 1] },
+        description: vec![],
+        tags: vec![],
+        language: None,
+        featured: false,
+    };
+    for i in 0..12 {
+        model.apply(&Op::List(with(i % 3 == 0)));
+    }
+    let needle = "q=abab&limit=50";
+    model.check(needle);
+    model.apply(&Op::Edit {
+        bot: 1,
+        listing: with(true),
+    });
+    model.check(needle);
+    model.apply(&Op::Edit {
+        bot: 0,
+        listing: with(false),
+    });
+    model.check(needle);
+    model.apply(&Op::List(with(true)));
+    model.check(needle);
+    model.apply(&Op::Delist { bot: 3 });
+    model.check(needle);
+    model.apply(&Op::List(with(false)));
+    model.check(needle);
+}

@@ -56,6 +56,8 @@ pub struct SearchIndex {
     votes: Vec<RoaringBitmap>,
     grams: Grams,
     texts: TextArena,
+    /// The exact matches of recently searched long needles, kept exact by every write.
+    needles: NeedleCache,
     orders: Orders,
     /// The month the monthly order counts: votes of any other month count 0 in it.
     month: Month,
@@ -105,6 +107,7 @@ impl SearchIndex {
             votes: vec![RoaringBitmap::new(); VOTE_BUCKETS],
             grams: Grams::default(),
             texts: TextArena::default(),
+            needles: NeedleCache::default(),
             orders: Orders::default(),
             month,
         }
@@ -162,6 +165,7 @@ impl SearchIndex {
         let text = text_of(&view);
         let doc = self.place(view, &text);
         self.grams.add(doc, &grams_of(&text));
+        self.needles.retest(doc, &text);
     }
 
     /// Lists a bot everywhere but in the n-gram index; gives its document number.
@@ -214,6 +218,7 @@ impl SearchIndex {
             if let Some(new) = self.reindex_listing(doc, &old.view, &view) {
                 self.texts.stale += old.text.len;
                 text = self.texts.push(&new);
+                self.needles.retest(doc, &new);
             }
         }
         let (was, is) = (Invites::of(old.view.servers()), Invites::of(view.servers()));
@@ -274,6 +279,7 @@ impl SearchIndex {
         }
         self.index_filters(doc, &old.view, false);
         self.grams.remove(doc, &grams_of(self.texts.get(old.text)));
+        self.needles.forget(doc);
         self.texts.stale += old.text.len;
         self.invites[Invites::of(old.view.servers()).position()].remove(doc);
         self.votes[vote_bucket(old.view.vote_count)].remove(doc);
@@ -451,10 +457,20 @@ impl SearchIndex {
             match self.grams.lookup(text.as_bytes()) {
                 Lookup::Exact(None) => return Some(RoaringBitmap::new()),
                 Lookup::Exact(Some(set)) => sets.push(Cow::Borrowed(set)),
-                Lookup::Candidates(grams) => {
-                    sets.extend(grams.into_iter().map(Cow::Borrowed));
-                    verify = Some(Finder::new(text.as_bytes()));
-                }
+                Lookup::Candidates(grams) => match self.needles.get(text) {
+                    Some(exact) => sets.push(Cow::Owned(RoaringBitmap::clone(&exact))),
+                    // Alone, a long needle is verified in full once and remembered; with other
+                    // filters, only the candidates that pass them are verified.
+                    None if sets.is_empty() => {
+                        let exact = self.verified(grams, text);
+                        self.needles.put(text, exact.clone());
+                        sets.push(Cow::Owned(exact));
+                    }
+                    None => {
+                        sets.extend(grams.into_iter().map(Cow::Borrowed));
+                        verify = Some(Finder::new(text.as_bytes()));
+                    }
+                },
             }
         }
         sets.sort_by_key(|set| set.len());
@@ -470,6 +486,21 @@ impl SearchIndex {
             found = sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)));
         }
         Some(found)
+    }
+
+    /// Exactly the documents whose text holds `needle`, from its trigrams' bitmaps.
+    fn verified(&self, mut grams: Vec<&RoaringBitmap>, needle: &str) -> RoaringBitmap {
+        grams.sort_by_key(|set| set.len());
+        let mut grams = grams.into_iter();
+        let Some(first) = grams.next() else {
+            return RoaringBitmap::new();
+        };
+        let mut found = first.clone();
+        for set in grams {
+            found &= set;
+        }
+        let finder = Finder::new(needle.as_bytes());
+        sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)))
     }
 
     /// The separator between the two fields is not UTF-8, so a needle never matches across it.
@@ -517,6 +548,58 @@ impl SearchIndex {
             grams: self.grams.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),
+        }
+    }
+}
+
+/// The exact matches of the last few long needles searched alone. A common needle of 4 bytes or
+/// more otherwise costs a verification of every candidate on every search (tens of thousands at
+/// a million bots); front ends send the same few needles over and over. Every write that lists,
+/// edits or delists a bot re-tests it against each remembered needle under the write lock, so a
+/// remembered answer is always the answer a verification would give now.
+#[derive(Default)]
+struct NeedleCache {
+    /// Most recently used last; searches fill it under the index's read lock, hence the mutex.
+    entries: parking_lot::Mutex<Vec<(String, RoaringBitmap)>>,
+}
+
+impl NeedleCache {
+    const CAPACITY: usize = 32;
+
+    fn get(&self, needle: &str) -> Option<RoaringBitmap> {
+        let mut entries = self.entries.lock();
+        let at = entries.iter().position(|(n, _)| n == needle)?;
+        let entry = entries.remove(at);
+        let found = entry.1.clone();
+        entries.push(entry);
+        Some(found)
+    }
+
+    fn put(&self, needle: &str, found: RoaringBitmap) {
+        let mut entries = self.entries.lock();
+        if entries.iter().any(|(n, _)| n == needle) {
+            return;
+        }
+        if entries.len() == Self::CAPACITY {
+            entries.remove(0);
+        }
+        entries.push((needle.to_owned(), found));
+    }
+
+    /// A document's text is new or changed: it matches each needle or not, afresh.
+    fn retest(&mut self, doc: u32, text: &[u8]) {
+        for (needle, found) in self.entries.get_mut().iter_mut() {
+            if memchr::memmem::find(text, needle.as_bytes()).is_some() {
+                found.insert(doc);
+            } else {
+                found.remove(doc);
+            }
+        }
+    }
+
+    fn forget(&mut self, doc: u32) {
+        for (_, found) in self.entries.get_mut().iter_mut() {
+            found.remove(doc);
         }
     }
 }
