@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use actix::{Addr, Handler, MailboxError, Message};
 use dashmap::DashMap;
-use parking_lot::{RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard};
+use parking_lot::{RwLock, RwLockWriteGuard};
 
 use super::bot::{BotActor, Published};
 use crate::domain::bot::BotView;
@@ -112,14 +112,19 @@ impl Directory {
     /// would cost more than the search.
     pub fn search(&self, search: &Search, now: Timestamp) -> SearchPage {
         let month = now.month();
-        let index = self.index.upgradable_read();
-        if index.month() == month {
-            return index.search(search);
+        {
+            let index = self.index.read();
+            if index.month() == month {
+                return index.search(search);
+            }
         }
         // The first search of a new month: every monthly count reads 0 from now on, with or
-        // without a vote, so the monthly order is rebuilt before anyone reads it.
-        let mut index = RwLockUpgradableReadGuard::upgrade(index);
-        index.roll_month(month);
+        // without a vote, so the monthly order is rebuilt before anyone reads it. (A plain read
+        // first: parking_lot lets only one upgradable reader in at a time.)
+        let mut index = self.index.write();
+        if index.month() != month {
+            index.roll_month(month);
+        }
         RwLockWriteGuard::downgrade(index).search(search)
     }
 
