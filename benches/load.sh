@@ -6,7 +6,7 @@
 #     Read paths against `serve --demo` (5,000 bots), /healthz measured once first.
 #
 #   benches/load.sh --directory BOTS [--votes N] [--seconds S] [--connections C]
-#                   [--bin LABEL=PATH[,seconds=S][,fill=N]]...
+#                   [--bin LABEL=PATH[,seconds=S][,fill=N]]... [--only REGEX]
 #     The directory at scale: each binary (default: this tree's target/release/botlist, built
 #     first) serves a directory of BOTS bots made by its own `generate` (N votes, default
 #     200,000) and is measured with wrk (-t2, C connections, default 64, S seconds, default 10)
@@ -16,7 +16,8 @@
 #     scenario runs on each binary in turn before the next scenario. Then each binary fills an
 #     empty directory through `POST /admin/bots`, 32 requests in flight, up to BOTS bots (or the
 #     `fill=N` of its --bin), reported in bots/s. `seconds=S` shortens a slow binary's runs
-#     (same connections). Example, before and after a change built side by side:
+#     (same connections). `--only REGEX` runs only the scenarios whose name matches (extended
+#     regex; the fill is named "fill"), to repeat a few. Example, before and after a change built side by side:
 #       benches/load.sh --directory 100000 \
 #         --bin before=/tmp/before/target/release/botlist,seconds=5,fill=20000 \
 #         --bin after=target/release/botlist
@@ -93,7 +94,7 @@ SEARCHES=(
 
 directory_mode() {
   local BOTS=$1; shift
-  local VOTES=200000 DURATION=10 CONNECTIONS=64 FILL_CONNECTIONS=32 ADMIN=bench-admin-token
+  local VOTES=200000 DURATION=10 CONNECTIONS=64 FILL_CONNECTIONS=32 ADMIN=bench-admin-token ONLY=""
   local -a SPECS=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -101,6 +102,7 @@ directory_mode() {
       --seconds) DURATION=$2; shift 2 ;;
       --connections) CONNECTIONS=$2; shift 2 ;;
       --bin) SPECS+=("$2"); shift 2 ;;
+      --only) ONLY=$2; shift 2 ;;
       *) echo "unknown option $1" >&2; exit 2 ;;
     esac
   done
@@ -174,6 +176,7 @@ directory_mode() {
   local scenario name query url rps hz totals total row k=0
   run_row() { # name kind (get QUERY | votes | stats)
     local name=$1 kind=$2 arg=${3-} row totals="" load
+    [[ -z $ONLY || $name =~ $ONLY ]] || return 0
     load=$(load1)
     row="$name"
     for i in $(seq 0 $((n - 1))); do
@@ -211,7 +214,10 @@ directory_mode() {
   local FILLROW="POST /admin/bots fill, 32 in flight (bots/s)" fill_load
   fill_load=$(load1)
   local -a FILL_RATES=() FILL_COUNTS=() FILL_HZ=()
+  local fill=yes
+  [[ -z $ONLY || fill =~ $ONLY ]] || fill=no
   for i in $(seq 0 $((n - 1))); do
+    [ $fill = yes ] || break
     mkdir -p "$WORK/empty-$i"
     start_server "$i" "$WORK/empty-$i"
     local base="http://127.0.0.1:${PORTS[$i]}" quota=$(( (FILLS[$i] + 1) / 2 )) prefix="$WORK/fill-$i"
@@ -261,17 +267,19 @@ directory_mode() {
     }
     print line " " $(2 + 2 * n) " | " $(3 + 2 * n) " |"
   }' "$ROWS"
-  local line="| $FILLROW |"
-  for i in $(seq 0 $((n - 1))); do
-    local note=""
-    [ "${FILL_COUNTS[$i]}" -lt "$BOTS" ] && note=" (${FILL_COUNTS[$i]} bots)"
-    line="$line $(printf '%.0f' "${FILL_RATES[$i]}")$note | $(printf '%.3f' "$(echo "${FILL_RATES[$i]} / ${FILL_HZ[$i]}" | bc -l)") |"
-  done
-  echo "$line $fill_load | |"
+  if [ $fill = yes ]; then
+    local line="| $FILLROW |"
+    for i in $(seq 0 $((n - 1))); do
+      local note=""
+      [ "${FILL_COUNTS[$i]}" -lt "$BOTS" ] && note=" (${FILL_COUNTS[$i]} bots)"
+      line="$line $(printf '%.0f' "${FILL_RATES[$i]}")$note | $(printf '%.3f' "$(echo "${FILL_RATES[$i]} / ${FILL_HZ[$i]}" | bc -l)") |"
+    done
+    echo "$line $fill_load | |"
+  fi
   echo
   for i in $(seq 0 $((n - 1))); do
     echo "/healthz of ${LABELS[$i]} (before each scenario, -c$CONNECTIONS): $(awk -F'\t' -v c=$((3 + 2 * i)) '{print $c}' "$ROWS" \
-      | sort -n | awk '{a[NR]=$1} END {printf "min %.0f, median %.0f, max %.0f req/s", a[1], a[int((NR+1)/2)], a[NR]}'); before the fill (-c$FILL_CONNECTIONS): $(printf '%.0f' "${FILL_HZ[$i]}") req/s"
+      | sort -n | awk '{a[NR]=$1} END {printf "min %.0f, median %.0f, max %.0f req/s", a[1], a[int((NR+1)/2)], a[NR]}'); ${FILL_HZ[$i]:+before the fill (-c$FILL_CONNECTIONS): $(printf '%.0f' "${FILL_HZ[$i]}") req/s}"
   done
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   # Anything other than clean 2xx answers, per wrk run.
