@@ -10,7 +10,9 @@
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::response::{Response, ResponseBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type,
+};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
@@ -71,7 +73,7 @@ limited.
         health::metrics,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter)),
-    modifiers(&Security, &CommonResponses),
+    modifiers(&Security, &CommonResponses, &StatsPostNeedsACount),
     tags(
         (name = "bots", description = "Search and read bots"),
         (name = "votes", description = "Voters and vote checks; a bot's API token"),
@@ -251,6 +253,29 @@ fn add_rate_limit_headers(response: &mut Response) {
 }
 
 struct CommonResponses;
+
+/// A stats post needs `server_count`, or else `shards` as an array: a rule across two fields,
+/// which a field's own schema cannot say.
+struct StatsPostNeedsACount;
+
+impl Modify for StatsPostNeedsACount {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let Some(post) = components.schemas.remove("StatsPost") else {
+            return;
+        };
+        let shards_as_array = ObjectBuilder::new()
+            .required("shards")
+            .property("shards", ArrayBuilder::new());
+        let a_count = AnyOfBuilder::new()
+            .item(ObjectBuilder::new().required("server_count"))
+            .item(shards_as_array);
+        let all = AllOfBuilder::new().item(post).item(a_count).build();
+        components
+            .schemas
+            .insert("StatsPost".into(), RefOr::T(Schema::AllOf(all)));
+    }
+}
 
 impl Modify for CommonResponses {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {

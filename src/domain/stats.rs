@@ -88,9 +88,9 @@ pub struct StatsPost {
     #[serde(default, deserialize_with = "present")]
     #[schema(schema_with = count_or_counts_schema)]
     pub server_count: Option<Counts>,
-    /// Every shard's count, used when `server_count` is absent
+    /// Every shard's count, used when `server_count` is absent; `null` is the same as absent
     #[serde(default)]
-    #[schema(schema_with = counts_schema)]
+    #[schema(schema_with = nullable_counts_schema)]
     pub shards: Option<ShardList>,
     /// The shard this count is for (0 to 9999); with `server_count` an integer
     #[serde(default)]
@@ -115,6 +115,12 @@ fn counts_schema() -> ArrayBuilder {
         .min_items(Some(1))
         .max_items(Some(MAX_SHARDS))
         .description(Some("One count per shard: shard i's count is element i"))
+}
+
+fn nullable_counts_schema() -> OneOfBuilder {
+    OneOfBuilder::new()
+        .item(counts_schema())
+        .item(ObjectBuilder::new().schema_type(Type::Null))
 }
 
 fn count_or_counts_schema() -> OneOfBuilder {

@@ -23,11 +23,14 @@ pub enum WebhookFormat {
     Legacy,
 }
 
-/// By name (JSON and files) or by index (MessagePack written by other encoders); anything
-/// else is refused in the API's words, not as a malformed document.
+/// By name (JSON and files) or by index (MessagePack written by other encoders, never a JSON
+/// body: `"webhook_format": 0` is refused); anything else is refused in the API's words, not as
+/// a malformed document.
 impl<'de> Deserialize<'de> for WebhookFormat {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
+        struct Visitor {
+            by_index: bool,
+        }
         impl serde::de::Visitor<'_> for Visitor {
             type Value = WebhookFormat;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,6 +52,9 @@ impl<'de> Deserialize<'de> for WebhookFormat {
                 }
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WebhookFormat, E> {
+                if !self.by_index {
+                    return Err(E::invalid_type(serde::de::Unexpected::Unsigned(v), &self));
+                }
                 match v {
                     0 => Ok(WebhookFormat::Signed),
                     1 => Ok(WebhookFormat::Legacy),
@@ -58,7 +64,8 @@ impl<'de> Deserialize<'de> for WebhookFormat {
                 }
             }
         }
-        deserializer.deserialize_any(Visitor)
+        let by_index = !deserializer.is_human_readable();
+        deserializer.deserialize_any(Visitor { by_index })
     }
 }
 

@@ -1874,3 +1874,19 @@ async fn an_owner_cannot_be_deleted_while_a_patch_makes_it_an_owner() {
         .await;
     }
 }
+
+/// Found by schemathesis: a webhook format given as a number was read as the format's index.
+#[actix_web::test]
+async fn a_webhook_format_given_as_a_number_is_refused() {
+    let app = spawn_app().await;
+    let mut body = json!({
+        "platform_id": "77", "name": "Bot", "username": "bot", "short_description": "d",
+    });
+    for format in [json!(0), json!(1)] {
+        body["webhook_format"] = format;
+        assert_bad_request_naming(post_bot(&app, body.clone()).await, "webhook_format").await;
+    }
+    let created = app.create_bot(78, json!({})).await;
+    let response = patch_bot(&app, &created.id, json!({ "webhook_format": 1 })).await;
+    assert_bad_request_naming(response, "webhook_format").await;
+}
