@@ -70,6 +70,10 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                             .service(web::resource("/stats").post(stats::post_own_stats))
                             .service(web::resource("/check").get(votes::own_check))
                             .service(web::resource("/votes").get(votes::own_voters))
+                            // The hot path first: each pattern with an `{id}` is a regex, tried
+                            // in order, and bots call check all day. The patterns do not overlap,
+                            // so their order changes nothing else.
+                            .service(web::resource("/{id}/check").get(votes::check))
                             .service(web::resource("/{id}").get(bots::get_bot))
                             .service(
                                 web::resource("/{id}/stats")
@@ -77,7 +81,6 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                                     .post(stats::post_stats),
                             )
                             .service(web::resource("/{id}/votes").get(votes::voters))
-                            .service(web::resource("/{id}/check").get(votes::check))
                             .default_service(web::to(no_route)),
                     )
                     .service(
