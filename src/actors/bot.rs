@@ -428,20 +428,16 @@ impl Handler<PostStats> for BotActor {
     }
 }
 
-/// Edits the listing; the registry has already checked what needs the whole directory, and
-/// gives what it changed in the directory to be published with the edit.
+/// Edits the listing; the registry has already checked what needs the whole directory. A moved
+/// platform id is published with the view (the directory indexes published listings).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch, pub Option<Publish>);
+pub struct ApplyPatch(pub BotPatch);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(
-        &mut self,
-        ApplyPatch(patch, also): ApplyPatch,
-        _: &mut Self::Context,
-    ) -> Self::Result {
+    fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
         self.state.apply(patch, at);
         let record = Record::BotEdited {
@@ -450,7 +446,7 @@ impl Handler<ApplyPatch> for BotActor {
             webhook: self.state.webhook.clone(),
             at,
         };
-        let (durable, view) = self.commit(record, also);
+        let (durable, view) = self.commit(record, None);
         when_durable(durable, view)
     }
 }

@@ -133,61 +133,69 @@ impl Directory {
         self.index.read().memory()
     }
 
-    /// Publishes a newly listed (or, at startup, restored) bot.
-    pub(super) fn publish_listed(
-        &self,
-        handle: Arc<BotHandle>,
-        platform_id: Snowflake,
-        token: TokenHash,
-    ) {
-        self.index.write().insert(handle.view());
-        self.platform_ids.insert(platform_id, handle.id);
+    /// Publishes a newly listed (or, at startup, restored) bot. Its platform id comes from its
+    /// listing: the directory's map is an index of published listings, never written apart.
+    pub(super) fn publish_listed(&self, handle: Arc<BotHandle>, token: TokenHash) {
+        let view = handle.view();
+        self.index.write().insert(Arc::clone(&view));
+        self.platform_ids
+            .insert(view.listing.platform_id, handle.id);
         self.tokens.insert(token, handle.id);
         self.bots.insert(handle.id, handle);
     }
 
     /// Publishes a recovered directory at startup: the index is built in one pass, on every
     /// core, instead of a bot at a time.
-    pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, Snowflake, TokenHash)>) {
+    pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
         {
             let mut index = self.index.write();
             if index.is_empty() {
-                let views = bots.iter().map(|(handle, ..)| handle.view()).collect();
+                let views = bots.iter().map(|(handle, _)| handle.view()).collect();
                 *index = SearchIndex::build(index.month(), views);
             } else {
-                for (handle, ..) in &bots {
+                for (handle, _) in &bots {
                     index.insert(handle.view());
                 }
             }
         }
-        for (handle, platform_id, token) in bots {
-            self.platform_ids.insert(platform_id, handle.id);
+        for (handle, token) in bots {
+            self.platform_ids
+                .insert(handle.view().listing.platform_id, handle.id);
             self.tokens.insert(token, handle.id);
             self.bots.insert(handle.id, handle);
         }
     }
 
-    /// Publishes a bot's new state: the view its readers load and its place in the index.
+    /// Publishes a bot's new state: the view its readers load, its place in the index, and
+    /// its platform id when an edit moved it.
     pub(super) fn publish_view(&self, published: &Published, view: Arc<BotView>) {
-        published.store(Arc::clone(&view));
+        let old = published.swap(Arc::clone(&view));
+        let (was, is) = (old.listing.platform_id, view.listing.platform_id);
+        let id = view.listing.id;
+        // An edit journaled after the bot's delisting publishes nothing.
+        if !self.bots.contains_key(&id) {
+            return;
+        }
+        if was != is {
+            self.platform_ids.remove_if(&was, |_, owner| *owner == id);
+            self.platform_ids.insert(is, id);
+        }
         self.index.write().update(view);
     }
 
-    pub(super) fn publish_delisted(&self, id: BotId, platform_id: Snowflake, token: TokenHash) {
+    pub(super) fn publish_delisted(&self, id: BotId, token: TokenHash) {
         self.tokens.remove(&token);
-        self.platform_ids.remove(&platform_id);
-        self.bots.remove(&id);
+        if let Some((_, handle)) = self.bots.remove(&id) {
+            let platform_id = handle.view().listing.platform_id;
+            self.platform_ids
+                .remove_if(&platform_id, |_, owner| *owner == id);
+        }
         self.index.write().remove(id);
     }
 
     pub(super) fn publish_token(&self, id: BotId, old: TokenHash, new: TokenHash) {
         self.tokens.remove(&old);
         self.tokens.insert(new, id);
-    }
-
-    pub(super) fn publish_platform_id(&self, id: BotId, old: Snowflake, new: Snowflake) {
-        self.platform_ids.remove(&old);
-        self.platform_ids.insert(new, id);
     }
 
     pub(super) fn publish_profile(&self, profile: Arc<Profile>) {

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use arc_swap::ArcSwap;
+use futures_util::future::{join_all, BoxFuture, FutureExt, Shared};
+use tokio::sync::oneshot;
 
 use super::bot::{ApplyPatch, BotActor, Stop};
 use super::directory::{BotHandle, Directory};
@@ -46,14 +48,56 @@ impl BotSpawner {
 
 /// A bot as the registry stores it apart from the bot's own state. Entries change as soon as
 /// the registry accepts a change, so its rules see what it has accepted; the directory shows a
-/// change only once it is durable.
+/// change only once it is durable. The bot's platform id is its listing's: the registry holds
+/// only its claim on it (see [`PlatformIds`]).
 struct Entry {
     handle: Arc<BotHandle>,
-    platform_id: Snowflake,
+    /// The registry owns the token hash; the directory publishes it for authentication.
     token: TokenHash,
     /// Kept here, not read from the bot's view, so that an owner set by a patch the bot has not
     /// applied yet still keeps that profile from being deleted.
     owners: Vec<ProfileId>,
+}
+
+/// The platform ids that listed bots have claimed, for the uniqueness rule: the one copy the
+/// registry keeps, written when it accepts a listing, an edit or a delisting.
+#[derive(Default)]
+struct PlatformIds {
+    owner: HashMap<Snowflake, BotId>,
+    of_bot: HashMap<BotId, Snowflake>,
+}
+
+impl PlatformIds {
+    fn claim(&mut self, bot: BotId, platform_id: Snowflake) {
+        if let Some(old) = self.of_bot.insert(bot, platform_id) {
+            self.owner.remove(&old);
+        }
+        self.owner.insert(platform_id, bot);
+    }
+
+    fn release(&mut self, bot: BotId) {
+        if let Some(old) = self.of_bot.remove(&bot) {
+            self.owner.remove(&old);
+        }
+    }
+
+    fn of(&self, bot: BotId) -> Option<Snowflake> {
+        self.of_bot.get(&bot).copied()
+    }
+
+    fn owner(&self, platform_id: Snowflake) -> Option<BotId> {
+        self.owner.get(&platform_id).copied()
+    }
+}
+
+/// Done once a bot has journaled an edit (or refused it).
+type Settling = Shared<BoxFuture<'static, ()>>;
+
+/// An edit sent to a bot whose record is not durable yet.
+struct EditInFlight {
+    /// It gave up a platform id or an owner, which a later change may now take.
+    releases: bool,
+    done: Settling,
 }
 
 pub struct Registry {
@@ -65,8 +109,10 @@ pub struct Registry {
     /// The last journal record of the registry's own (profiles, listing, tokens).
     last_seq: u64,
     bots: HashMap<BotId, Entry>,
-    /// The platform id each listed bot has claimed, for the uniqueness rule.
-    bot_platform_ids: HashMap<Snowflake, BotId>,
+    bot_platform_ids: PlatformIds,
+    /// The registry does not wait for a bot to journal an edit; a change that depends on one
+    /// (taking a platform id or deleting a profile that it released) waits for it instead.
+    edits: Vec<EditInFlight>,
     profiles: HashMap<ProfileId, Profile>,
     usernames: HashMap<ProfileUsername, ProfileId>,
     profile_platform_ids: HashMap<Snowflake, ProfileId>,
@@ -88,7 +134,8 @@ impl Registry {
             spawner,
             last_seq: 0,
             bots: HashMap::new(),
-            bot_platform_ids: HashMap::new(),
+            bot_platform_ids: PlatformIds::default(),
+            edits: Vec::new(),
             profiles: HashMap::new(),
             usernames: HashMap::new(),
             profile_platform_ids: HashMap::new(),
@@ -119,12 +166,11 @@ impl Registry {
             id,
             Entry {
                 handle: Arc::clone(&handle),
-                platform_id,
                 token,
                 owners,
             },
         );
-        self.bot_platform_ids.insert(platform_id, id);
+        self.bot_platform_ids.claim(id, platform_id);
         handle
     }
 
@@ -151,8 +197,8 @@ impl Registry {
         platform_id: Snowflake,
         for_bot: Option<BotId>,
     ) -> Result<(), Rejection> {
-        match self.bot_platform_ids.get(&platform_id) {
-            Some(owner) if Some(*owner) != for_bot => Err(Rejection::Conflict(format!(
+        match self.bot_platform_ids.owner(platform_id) {
+            Some(owner) if Some(owner) != for_bot => Err(Rejection::Conflict(format!(
                 "platform_id: a bot with platform id {platform_id} is already listed"
             ))),
             _ => Ok(()),
@@ -253,8 +299,7 @@ impl Handler<LoadDirectory> for Registry {
             .into_iter()
             .map(|StoredBot { mut state, token }| {
                 state.restore();
-                let platform_id = state.listing.platform_id;
-                (self.list(state, token), platform_id, token)
+                (self.list(state, token), token)
             })
             .collect();
         self.directory.publish_recovered(listed);
@@ -313,31 +358,71 @@ pub struct CreateBot(pub NewBot);
 impl Handler<CreateBot> for Registry {
     type Result = Reply<(Arc<BotView>, Token)>;
 
-    fn handle(&mut self, CreateBot(new): CreateBot, _: &mut Self::Context) -> Self::Result {
-        reply((|| {
-            self.check_platform_id_free(new.platform_id, None)?;
-            self.check_owners(&new.owner_ids)?;
-            let token = Token::generate();
-            let state = BotState::create(BotId::new_random(), new, self.clock.now());
-            let record = Record::BotListed {
-                state: Box::new(state.clone()),
-                token: token.hash(),
-            };
-            // The actor starts first, but nobody can reach it before its listing is published,
-            // so its own records still come after this one. Until it journals one, its
-            // `last_seq` stays 0: replay has nothing of its own to skip.
-            let (platform_id, token_hash) = (state.listing.platform_id, token.hash());
-            let handle = self.list(state, token_hash);
-            let directory = Arc::clone(&self.directory);
-            let shown = Arc::clone(&handle);
-            let (_, durable) = self.commit(
-                &record,
-                Some(Box::new(move || {
-                    directory.publish_listed(shown, platform_id, token_hash)
-                })),
-            );
-            Ok((durable, (handle.view(), token)))
-        })())
+    fn handle(&mut self, CreateBot(new): CreateBot, ctx: &mut Self::Context) -> Self::Result {
+        let waits = self.releases_in_flight();
+        self.after(ctx, waits, move |registry| reply(registry.create_bot(new)))
+    }
+}
+
+impl Registry {
+    fn create_bot(&mut self, new: NewBot) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
+        self.check_platform_id_free(new.platform_id, None)?;
+        self.check_owners(&new.owner_ids)?;
+        let token = Token::generate();
+        let state = BotState::create(BotId::new_random(), new, self.clock.now());
+        let record = Record::BotListed {
+            state: Box::new(state.clone()),
+            token: token.hash(),
+        };
+        // The actor starts first, but nobody can reach it before its listing is published, so
+        // its own records still come after this one. Until it journals one, its `last_seq`
+        // stays 0: replay has nothing of its own to skip.
+        let token_hash = token.hash();
+        let handle = self.list(state, token_hash);
+        let directory = Arc::clone(&self.directory);
+        let shown = Arc::clone(&handle);
+        let (_, durable) = self.commit(
+            &record,
+            Some(Box::new(move || {
+                directory.publish_listed(shown, token_hash)
+            })),
+        );
+        Ok((durable, (handle.view(), token)))
+    }
+
+    /// Edits whose records may not be journaled yet and that gave something up: a change that
+    /// takes a platform id or deletes a profile waits for them, so that its record never comes
+    /// before the edit that allowed it (a crash between the two would otherwise keep both).
+    fn releases_in_flight(&mut self) -> Vec<Settling> {
+        self.edits.retain(|edit| edit.done.peek().is_none());
+        self.edits
+            .iter()
+            .filter(|edit| edit.releases)
+            .map(|edit| edit.done.clone())
+            .collect()
+    }
+
+    /// Runs `change` once `waits` are done, before the registry takes any other message: the
+    /// registry waits only when a change depends on an edit in flight, which is rare.
+    fn after<T: Send + 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        waits: Vec<Settling>,
+        change: impl FnOnce(&mut Self) -> Reply<T> + 'static,
+    ) -> Reply<T> {
+        if waits.is_empty() {
+            return change(self);
+        }
+        let (sender, receiver) = oneshot::channel();
+        ctx.wait(join_all(waits).into_actor(self).map(move |_, registry, _| {
+            let _ = sender.send(change(registry));
+        }));
+        Box::pin(async move {
+            match receiver.await {
+                Ok(answer) => answer.await,
+                Err(_) => Err(Rejection::NotStored("the directory stopped".into())),
+            }
+        })
     }
 }
 
@@ -346,52 +431,66 @@ impl Handler<CreateBot> for Registry {
 pub struct UpdateBot(pub BotId, pub BotPatch);
 
 impl Handler<UpdateBot> for Registry {
-    type Result = AtomicResponse<Self, Result<Arc<BotView>, Rejection>>;
+    type Result = Reply<Arc<BotView>>;
 
-    /// Atomic: the registry takes no other message until the bot has applied and journaled
-    /// the edit, so a listing or profile deletion that the moved platform id or owners allow is
-    /// never journaled before the edit that allowed it.
-    fn handle(&mut self, UpdateBot(id, patch): UpdateBot, _: &mut Self::Context) -> Self::Result {
+    /// The registry checks the edit's rules and claims what it takes, then hands the edit to
+    /// the bot, which journals it in order with its votes and stats; the registry goes on with
+    /// other messages meanwhile.
+    fn handle(&mut self, UpdateBot(id, patch): UpdateBot, ctx: &mut Self::Context) -> Self::Result {
+        let takes = patch.platform_id.is_some() || patch.owner_ids.is_some();
+        let waits = if takes {
+            self.releases_in_flight()
+        } else {
+            Vec::new()
+        };
+        self.after(ctx, waits, move |registry| registry.update_bot(id, patch))
+    }
+}
+
+impl Registry {
+    fn update_bot(&mut self, id: BotId, patch: BotPatch) -> Reply<Arc<BotView>> {
         let checked = (|| {
-            if !self.bots.contains_key(&id) {
-                return Err(Self::not_found_bot(id));
-            }
+            let entry = self.bots.get(&id).ok_or_else(|| Self::not_found_bot(id))?;
             if let Some(owners) = &patch.owner_ids {
                 self.check_owners(owners)?;
             }
             if let Some(new) = patch.platform_id {
                 self.check_platform_id_free(new, Some(id))?;
             }
-            let entry = self
-                .bots
-                .get_mut(&id)
-                .ok_or_else(|| Self::not_found_bot(id))?;
-            let mut moved: Option<Publish> = None;
-            if let Some(new) = patch.platform_id.filter(|new| *new != entry.platform_id) {
-                let old = std::mem::replace(&mut entry.platform_id, new);
-                self.bot_platform_ids.remove(&old);
-                self.bot_platform_ids.insert(new, id);
-                let directory = Arc::clone(&self.directory);
-                moved = Some(Box::new(move || {
-                    directory.publish_platform_id(id, old, new)
-                }));
-            }
-            let entry = self
-                .bots
-                .get_mut(&id)
-                .ok_or_else(|| Self::not_found_bot(id))?;
+            let mut releases = false;
             if let Some(owners) = &patch.owner_ids {
+                releases |= entry.owners.iter().any(|owner| !owners.contains(owner));
+            }
+            let handle = Arc::clone(&entry.handle);
+            if let Some(new) = patch.platform_id {
+                releases |= self.bot_platform_ids.of(id) != Some(new);
+                self.bot_platform_ids.claim(id, new);
+            }
+            if let (Some(owners), Some(entry)) = (&patch.owner_ids, self.bots.get_mut(&id)) {
                 entry.owners.clone_from(owners);
             }
-            Ok((Arc::clone(&entry.handle), moved))
+            Ok((handle, releases))
         })();
-        // The bot journals the edit itself, in order with its votes and stats, and publishes the
-        // moved platform id with it; the message is queued here, in the handler, so edits reach
-        // the bot in the order they were checked.
-        let applied = checked.map(|(handle, moved)| handle.addr.send(ApplyPatch(patch, moved)));
-        AtomicResponse::new(Box::pin(
-            async move { applied?.await.map_err(|_| Self::not_found_bot(id))? }.into_actor(self),
-        ))
+        let (handle, releases) = match checked {
+            Ok(checked) => checked,
+            Err(rejection) => return Box::pin(async move { Err(rejection) }),
+        };
+        // Sent here, in the handler, so that edits reach the bot in the order they were checked.
+        let applied = handle.addr.send(ApplyPatch(patch));
+        let (finished, done) = oneshot::channel::<()>();
+        self.edits.push(EditInFlight {
+            releases,
+            done: async move {
+                let _ = done.await;
+            }
+            .boxed()
+            .shared(),
+        });
+        Box::pin(async move {
+            let answer = applied.await.map_err(|_| Self::not_found_bot(id));
+            drop(finished);
+            answer?
+        })
     }
 }
 
@@ -402,26 +501,29 @@ pub struct DelistBot(pub BotId);
 impl Handler<DelistBot> for Registry {
     type Result = Reply<()>;
 
+    /// An edit of the bot still in flight is journaled after the delisting, and replay passes
+    /// over records of a bot that is not listed; the directory ignores its publication.
     fn handle(&mut self, DelistBot(id): DelistBot, _: &mut Self::Context) -> Self::Result {
-        reply((|| {
-            if !self.bots.contains_key(&id) {
-                return Err(Self::not_found_bot(id));
-            }
-            let entry = self
-                .bots
-                .remove(&id)
-                .ok_or_else(|| Self::not_found_bot(id))?;
-            self.bot_platform_ids.remove(&entry.platform_id);
-            let directory = Arc::clone(&self.directory);
-            let (_, durable) = self.commit(
-                &Record::BotDelisted(id),
-                Some(Box::new(move || {
-                    directory.publish_delisted(id, entry.platform_id, entry.token);
-                    entry.handle.addr.do_send(Stop);
-                })),
-            );
-            Ok((durable, ()))
-        })())
+        reply(self.delist_bot(id))
+    }
+}
+
+impl Registry {
+    fn delist_bot(&mut self, id: BotId) -> Result<(Durable, ()), Rejection> {
+        let entry = self
+            .bots
+            .remove(&id)
+            .ok_or_else(|| Self::not_found_bot(id))?;
+        self.bot_platform_ids.release(id);
+        let directory = Arc::clone(&self.directory);
+        let (_, durable) = self.commit(
+            &Record::BotDelisted(id),
+            Some(Box::new(move || {
+                directory.publish_delisted(id, entry.token);
+                entry.handle.addr.do_send(Stop);
+            })),
+        );
+        Ok((durable, ()))
     }
 }
 
@@ -506,8 +608,21 @@ pub struct DeleteProfile(pub ProfileId);
 impl Handler<DeleteProfile> for Registry {
     type Result = Reply<()>;
 
-    fn handle(&mut self, DeleteProfile(id): DeleteProfile, _: &mut Self::Context) -> Self::Result {
-        reply((|| {
+    fn handle(
+        &mut self,
+        DeleteProfile(id): DeleteProfile,
+        ctx: &mut Self::Context,
+    ) -> Self::Result {
+        let waits = self.releases_in_flight();
+        self.after(ctx, waits, move |registry| {
+            reply(registry.delete_profile(id))
+        })
+    }
+}
+
+impl Registry {
+    fn delete_profile(&mut self, id: ProfileId) -> Result<(Durable, ()), Rejection> {
+        (|| {
             if !self.profiles.contains_key(&id) {
                 return Err(Self::not_found_profile(id));
             }
@@ -531,6 +646,181 @@ impl Handler<DeleteProfile> for Registry {
             }
             crate::telemetry::profiles_listed(self.profiles.len());
             Ok((durable, ()))
-        })())
+        })()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::domain::time::{ManualClock, Timestamp};
+    use crate::persist::journal::{self, FsyncMode};
+
+    fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+        serde_json::from_value(value).expect("valid")
+    }
+
+    fn new_bot(platform_id: &str) -> NewBot {
+        json(serde_json::json!({
+            "platform_id": platform_id, "name": "Bot", "username": "bot",
+            "short_description": "A bot"
+        }))
+    }
+
+    /// A registry over a journal in `dir`, with every bot on one arbiter that the test can stop.
+    fn registry(dir: &std::path::Path, arbiter: &Arbiter) -> Addr<Registry> {
+        registry_and_directory(dir, arbiter).0
+    }
+
+    fn registry_and_directory(
+        dir: &std::path::Path,
+        arbiter: &Arbiter,
+    ) -> (Addr<Registry>, Arc<Directory>) {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
+        let directory = Arc::new(Directory::new(clock.now()));
+        let dispatcher = Dispatcher::new(
+            clock.clone(),
+            Arc::clone(&directory),
+            Duration::from_secs(1),
+            false,
+        )
+        .expect("a client");
+        let journal = Journal::open(dir, 1, FsyncMode::Never).expect("a journal");
+        let spawner = BotSpawner::new(vec![arbiter.handle()]);
+        let registry = Registry::new(Arc::clone(&directory), clock, journal, dispatcher, spawner);
+        (registry.start(), directory)
+    }
+
+    /// Holds the bots' thread until the returned sender is dropped: a bot busy for as long as
+    /// the test wants, with no sleep.
+    fn hold(arbiter: &Arbiter) -> std::sync::mpsc::Sender<()> {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        arbiter.spawn_fn(move || {
+            let _ = held.recv();
+        });
+        release
+    }
+
+    async fn within<F: std::future::Future>(future: F) -> F::Output {
+        tokio::time::timeout(Duration::from_secs(20), future)
+            .await
+            .expect("answered instead of waiting behind the bot")
+    }
+
+    #[actix_web::test]
+    async fn the_registry_goes_on_while_a_bot_journals_an_edit() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let arbiter = Arbiter::new();
+        let registry = registry(dir.path(), &arbiter);
+        let (view, _) = within(registry.send(CreateBot(new_bot("42"))))
+            .await
+            .expect("delivered")
+            .expect("listed");
+
+        let release = hold(&arbiter);
+        let edit = registry.send(UpdateBot(
+            view.listing.id,
+            json(serde_json::json!({"short_description": "Edited while busy"})),
+        ));
+        let edit = actix_web::rt::spawn(edit);
+        let profile = within(registry.send(CreateProfile(json(
+            serde_json::json!({"username": "someone"}),
+        ))))
+        .await
+        .expect("delivered");
+        assert!(profile.is_ok(), "{profile:?}");
+        assert!(!edit.is_finished());
+
+        drop(release);
+        let edited = within(edit).await.expect("ran").expect("delivered");
+        assert_eq!(
+            edited.expect("edited").listing.short_description.as_str(),
+            "Edited while busy"
+        );
+        arbiter.stop();
+    }
+
+    #[actix_web::test]
+    async fn a_platform_id_given_up_by_an_edit_is_taken_only_after_that_edit_is_journaled() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let arbiter = Arbiter::new();
+        let registry = registry(dir.path(), &arbiter);
+        let (moved, _) = within(registry.send(CreateBot(new_bot("42"))))
+            .await
+            .expect("delivered")
+            .expect("listed");
+
+        let release = hold(&arbiter);
+        let edit = actix_web::rt::spawn(registry.send(UpdateBot(
+            moved.listing.id,
+            json(serde_json::json!({"platform_id": "43"})),
+        )));
+        let taker = actix_web::rt::spawn(registry.send(CreateBot(new_bot("42"))));
+        // The registry runs on this thread: let it take both messages while the bot is held.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        drop(release);
+        within(edit)
+            .await
+            .expect("ran")
+            .expect("delivered")
+            .expect("edited");
+        let (taker, _) = within(taker)
+            .await
+            .expect("ran")
+            .expect("delivered")
+            .expect("listed once 42 was free");
+
+        // Replay sees the edit that freed 42 before the listing that took it.
+        let order: Vec<&str> = journal::list(dir.path())
+            .expect("segments")
+            .iter()
+            .flat_map(|(_, path)| journal::read_segment(path).expect("readable").records)
+            .filter_map(|(_, record)| match record {
+                Record::BotEdited { bot, .. } if bot == moved.listing.id => Some("edit"),
+                Record::BotListed { state, .. } if state.listing.id == taker.listing.id => {
+                    Some("listing")
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order, ["edit", "listing"]);
+        arbiter.stop();
+    }
+
+    #[actix_web::test]
+    async fn a_bot_delisted_during_its_edit_leaves_nothing_published() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let arbiter = Arbiter::new();
+        let (registry, directory) = registry_and_directory(dir.path(), &arbiter);
+        let (bot, _) = within(registry.send(CreateBot(new_bot("42"))))
+            .await
+            .expect("delivered")
+            .expect("listed");
+        let id = bot.listing.id;
+
+        let release = hold(&arbiter);
+        let edit = actix_web::rt::spawn(registry.send(UpdateBot(
+            id,
+            json(serde_json::json!({"platform_id": "43"})),
+        )));
+        let delisting = actix_web::rt::spawn(registry.send(DelistBot(id)));
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        drop(release);
+        let _ = within(edit).await;
+        within(delisting)
+            .await
+            .expect("ran")
+            .expect("delivered")
+            .expect("delisted");
+        assert!(directory.resolve("42").is_none());
+        assert!(directory.resolve("43").is_none());
+        assert!(directory.get(id).is_none());
+        arbiter.stop();
     }
 }
