@@ -1,8 +1,11 @@
 //! Command line and environment: every flag also reads `BOTLIST_<FLAG>`.
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -119,7 +122,7 @@ pub struct ServeArgs {
 
     /// Token of the admin API; without one the admin API answers 404.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
+    pub admin_token: Option<Secret>,
 
     /// Load the deterministic demo directory when the directory is empty.
     #[arg(long, env = "BOTLIST_DEMO")]
@@ -185,6 +188,96 @@ fn parse_origin(raw: &str) -> Result<String, String> {
     Ok(serialized)
 }
 
+/// A secret from the command line (the admin token): `Debug` never shows it, so
+/// printing settings or an error that holds it leaks nothing.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(redacted)")
+    }
+}
+
+impl FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self(text.to_owned()))
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(text: &str) -> Self {
+        Self(text.to_owned())
+    }
+}
+
+/// What the server needs, whether it came from the command line or a test.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub bind: SocketAddr,
+    pub base_path: String,
+    pub admin_token: Option<Secret>,
+    pub demo: bool,
+    pub workers: usize,
+    /// 0 runs bot actors on the registry's thread.
+    pub actor_threads: usize,
+    /// `None` keeps everything in memory (tests that are not about durability).
+    pub data_dir: Option<PathBuf>,
+    pub fsync: FsyncMode,
+    /// `None`: snapshots only on shutdown and on request.
+    pub snapshot_interval: Option<Duration>,
+    pub recover: bool,
+    /// Requests per minute per key; 0 turns limits off.
+    pub rate_limit: u32,
+    pub trust_forwarded_for: bool,
+    /// Connections served at once, over all workers.
+    pub max_connections: usize,
+    /// Time to send headers, and again to send the body.
+    pub request_timeout: Duration,
+    pub keep_alive: Duration,
+    /// Let webhooks reach loopback and private addresses (tests, private deployments).
+    pub allow_private_webhooks: bool,
+    /// How long a webhook receiver has to answer.
+    pub webhook_timeout: Duration,
+    /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
+    pub cors_origins: Vec<String>,
+}
+
+impl Settings {
+    pub fn from_args(args: &ServeArgs) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        Self {
+            bind: args.bind,
+            base_path: args.base_path.clone(),
+            admin_token: args.admin_token.clone(),
+            demo: args.demo,
+            workers: args.workers.map_or(cores, NonZeroUsize::get),
+            actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
+            data_dir: Some(args.data_dir.clone()),
+            fsync: args.fsync,
+            snapshot_interval: (args.snapshot_interval > 0)
+                .then(|| Duration::from_secs(args.snapshot_interval)),
+            recover: args.recover,
+            rate_limit: args.rate_limit,
+            trust_forwarded_for: args.trust_forwarded_for,
+            max_connections: args.max_connections.max(1),
+            request_timeout: Duration::from_secs(args.request_timeout.max(1)),
+            keep_alive: Duration::from_secs(args.keep_alive),
+            allow_private_webhooks: args.allow_private_webhooks,
+            webhook_timeout: Duration::from_secs(5),
+            cors_origins: args.cors_origins.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +316,23 @@ mod tests {
             Cli::try_parse_from(["botlist", "--cors-origin", "https://a.example/path"]).is_err()
         );
         assert!(Cli::try_parse_from(["botlist", "--cors-origin", "example.com"]).is_err());
+    }
+
+    #[test]
+    fn printing_the_settings_never_shows_the_admin_token() {
+        let cli = Cli::try_parse_from(["botlist", "--admin-token", "hunter2-admin-token"])
+            .expect("valid arguments");
+        let Command::Serve(args) = cli.into_command() else {
+            panic!("serve is the default command");
+        };
+        let settings = Settings::from_args(&args);
+        assert_eq!(
+            settings.admin_token.as_ref().map(Secret::expose),
+            Some("hunter2-admin-token")
+        );
+        for printed in [format!("{args:?}"), format!("{settings:?}")] {
+            assert!(!printed.contains("hunter2"), "{printed}");
+            assert!(printed.contains("redacted"), "{printed}");
+        }
     }
 }

@@ -214,11 +214,14 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     // One vote a minute before start, so the README's check example answers 1.
     let recent_voter = voter(size.voters, &mut rng);
     let recent_id = recent_voter.id;
-    let _ = bots[0]
+    if bots[0]
         .0
         .votes
-        .vote(recent_voter, now.minus(Duration::minutes(1)));
-    accepted += 1;
+        .vote(recent_voter, now.minus(Duration::minutes(1)))
+        .is_ok()
+    {
+        accepted += 1;
+    }
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
     }
@@ -341,6 +344,11 @@ mod tests {
         assert_eq!(a.info.bot_token, b.info.bot_token);
         assert!(a.state.bots.len() >= 5_000);
         assert!(a.accepted_votes >= 200_000, "{}", a.accepted_votes);
+        let stored: u64 = a.state.bots.iter().map(|b| b.state.votes.total).sum();
+        assert_eq!(
+            a.accepted_votes as u64, stored,
+            "only accepted votes are counted"
+        );
         let voters: HashSet<_> = a
             .state
             .bots

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod fuzzing;
 pub mod index;
 pub mod persist;
+pub mod shutdown;
 pub mod startup;
 pub mod telemetry;
 pub mod webhooks;

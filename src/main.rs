@@ -4,12 +4,13 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use botlist::config::Settings;
 use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
-use botlist::startup::{Application, Settings, StartError, StoppedAfterJournalFailure};
+use botlist::startup::{stop_signal, Application, StartError, StoppedAfterJournalFailure};
 use botlist::telemetry::{self, LogFormat};
 
 /// The exit code of a start refused because of damaged state.
@@ -53,7 +54,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("demo directory loaded: {} bots", app.directory.len());
         println!(
             "  admin token:        {}",
-            app.admin_token.as_deref().unwrap_or("")
+            app.admin_token.as_ref().map_or("", |token| token.expose())
         );
         println!("  demo bot id:        {}", demo.bot_id);
         println!("  demo bot platform:  {}", demo.bot_platform_id);
@@ -62,7 +63,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("  a profile id:       {}", demo.profile_id);
     }
     println!("listening on {}", app.base_url());
-    match app.run_until_stopped().await {
+    match app.run_until(stop_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error)
             if error

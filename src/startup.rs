@@ -1,8 +1,7 @@
 //! Building and running the application; tests call [`Application::build`] with port 0.
 
+use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
-use std::num::NonZeroUsize;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,77 +18,19 @@ use crate::api::guard::{catch_panics, limit_headers};
 use crate::api::http::{self, AllowedMethods, BasePath};
 use crate::api::limits::{self, RateLimiter};
 use crate::api::{openapi, routes, AppState};
-use crate::config::ServeArgs;
+use crate::config::{Secret, Settings};
 use crate::demo::{self, DemoInfo, DemoSize};
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
-use crate::persist::journal::{FsyncMode, Journal};
+use crate::persist::journal::Journal;
 use crate::persist::lock::{DirLock, LockError};
 use crate::persist::recovery::{self, Recovered};
 use crate::persist::snapshot;
 use crate::persist::state::DirectoryState;
 use crate::persist::Persistence;
+use crate::shutdown::{self, Shutdown, Trigger};
 use crate::telemetry;
 use crate::webhooks::Dispatcher;
-
-/// What the server needs, whether it came from the command line or a test.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub bind: SocketAddr,
-    pub base_path: String,
-    pub admin_token: Option<String>,
-    pub demo: bool,
-    pub workers: usize,
-    /// 0 runs bot actors on the registry's thread.
-    pub actor_threads: usize,
-    /// `None` keeps everything in memory (tests that are not about durability).
-    pub data_dir: Option<PathBuf>,
-    pub fsync: FsyncMode,
-    /// `None`: snapshots only on shutdown and on request.
-    pub snapshot_interval: Option<Duration>,
-    pub recover: bool,
-    /// Requests per minute per key; 0 turns limits off.
-    pub rate_limit: u32,
-    pub trust_forwarded_for: bool,
-    /// Connections served at once, over all workers.
-    pub max_connections: usize,
-    /// Time to send headers, and again to send the body.
-    pub request_timeout: Duration,
-    pub keep_alive: Duration,
-    /// Let webhooks reach loopback and private addresses (tests, private deployments).
-    pub allow_private_webhooks: bool,
-    /// How long a webhook receiver has to answer.
-    pub webhook_timeout: Duration,
-    /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
-    pub cors_origins: Vec<String>,
-}
-
-impl Settings {
-    pub fn from_args(args: &ServeArgs) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-        Self {
-            bind: args.bind,
-            base_path: args.base_path.clone(),
-            admin_token: args.admin_token.clone(),
-            demo: args.demo,
-            workers: args.workers.map_or(cores, NonZeroUsize::get),
-            actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
-            data_dir: Some(args.data_dir.clone()),
-            fsync: args.fsync,
-            snapshot_interval: (args.snapshot_interval > 0)
-                .then(|| Duration::from_secs(args.snapshot_interval)),
-            recover: args.recover,
-            rate_limit: args.rate_limit,
-            trust_forwarded_for: args.trust_forwarded_for,
-            max_connections: args.max_connections.max(1),
-            request_timeout: Duration::from_secs(args.request_timeout.max(1)),
-            keep_alive: Duration::from_secs(args.keep_alive),
-            allow_private_webhooks: args.allow_private_webhooks,
-            webhook_timeout: Duration::from_secs(5),
-            cors_origins: args.cors_origins.clone(),
-        }
-    }
-}
 
 /// Why the service did not start.
 #[derive(Debug)]
@@ -145,173 +86,51 @@ pub struct Application {
     /// Set when the demo directory was loaded.
     pub demo: Option<DemoInfo>,
     /// The admin token in force (the demo's when `--demo` ran without one).
-    pub admin_token: Option<String>,
+    pub admin_token: Option<Secret>,
     /// What recovery noticed (torn records, files moved aside).
     pub warnings: Vec<String>,
+    /// Stops the background loops (snapshots, webhook deliveries, the limiter's sweep); they
+    /// also stop when the application is dropped.
+    stop_loops: Trigger,
     _arbiters: Vec<Arbiter>,
     /// The data directory's lock, held until the application is dropped or the process ends.
     _lock: Option<DirLock>,
 }
 
+/// The actors and what they publish, started over a recovered state.
+struct Started {
+    arbiters: Vec<Arbiter>,
+    directory: Arc<Directory>,
+    registry: Addr<Registry>,
+    persistence: Option<Arc<Persistence>>,
+    demo: Option<DemoInfo>,
+    admin_token: Option<Secret>,
+}
+
 impl Application {
     /// Recovers the data directory, starts the actors and binds the listener; serving begins
-    /// with [`Self::run_until_stopped`].
+    /// with [`Self::run_until`].
     pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
         // The lock comes first: recovery moves and removes files, which only the owner may do.
-        let lock = match &settings.data_dir {
-            Some(dir) => Some(DirLock::acquire(dir).map_err(|e| match e {
-                LockError::Held { .. } => StartError::InUse(e.to_string()),
-                LockError::Io { error, .. } => StartError::Io(error),
-            })?),
-            None => None,
-        };
-        if let Some(dir) = &settings.data_dir {
-            for (file, bytes) in snapshot::remove_stale_temps(dir)? {
-                tracing::warn!(
-                    "removed {} ({bytes} bytes): a snapshot cut short by a crash; the snapshots and journal before it are intact",
-                    file.display()
-                );
-            }
-        }
+        let lock = claim_data_dir(&settings)?;
         telemetry::install_metrics();
-        let recovered = match &settings.data_dir {
-            Some(dir) => {
-                recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
-            }
-            None => Recovered {
-                state: DirectoryState::default(),
-                next_seq: 1,
-                warnings: Vec::new(),
-            },
-        };
-        for warning in &recovered.warnings {
-            tracing::warn!("{warning}");
-        }
-        let journal = match &settings.data_dir {
-            Some(dir) => Journal::open(dir, recovered.next_seq, settings.fsync)?,
-            None => Journal::in_memory(recovered.next_seq),
-        };
-
-        let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
-            .map(|_| Arbiter::new())
-            .collect();
-        let directory = Arc::new(Directory::new(clock.now()));
-        let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
-        let dispatcher = Dispatcher::new(
-            Arc::clone(&clock),
-            Arc::clone(&directory),
-            settings.webhook_timeout,
-            settings.allow_private_webhooks,
-        )
-        .map_err(std::io::Error::other)?;
-        dispatcher.start();
-        let registry = Registry::new(
-            Arc::clone(&directory),
-            Arc::clone(&clock),
-            journal.clone(),
-            dispatcher,
-            spawner,
-        )
-        .start();
-        let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
-        load(&registry, recovered.state).await?;
-        let persistence = settings
-            .data_dir
-            .clone()
-            .map(|dir| Arc::new(Persistence::new(dir, journal, registry.clone())));
-
-        let mut admin_token = settings.admin_token.clone();
-        let mut demo_info = None;
-        if settings.demo && was_empty {
-            let demo = demo::build(clock.now(), &DemoSize::default());
-            load(&registry, demo.state).await?;
-            admin_token.get_or_insert_with(|| demo::DEMO_ADMIN_TOKEN.to_owned());
-            demo_info = Some(demo.info);
-        }
-        // A fresh demo, or files moved aside: write the state down before anything else.
-        if demo_info.is_some() || !recovered.warnings.is_empty() {
-            if let Some(persistence) = &persistence {
-                persistence
-                    .snapshot()
-                    .await
-                    .map_err(std::io::Error::other)?;
-            }
-        }
-        if let (Some(persistence), Some(every)) = (&persistence, settings.snapshot_interval) {
-            spawn_periodic_snapshots(Arc::clone(persistence), every);
-        }
-
-        let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
-        if let Some(limiter) = &limiter {
-            limits::spawn_sweeper(Arc::clone(limiter));
-        }
-
-        let listener = TcpListener::bind(settings.bind)?;
-        let address = listener.local_addr()?;
-        let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
-            .map_err(std::io::Error::other)?;
-        let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
-        let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
-        let served_under = web::Data::new(BasePath(settings.base_path.clone()));
-        let cors_origins = settings.cors_origins.clone();
-        let cors_on = !cors_origins.is_empty();
-        let state = web::Data::new(AppState {
-            directory: Arc::clone(&directory),
-            registry: registry.clone(),
-            clock,
-            admin_token: admin_token.as_deref().map(TokenHash::of),
-            openapi_json: openapi_json.into(),
-            persistence: persistence.clone(),
-            limiter,
-            trust_forwarded_for: settings.trust_forwarded_for,
-            request_timeout: settings.request_timeout,
-            allow_private_webhooks: settings.allow_private_webhooks,
-        });
-        let base_path = settings.base_path.clone();
-        // actix-web's HttpServer, but over connections that stop reading a refused body; signals
-        // are ours: actix's own would stop the whole actor system before the last snapshot.
-        let server = connection::serve(
-            listener,
-            ServerOptions {
-                workers: settings.workers,
-                max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
-                client_request_timeout: settings.request_timeout,
-                client_disconnect_timeout: Duration::from_secs(1),
-                keep_alive: settings.keep_alive,
-            },
-            move || {
-                // Innermost first: each `wrap` goes around all the ones before it.
-                App::new()
-                    .app_data(state.clone())
-                    .app_data(allowed_methods.clone())
-                    .app_data(served_under.clone())
-                    .wrap(from_fn(catch_panics))
-                    .wrap(from_fn(envelope_errors))
-                    .wrap(from_fn(limit_headers))
-                    .wrap(from_fn(http::semantics))
-                    .wrap(Condition::new(
-                        cors_on,
-                        http::cors(&cors_origins).unwrap_or_default(),
-                    ))
-                    .wrap(Condition::new(cors_on, from_fn(http::cors_refusals)))
-                    .wrap(Compress::default())
-                    .wrap(from_fn(http::finish))
-                    .wrap(from_fn(telemetry::observe))
-                    .configure(routes(&base_path))
-            },
-        )?;
-
+        let recovered = recover_state(&settings)?;
+        let warnings = recovered.warnings.clone();
+        let (stop_loops, loops) = shutdown::channel();
+        let started = start_actors(&settings, &clock, recovered, loops.clone()).await?;
+        let (address, server) = serve(&settings, &started, clock, loops)?;
         Ok(Self {
             address,
             base_path: settings.base_path,
             server,
-            registry,
-            directory,
-            persistence,
-            demo: demo_info,
-            admin_token,
-            warnings: recovered.warnings,
-            _arbiters: arbiters,
+            registry: started.registry,
+            directory: started.directory,
+            persistence: started.persistence,
+            demo: started.demo,
+            admin_token: started.admin_token,
+            warnings,
+            stop_loops,
+            _arbiters: started.arbiters,
             _lock: lock,
         })
     }
@@ -325,16 +144,21 @@ impl Application {
         format!("http://{}{}", self.address, self.base_path)
     }
 
-    /// Serves until SIGINT or SIGTERM: then stops accepting, lets requests in flight finish,
-    /// and writes a last snapshot.
-    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+    /// Serves until `shutdown` resolves (the process's signals: [`stop_signal`]): then stops
+    /// accepting, lets requests in flight finish, stops the background loops and writes a last
+    /// snapshot.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + 'static,
+    ) -> std::io::Result<()> {
         let handle = self.server.handle();
         actix_web::rt::spawn(async move {
-            stop_signal().await;
+            shutdown.await;
             tracing::info!("stopping: finishing requests in flight, then a last snapshot");
             handle.stop(true).await;
         });
         self.server.await?;
+        self.stop_loops.pull();
         if let Some(persistence) = &self.persistence {
             // After a journal failure no snapshot may be taken (it could hold the change that
             // failed); what was acknowledged is in the journal and is replayed at the next start.
@@ -350,6 +174,183 @@ impl Application {
     }
 }
 
+/// Takes the data directory's lock and clears what a crash during a snapshot left behind.
+fn claim_data_dir(settings: &Settings) -> Result<Option<DirLock>, StartError> {
+    let Some(dir) = &settings.data_dir else {
+        return Ok(None);
+    };
+    let lock = DirLock::acquire(dir).map_err(|e| match e {
+        LockError::Held { .. } => StartError::InUse(e.to_string()),
+        LockError::Io { error, .. } => StartError::Io(error),
+    })?;
+    for (file, bytes) in snapshot::remove_stale_temps(dir)? {
+        tracing::warn!(
+            "removed {} ({bytes} bytes): a snapshot cut short by a crash; the snapshots and journal before it are intact",
+            file.display()
+        );
+    }
+    Ok(Some(lock))
+}
+
+/// The newest good snapshot with the journal after it; an empty state without a data directory.
+fn recover_state(settings: &Settings) -> Result<Recovered, StartError> {
+    let recovered = match &settings.data_dir {
+        Some(dir) => {
+            recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
+        }
+        None => Recovered {
+            state: DirectoryState::default(),
+            next_seq: 1,
+            warnings: Vec::new(),
+        },
+    };
+    for warning in &recovered.warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(recovered)
+}
+
+/// Starts the registry and the bots over the recovered state (or the demo), and the loops that
+/// deliver webhooks and take periodic snapshots.
+async fn start_actors(
+    settings: &Settings,
+    clock: &Arc<dyn Clock>,
+    recovered: Recovered,
+    loops: Shutdown,
+) -> Result<Started, StartError> {
+    let journal = match &settings.data_dir {
+        Some(dir) => Journal::open(dir, recovered.next_seq, settings.fsync)?,
+        None => Journal::in_memory(recovered.next_seq),
+    };
+    let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
+        .map(|_| Arbiter::new())
+        .collect();
+    let directory = Arc::new(Directory::new(clock.now()));
+    let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
+    let dispatcher = Dispatcher::new(
+        Arc::clone(clock),
+        Arc::clone(&directory),
+        settings.webhook_timeout,
+        settings.allow_private_webhooks,
+    )
+    .map_err(std::io::Error::other)?;
+    dispatcher.start(loops.clone());
+    let registry = Registry::new(
+        Arc::clone(&directory),
+        Arc::clone(clock),
+        journal.clone(),
+        dispatcher,
+        spawner,
+    )
+    .start();
+    let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
+    load(&registry, recovered.state).await?;
+    let persistence = settings
+        .data_dir
+        .clone()
+        .map(|dir| Arc::new(Persistence::new(dir, journal, registry.clone())));
+
+    let mut admin_token = settings.admin_token.clone();
+    let mut demo = None;
+    if settings.demo && was_empty {
+        let built = demo::build(clock.now(), &DemoSize::default());
+        load(&registry, built.state).await?;
+        admin_token.get_or_insert_with(|| Secret::from(demo::DEMO_ADMIN_TOKEN));
+        demo = Some(built.info);
+    }
+    // A fresh demo, or files moved aside: write the state down before anything else.
+    if demo.is_some() || !recovered.warnings.is_empty() {
+        if let Some(persistence) = &persistence {
+            persistence
+                .snapshot()
+                .await
+                .map_err(std::io::Error::other)?;
+        }
+    }
+    if let (Some(persistence), Some(every)) = (&persistence, settings.snapshot_interval) {
+        spawn_periodic_snapshots(Arc::clone(persistence), every, loops);
+    }
+    Ok(Started {
+        arbiters,
+        directory,
+        registry,
+        persistence,
+        demo,
+        admin_token,
+    })
+}
+
+/// Binds the listener and builds the HTTP server over the started actors.
+fn serve(
+    settings: &Settings,
+    started: &Started,
+    clock: Arc<dyn Clock>,
+    loops: Shutdown,
+) -> std::io::Result<(SocketAddr, Server)> {
+    let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
+    if let Some(limiter) = &limiter {
+        limits::spawn_sweeper(Arc::clone(limiter), loops);
+    }
+    let listener = TcpListener::bind(settings.bind)?;
+    let address = listener.local_addr()?;
+    let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
+        .map_err(std::io::Error::other)?;
+    let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
+    let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
+    let served_under = web::Data::new(BasePath(settings.base_path.clone()));
+    let cors_origins = settings.cors_origins.clone();
+    let cors_on = !cors_origins.is_empty();
+    let state = web::Data::new(AppState {
+        directory: Arc::clone(&started.directory),
+        registry: started.registry.clone(),
+        clock,
+        admin_token: started
+            .admin_token
+            .as_ref()
+            .map(|token| TokenHash::of(token.expose())),
+        openapi_json: openapi_json.into(),
+        persistence: started.persistence.clone(),
+        limiter,
+        trust_forwarded_for: settings.trust_forwarded_for,
+        request_timeout: settings.request_timeout,
+        allow_private_webhooks: settings.allow_private_webhooks,
+    });
+    let base_path = settings.base_path.clone();
+    // actix-web's HttpServer, but over connections that stop reading a refused body; signals
+    // are ours: actix's own would stop the whole actor system before the last snapshot.
+    let server = connection::serve(
+        listener,
+        ServerOptions {
+            workers: settings.workers,
+            max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
+            client_request_timeout: settings.request_timeout,
+            client_disconnect_timeout: Duration::from_secs(1),
+            keep_alive: settings.keep_alive,
+        },
+        move || {
+            // Innermost first: each `wrap` goes around all the ones before it.
+            App::new()
+                .app_data(state.clone())
+                .app_data(allowed_methods.clone())
+                .app_data(served_under.clone())
+                .wrap(from_fn(catch_panics))
+                .wrap(from_fn(envelope_errors))
+                .wrap(from_fn(limit_headers))
+                .wrap(from_fn(http::semantics))
+                .wrap(Condition::new(
+                    cors_on,
+                    http::cors(&cors_origins).unwrap_or_default(),
+                ))
+                .wrap(Condition::new(cors_on, from_fn(http::cors_refusals)))
+                .wrap(Compress::default())
+                .wrap(from_fn(http::finish))
+                .wrap(from_fn(telemetry::observe))
+                .configure(routes(&base_path))
+        },
+    )?;
+    Ok((address, server))
+}
+
 async fn load(registry: &Addr<Registry>, state: DirectoryState) -> std::io::Result<()> {
     registry
         .send(LoadDirectory { state })
@@ -357,8 +358,8 @@ async fn load(registry: &Addr<Registry>, state: DirectoryState) -> std::io::Resu
         .map_err(|e| std::io::Error::other(format!("loading the directory failed: {e}")))
 }
 
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
+/// SIGINT or SIGTERM: how the process is told to stop.
+pub async fn stop_signal() {
     use actix_web::rt::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
@@ -373,12 +374,15 @@ async fn stop_signal() {
     }
 }
 
-fn spawn_periodic_snapshots(persistence: Arc<Persistence>, every: Duration) {
+fn spawn_periodic_snapshots(persistence: Arc<Persistence>, every: Duration, mut stop: Shutdown) {
     actix_web::rt::spawn(async move {
         let mut ticks = actix_web::rt::time::interval(every);
         ticks.tick().await;
         loop {
-            ticks.tick().await;
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = stop.requested() => return,
+            }
             if let Err(error) = persistence.snapshot().await {
                 tracing::error!(%error, "periodic snapshot failed");
             }

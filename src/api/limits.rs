@@ -2,7 +2,6 @@
 //! 60/N seconds; `/bots` routes share one bucket per key, `/users` has its own, keyed by IP.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -54,7 +53,6 @@ pub struct RateLimiter {
     clock: Arc<dyn Clock>,
     tats: DashMap<RateKey, i64>,
     max_keys: usize,
-    inserts_since_sweep: AtomicUsize,
 }
 
 impl RateLimiter {
@@ -71,7 +69,6 @@ impl RateLimiter {
             clock,
             tats: DashMap::new(),
             max_keys,
-            inserts_since_sweep: AtomicUsize::new(0),
         })
     }
 
@@ -82,11 +79,7 @@ impl RateLimiter {
     pub fn check(&self, key: RateKey) -> Decision {
         let now = self.clock.now().millis();
         let decision = {
-            let mut inserted = false;
-            let mut tat = self.tats.entry(key).or_insert_with(|| {
-                inserted = true;
-                now
-            });
+            let mut tat = self.tats.entry(key).or_insert(now);
             let start = (*tat).max(now);
             let after = start + self.interval;
             let allowed = after - now <= self.burst();
@@ -94,9 +87,6 @@ impl RateLimiter {
                 *tat = after;
             }
             let debt = if allowed { after - now } else { start - now };
-            if inserted {
-                self.inserts_since_sweep.fetch_add(1, Ordering::Relaxed);
-            }
             Decision {
                 allowed,
                 limit: self.limit,
@@ -115,7 +105,6 @@ impl RateLimiter {
     /// with a full bucket, the most generous error possible). Amortised: after a sweep at most
     /// half the cap is kept, so the next one is at least half the cap of new keys away.
     fn evict(&self, now: i64) {
-        self.inserts_since_sweep.store(0, Ordering::Relaxed);
         let mut horizon = now;
         while self.tats.len() > self.max_keys / 2 {
             self.tats.retain(|_, tat| *tat > horizon);
@@ -256,12 +245,14 @@ async fn limit(
 }
 
 /// Drops idle keys every few seconds, whatever the traffic.
-pub fn spawn_sweeper(limiter: Arc<RateLimiter>) {
+pub fn spawn_sweeper(limiter: Arc<RateLimiter>, mut stop: crate::shutdown::Shutdown) {
     actix_web::rt::spawn(async move {
         let mut ticks = actix_web::rt::time::interval(std::time::Duration::from_secs(10));
         loop {
-            ticks.tick().await;
-            limiter.sweep();
+            tokio::select! {
+                _ = ticks.tick() => limiter.sweep(),
+                () = stop.requested() => return,
+            }
         }
     });
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
 use super::ids::{BotId, ProfileId, Snowflake};
-use super::patch::{present, Patch};
+use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::search::fold_case;
 use super::stats::{ShardCounts, StatsUpdate};
 use super::text::{
@@ -45,23 +45,14 @@ impl<'de> Deserialize<'de> for ServerCount {
 /// Owner lists are short; a longer one is a mistake, not a team.
 pub const MAX_OWNERS: usize = 20;
 
-fn owner_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<ProfileId>, D::Error> {
-    let mut owners = Vec::<ProfileId>::deserialize(deserializer)?;
-    let mut seen = std::collections::HashSet::new();
-    owners.retain(|id| seen.insert(*id));
-    if owners.len() > MAX_OWNERS {
-        return Err(serde::de::Error::custom(format!(
-            "at most {MAX_OWNERS} owners, got {}",
-            owners.len()
-        )));
-    }
-    Ok(owners)
-}
+impl ListItem for ProfileId {
+    const MAX: usize = MAX_OWNERS;
+    const PLURAL: &'static str = "owners";
 
-fn some_owner_list<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Vec<ProfileId>>, D::Error> {
-    owner_list(deserializer).map(Some)
+    fn tidy(owners: &mut Vec<Self>) {
+        let mut seen = std::collections::HashSet::new();
+        owners.retain(|id| seen.insert(*id));
+    }
 }
 
 /// The public part of a bot that only changes when its listing is edited.
@@ -141,7 +132,7 @@ pub struct NewBot {
     pub support_server_url: Option<HttpUrl>,
     #[serde(default)]
     pub github_url: Option<HttpUrl>,
-    #[serde(default, deserialize_with = "owner_list")]
+    #[serde(default, deserialize_with = "at_most")]
     #[schema(max_items = 20)]
     pub owner_ids: Vec<ProfileId>,
     #[serde(default)]
@@ -201,7 +192,7 @@ pub struct BotPatch {
     #[serde(default)]
     #[schema(value_type = Option<HttpUrl>)]
     pub github_url: Patch<HttpUrl>,
-    #[serde(default, deserialize_with = "some_owner_list")]
+    #[serde(default, deserialize_with = "some_at_most")]
     #[schema(value_type = Vec<ProfileId>, max_items = 20)]
     pub owner_ids: Option<Vec<ProfileId>>,
     #[serde(default, deserialize_with = "present")]

@@ -1,10 +1,10 @@
 //! Directory user profiles.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ids::{ProfileId, Snowflake};
-use super::patch::{present, Patch};
+use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::text::{Bio, DisplayName, HttpUrl, ProfileUsername, Pronouns, SocialType};
 use super::time::Timestamp;
 
@@ -18,21 +18,9 @@ pub struct Social {
 
 pub const MAX_SOCIALS: usize = 10;
 
-fn socials<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Social>, D::Error> {
-    let socials = Vec::<Social>::deserialize(deserializer)?;
-    if socials.len() > MAX_SOCIALS {
-        return Err(serde::de::Error::custom(format!(
-            "at most {MAX_SOCIALS} socials, got {}",
-            socials.len()
-        )));
-    }
-    Ok(socials)
-}
-
-fn some_socials<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Vec<Social>>, D::Error> {
-    socials(deserializer).map(Some)
+impl ListItem for Social {
+    const MAX: usize = MAX_SOCIALS;
+    const PLURAL: &'static str = "socials";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,7 +56,7 @@ pub struct NewProfile {
     pub pronouns: Option<Pronouns>,
     #[serde(default)]
     pub platform_id: Option<Snowflake>,
-    #[serde(default, deserialize_with = "socials")]
+    #[serde(default, deserialize_with = "at_most")]
     #[schema(max_items = 10)]
     pub socials: Vec<Social>,
     #[serde(default)]
@@ -103,7 +91,7 @@ pub struct ProfilePatch {
     #[serde(default)]
     #[schema(value_type = Option<Snowflake>)]
     pub platform_id: Patch<Snowflake>,
-    #[serde(default, deserialize_with = "some_socials")]
+    #[serde(default, deserialize_with = "some_at_most")]
     #[schema(value_type = Vec<Social>, max_items = 10)]
     pub socials: Option<Vec<Social>>,
     #[serde(default, deserialize_with = "present")]

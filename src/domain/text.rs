@@ -179,8 +179,15 @@ bounded_text!(
 /// The secret a bot's webhook receiver shares with botlist: 1 to 256 printable ASCII characters,
 /// spaces only inside. It travels as a header in the legacy format, where surrounding spaces are
 /// stripped and non-ASCII bytes are read differently by different receivers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct WebhookSecret(String);
+
+/// A secret never reaches a log line or a panic message through `Debug`.
+impl std::fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookSecret(redacted)")
+    }
+}
 
 impl WebhookSecret {
     pub fn parse(text: String) -> Result<Self, String> {
@@ -401,6 +408,16 @@ impl utoipa::ToSchema for SocialType {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_webhook_secret_is_never_printed() {
+        let secret = WebhookSecret::parse("hunter2 webhook secret".into()).expect("valid");
+        assert_eq!(format!("{secret:?}"), "WebhookSecret(redacted)");
+        assert_eq!(
+            format!("{:?}", Some(&secret)),
+            "Some(WebhookSecret(redacted))"
+        );
+    }
     use super::*;
 
     #[test]

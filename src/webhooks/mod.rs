@@ -128,12 +128,15 @@ impl Dispatcher {
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
-    pub fn start(self: &Arc<Self>) {
+    pub fn start(self: &Arc<Self>, mut stop: crate::shutdown::Shutdown) {
         let dispatcher = Arc::clone(self);
         actix_web::rt::spawn(async move {
             let mut ticks = actix_web::rt::time::interval(TICK);
             loop {
-                ticks.tick().await;
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    () = stop.requested() => return,
+                }
                 for job in dispatcher.take_due() {
                     actix_web::rt::spawn(Arc::clone(&dispatcher).deliver(job));
                 }

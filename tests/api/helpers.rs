@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use botlist::config::Settings;
 use botlist::domain::time::{ManualClock, Timestamp};
 use botlist::persist::journal::FsyncMode;
-use botlist::startup::{Application, Settings};
+use botlist::startup::Application;
 use chrono::{TimeZone, Utc};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde_json::{json, Value};
@@ -99,7 +100,7 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
         .expect("the app builds");
     let port = app.port();
     let base = app.base_url();
-    actix_web::rt::spawn(app.run_until_stopped());
+    actix_web::rt::spawn(app.run_until(std::future::pending()));
     TestApp {
         root: format!("http://127.0.0.1:{port}"),
         base,
