@@ -17,7 +17,7 @@ use crate::domain::profile::Profile;
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
 use crate::domain::Rejection;
-use crate::index::{IndexMemory, SearchIndex};
+use crate::index::SearchIndex;
 
 /// A listed bot as the rest of the service reaches it.
 pub struct BotHandle {
@@ -104,10 +104,6 @@ impl Directory {
         self.bots.is_empty()
     }
 
-    pub fn profile_count(&self) -> usize {
-        self.profiles.len()
-    }
-
     /// One page of a search. Runs on the calling thread: at these costs a hop to a thread pool
     /// would cost more than the search.
     pub fn search(&self, search: &Search, now: Timestamp) -> SearchPage {
@@ -126,11 +122,6 @@ impl Directory {
             index.roll_month(month);
         }
         RwLockWriteGuard::downgrade(index).search(search)
-    }
-
-    /// The index's size, for the memory report.
-    pub fn index_memory(&self) -> IndexMemory {
-        self.index.read().memory()
     }
 
     /// Publishes a newly listed (or, at startup, restored) bot. Its platform id comes from its
