@@ -19,7 +19,6 @@ use actix_web::HttpMessage;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::api::limits::RateKey;
 use crate::domain::webhook::{Delivery, DeliveryState};
 use crate::domain::Rejection;
 
@@ -274,12 +273,7 @@ pub fn stats_posted() {
 }
 
 /// Which bucket kind a request drew from, kept for its log line; refusals counted.
-pub fn rate_key(request: &ServiceRequest, key: &RateKey, allowed: bool) {
-    let kind = match key {
-        RateKey::Bot(_) => "bot",
-        RateKey::BotsByIp(_) => "bots_ip",
-        RateKey::UsersByIp(_) => "users_ip",
-    };
+pub fn rate_key(request: &ServiceRequest, kind: &'static str, allowed: bool) {
     request.extensions_mut().insert(RateKeyKind(kind));
     if !allowed {
         counter!("botlist_rate_limit_refusals_total", "kind" => kind).increment(1);

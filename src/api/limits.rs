@@ -32,6 +32,17 @@ pub enum RateKey {
     UsersByIp(IpAddr),
 }
 
+impl RateKey {
+    /// The key's kind, for logs and metrics: never the token or the address itself.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Bot(_) => "bot",
+            Self::BotsByIp(_) => "bots_ip",
+            Self::UsersByIp(_) => "users_ip",
+        }
+    }
+}
+
 /// The answer for one request.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Decision {
@@ -221,7 +232,7 @@ async fn limit(
     };
     let key = key(&state, &request);
     let decision = limiter.check(key);
-    crate::telemetry::rate_key(&request, &key, decision.allowed);
+    crate::telemetry::rate_key(&request, key.kind(), decision.allowed);
     if !decision.allowed {
         // A refused request does no other work: no handler, no body read.
         let mut response = reply::json(
