@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::bots::find_bot;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Code, ErrorBody};
 use super::extract::{json_body, Admin};
 use super::users::not_found as profile_not_found;
 use super::{reply, AppState};
@@ -60,7 +60,7 @@ async fn check_webhook_url(state: &AppState, url: Option<&HttpUrl>) -> Result<()
     match url {
         Some(url) => guard::check_url(url.as_str(), state.allow_private_webhooks)
             .await
-            .map_err(|why| ApiError::BadRequest(format!("`webhook_url` {why}"))),
+            .map_err(|why| Code::BadRequest.with(format!("`webhook_url` {why}"))),
         None => Ok(()),
     }
 }
@@ -282,10 +282,10 @@ pub async fn snapshot(_: Admin, state: web::Data<AppState>) -> Result<HttpRespon
     let persistence = state
         .persistence
         .as_ref()
-        .ok_or_else(|| ApiError::Unavailable("this server keeps no state on disk".into()))?;
+        .ok_or_else(|| Code::Unavailable.with("this server keeps no state on disk".into()))?;
     let written = persistence.snapshot().await.map_err(|error| {
         tracing::error!(%error, "snapshot on request failed");
-        ApiError::Unavailable("the snapshot could not be written; see the server log".into())
+        Code::Unavailable.with("the snapshot could not be written; see the server log".into())
     })?;
     Ok(reply::ok(&SnapshotWritten {
         file: written.path.display().to_string(),
@@ -405,7 +405,7 @@ pub async fn redeliver(
     let (id, delivery_id) = path.into_inner();
     let bot = find_bot(&state, &id)?;
     let delivery_id = Uuid::parse_str(&delivery_id)
-        .map_err(|_| ApiError::NotFound(format!("no delivery with id `{delivery_id}`")))?;
+        .map_err(|_| Code::NotFound.with(format!("no delivery with id `{delivery_id}`")))?;
     let delivery = bot.ask(Redeliver(delivery_id)).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,

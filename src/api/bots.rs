@@ -9,7 +9,7 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Code, ErrorBody};
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
 use crate::domain::bot::PublicBot;
@@ -137,7 +137,7 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
     state
         .directory
         .resolve(id)
-        .ok_or_else(|| ApiError::NotFound(format!("no bot with id `{id}`")))
+        .ok_or_else(|| Code::NotFound.with(format!("no bot with id `{id}`")))
 }
 
 /// The bot that owns the token, for the classic routes that name no bot.
@@ -146,16 +146,14 @@ pub fn token_bot(state: &AppState, token_bot: BotId) -> Result<Arc<BotHandle>, A
     state
         .directory
         .get(token_bot)
-        .ok_or_else(|| ApiError::Unauthorized("unknown API token".into()))
+        .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
 }
 
 /// The bot named by `:id`, which the token must belong to (404 before 403, so a token tells nothing of other bots).
 pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHandle>, ApiError> {
     let bot = find_bot(state, id)?;
     if bot.id != token_bot {
-        return Err(ApiError::Forbidden(
-            "this API token belongs to another bot".into(),
-        ));
+        return Err(Code::Forbidden.with("this API token belongs to another bot".into()));
     }
     Ok(bot)
 }
@@ -189,7 +187,7 @@ pub async fn search(
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let search = Search::parse(request.query_string()).map_err(|e| ApiError::BadRequest(e.0))?;
+    let search = Search::parse(request.query_string()).map_err(|e| Code::BadRequest.with(e.0))?;
     let now = state.clock.now();
     let page = state.directory.search(&search, now);
     let results: Vec<PublicBot<'_>> = page.bots.iter().map(|bot| bot.public(now)).collect();

@@ -28,7 +28,7 @@ use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::Persistence;
-use error::ApiError;
+use error::{ApiError, Code};
 
 /// What every handler can reach.
 pub struct AppState {
@@ -126,7 +126,7 @@ async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!(
+    Err(Code::NotFound.with(format!(
         "no route for {} {}",
         request.method(),
         request.path()

@@ -8,7 +8,7 @@
 //! write 503.
 
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type,
@@ -17,7 +17,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, bots, error, health, limits, stats, users, votes};
+use super::{admin, bots, error, health, http, limits, stats, users, votes};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -37,7 +37,17 @@ operator's `--rate-limit`), one request back every 60/N seconds. Their responses
 with `Retry-After` and `{\"retry_after\": N}`, not the error envelope. The admin API is not \
 limited.
 
-**Bodies** are JSON objects sent with `Content-Type: application/json`, at most 64 KiB.";
+**Bodies** are JSON objects sent with `Content-Type: application/json`, at most 64 KiB.
+
+**HEAD** is answered on every GET route exactly as GET is (status, headers, `Content-Length`), \
+without the body; it is not listed as an operation of its own.
+
+**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats` and `GET /users/{user_id}` \
+send an `ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
+no body and the same headers, and still counts against the rate limit.
+
+**Request ids.** Every response carries `X-Request-Id`: the client's own when it sent one of 1 \
+to 128 visible ASCII characters, else one the server made up. The access log shows the same id.";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -203,6 +213,7 @@ impl Common {
                     .build(),
             )
             .build();
+        add_request_id_header(&mut response);
         if let Self::TooManyRequests = self {
             response.headers.insert(
                 "Retry-After".into(),
@@ -227,6 +238,61 @@ fn integer_header(description: &str) -> utoipa::openapi::header::Header {
         )
         .description(Some(description))
         .build()
+}
+
+fn string_header(description: &str) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::String))
+        .description(Some(description))
+        .build()
+}
+
+fn header_parameter(name: &str, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .description(Some(description))
+        .build()
+}
+
+const REQUEST_ID: &str = "X-Request-Id";
+
+/// Every response says which request it answers.
+fn add_request_id_header(response: &mut Response) {
+    response.headers.insert(
+        REQUEST_ID.into(),
+        string_header("The request's id: the client's own if it sent a sane one, else a new one"),
+    );
+}
+
+/// The reads that carry an `ETag`: `If-None-Match` in, the tag on the 200, and a 304.
+fn add_etag(operation: &mut Operation) {
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(header_parameter(
+            "If-None-Match",
+            "ETags the client holds (or `*`): if one matches, the answer is 304 with no body",
+        ));
+    if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
+        ok.headers.insert(
+            "ETag".into(),
+            string_header("A strong validator of the body (weak once compressed); send it back in `If-None-Match`"),
+        );
+    }
+    let mut not_modified = ResponseBuilder::new()
+        .description("Not modified: `If-None-Match` named the current `ETag`. No body; the headers of the 200")
+        .build();
+    not_modified.headers.insert(
+        "ETag".into(),
+        string_header("The current ETag, the one that matched"),
+    );
+    operation
+        .responses
+        .responses
+        .insert("304".into(), RefOr::T(not_modified));
 }
 
 /// The headers every response of a rate-limited route carries while limits are on.
@@ -332,10 +398,25 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     if method != "get" {
         common.push(Common::Unavailable);
     }
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(header_parameter(
+            REQUEST_ID,
+            "An id for this request, echoed in the response and the log when it is 1 to 128 visible ASCII characters (else one is made up)",
+        ));
+    if method == "get" && http::ETAG_ROUTES.contains(&path) {
+        add_etag(operation);
+    }
     if limited {
         common.push(Common::TooManyRequests);
     }
     let responses = &mut operation.responses.responses;
+    for response in responses.values_mut() {
+        if let RefOr::T(response) = response {
+            add_request_id_header(response);
+        }
+    }
     for c in common {
         responses
             .entry(c.status().into())

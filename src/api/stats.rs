@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::bots::{find_bot, own_bot, token_bot};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Code, ErrorBody};
 use super::extract::{json_body, BotToken};
 use super::{reply, AppState};
 use crate::actors::bot::PostStats;
@@ -90,7 +90,7 @@ async fn store(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
-    let update = post.update().map_err(ApiError::BadRequest)?;
+    let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
     bot.ask(PostStats(update)).await??;
     crate::telemetry::stats_posted();
     Ok(reply::ok(&Ok { ok: true }))

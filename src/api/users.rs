@@ -2,13 +2,13 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::error::ApiError;
+use super::error::{ApiError, Code};
 use super::{reply, AppState};
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
 
 pub fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!("no profile with id `{id}`"))
+    Code::NotFound.with(format!("no profile with id `{id}`"))
 }
 
 /// A public profile.
