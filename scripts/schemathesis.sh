@@ -127,6 +127,13 @@ checks.positive_data_acceptance.expected-statuses = [200, 201, 400, 401, 403, 40
 include-name = ["POST /api/v1/bots/stats", "POST /api/v1/bots/{id}/stats"]
 checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
 
+# In the stateful phase schemathesis links a profile's `id` (a UUID) to the check routes'
+# `userId` (a platform snowflake) because their names match, and sends it without checking it
+# against the parameter's schema: the 400 is right, the value was never schema-valid.
+[[operations]]
+include-path-regex = '^/api/v1/bots/(\{id\}/)?check$'
+phases.stateful.checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
+
 # A body over 64 KiB is refused before it is read, whatever it holds: 413 is a refusal (and
 # documented on every body route), so it counts as rejecting invalid data as 400 does.
 [checks.negative_data_rejection]

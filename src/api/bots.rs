@@ -10,11 +10,20 @@ use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Code, ErrorBody};
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
 use crate::domain::bot::PublicBot;
 use crate::domain::ids::BotId;
 use crate::domain::search::Search;
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_search, search),
+        Route::new(__path_get_bot, get_bot),
+    ]
+}
 
 /// A page of search results.
 #[derive(Serialize, ToSchema)]
@@ -141,6 +150,9 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
 }
 
 /// The bot that owns the token, for the classic routes that name no bot.
+/// What `{id}` of a bot may be, in the OpenAPI document.
+pub const BOT_ID: &str = "Listing UUID (any case) or platform snowflake";
+
 pub fn token_bot(state: &AppState, token_bot: BotId) -> Result<Arc<BotHandle>, ApiError> {
     // Only a delisting racing this request can get here; its token is unknown from then on.
     state
@@ -203,7 +215,7 @@ pub async fn search(
 /// One bot's public record.
 #[utoipa::path(
     get, path = "/bots/{id}", tag = "bots",
-    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
+    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The bot", body = PublicBot),
     )

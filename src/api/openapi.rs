@@ -8,7 +8,7 @@
 //! write 503.
 
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem, Paths};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type,
@@ -17,7 +17,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, bots, error, health, http, limits, stats, users, votes};
+use super::{error, http, limits};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -56,34 +56,7 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         description = DESCRIPTION,
         license(name = "MIT OR Apache-2.0")
     ),
-    paths(
-        bots::search,
-        bots::get_bot,
-        votes::voters,
-        votes::own_voters,
-        votes::check,
-        votes::own_check,
-        stats::get_stats,
-        stats::post_stats,
-        stats::post_own_stats,
-        users::get_user,
-        admin::create_user,
-        admin::update_user,
-        admin::delete_user,
-        admin::create_bot,
-        admin::update_bot,
-        admin::delist_bot,
-        admin::rotate_token,
-        admin::record_vote,
-        admin::snapshot,
-        admin::send_test,
-        admin::deliveries,
-        admin::redeliver,
-        health::healthz,
-        health::metrics,
-    ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter)),
-    modifiers(&Security, &CommonResponses, &StatsPostNeedsACount),
     tags(
         (name = "bots", description = "Search and read bots"),
         (name = "votes", description = "Voters and vote checks; a bot's API token"),
@@ -439,15 +412,37 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     }
 }
 
-/// The document with every path under `base_path` but the operational ones.
+/// The document of the routes the router serves (see [`super::routes`]), the API's under
+/// `base_path`.
 pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
+    let mut paths = Paths::new();
+    let mut schemas = Vec::new();
+    let root = super::root_routes();
+    for route in root.iter().chain(super::api_routes().iter()) {
+        route.document(&mut paths, &mut schemas);
+    }
+    doc.paths = paths;
+    let components = doc.components.get_or_insert_with(Default::default);
+    for (name, schema) in schemas {
+        components.schemas.entry(name).or_insert(schema);
+    }
+    for modifier in [
+        &Security as &dyn Modify,
+        &CommonResponses,
+        &StatsPostNeedsACount,
+    ] {
+        modifier.modify(&mut doc);
+    }
     let paths = std::mem::take(&mut doc.paths.paths);
     doc.paths.paths = paths
         .into_iter()
-        .map(|(path, item)| match path.as_str() {
-            "/healthz" | "/metrics" => (path, item),
-            _ => (format!("{base_path}{path}"), item),
+        .map(|(path, item)| {
+            if root.iter().any(|route| route.path == path) {
+                (path, item)
+            } else {
+                (format!("{base_path}{path}"), item)
+            }
         })
         .collect();
     doc
