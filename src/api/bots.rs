@@ -9,12 +9,21 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Code, ErrorBody};
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
 use crate::domain::bot::PublicBot;
 use crate::domain::ids::BotId;
 use crate::domain::search::Search;
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_search, search),
+        Route::new(__path_get_bot, get_bot),
+    ]
+}
 
 /// A page of search results.
 #[derive(Serialize, ToSchema)]
@@ -137,25 +146,26 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
     state
         .directory
         .resolve(id)
-        .ok_or_else(|| ApiError::NotFound(format!("no bot with id `{id}`")))
+        .ok_or_else(|| Code::NotFound.with(format!("no bot with id `{id}`")))
 }
 
 /// The bot that owns the token, for the classic routes that name no bot.
+/// What `{id}` of a bot may be, in the OpenAPI document.
+pub const BOT_ID: &str = "Listing UUID (any case) or platform snowflake";
+
 pub fn token_bot(state: &AppState, token_bot: BotId) -> Result<Arc<BotHandle>, ApiError> {
     // Only a delisting racing this request can get here; its token is unknown from then on.
     state
         .directory
         .get(token_bot)
-        .ok_or_else(|| ApiError::Unauthorized("unknown API token".into()))
+        .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
 }
 
 /// The bot named by `:id`, which the token must belong to (404 before 403, so a token tells nothing of other bots).
 pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHandle>, ApiError> {
     let bot = find_bot(state, id)?;
     if bot.id != token_bot {
-        return Err(ApiError::Forbidden(
-            "this API token belongs to another bot".into(),
-        ));
+        return Err(Code::Forbidden.with("this API token belongs to another bot".into()));
     }
     Ok(bot)
 }
@@ -189,7 +199,7 @@ pub async fn search(
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let search = Search::parse(request.query_string()).map_err(|e| ApiError::BadRequest(e.0))?;
+    let search = Search::parse(request.query_string()).map_err(|e| Code::BadRequest.with(e.0))?;
     let now = state.clock.now();
     let page = state.directory.search(&search, now);
     let results: Vec<PublicBot<'_>> = page.bots.iter().map(|bot| bot.public(now)).collect();
@@ -205,7 +215,7 @@ pub async fn search(
 /// One bot's public record.
 #[utoipa::path(
     get, path = "/bots/{id}", tag = "bots",
-    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
+    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The bot", body = PublicBot),
     )

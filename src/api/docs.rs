@@ -10,7 +10,7 @@ use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION
 use actix_web::{web, HttpResponse};
 use utoipa_swagger_ui::Config;
 
-use super::error::ApiError;
+use super::error::{ApiError, Code};
 
 /// Where the page lives; its files are under it, relative to `index.html`.
 pub const PATH: &str = "/docs";
@@ -47,10 +47,10 @@ pub async fn file(
     docs: web::Data<Docs>,
     file: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let not_found = || ApiError::NotFound(format!("no file `{file}` in the API reference"));
+    let not_found = || Code::NotFound.with(format!("no file `{file}` in the API reference"));
     let served = utoipa_swagger_ui::serve(&file, Arc::clone(&docs.config)).map_err(|error| {
         tracing::error!(%error, "the API reference page could not be built");
-        ApiError::Internal
+        ApiError::internal()
     })?;
     let served = served.ok_or_else(not_found)?;
     let content_type = if served.content_type.starts_with("text/")
@@ -63,7 +63,7 @@ pub async fn file(
     Ok(HttpResponse::Ok()
         .insert_header((
             CONTENT_TYPE,
-            HeaderValue::from_str(&content_type).map_err(|_| ApiError::Internal)?,
+            HeaderValue::from_str(&content_type).map_err(|_| ApiError::internal())?,
         ))
         // The files change only with the binary; an hour spares reloads without pinning a
         // stale page for long after an upgrade.

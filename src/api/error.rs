@@ -1,5 +1,6 @@
 //! The API's one error type and the one place that turns errors into the envelope.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -13,22 +14,159 @@ use utoipa::ToSchema;
 use super::reply;
 use crate::domain::Rejection;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApiError {
-    BadRequest(String),
-    Unauthorized(String),
-    Forbidden(String),
-    NotFound(String),
-    MethodNotAllowed(String),
-    Conflict(String),
-    AlreadyVoted(String),
-    PayloadTooLarge(String),
-    RequestTimeout(String),
-    HeadersTooLarge(String),
-    UnsupportedMediaType(String),
+/// Every error the API answers: one row each in [`ERRORS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    AlreadyVoted,
+    PayloadTooLarge,
+    RequestTimeout,
+    HeadersTooLarge,
+    UnsupportedMediaType,
     /// A bug. What went wrong is logged, never sent.
     Internal,
-    Unavailable(String),
+    Unavailable,
+}
+
+/// One error code: what clients branch on, its HTTP status and the message it has when the
+/// place that raises it has nothing more to say.
+#[derive(Debug)]
+pub struct ErrorRow {
+    pub kind: Code,
+    /// `error.code`: stable, machine-readable
+    pub code: &'static str,
+    pub status: StatusCode,
+    pub message: &'static str,
+}
+
+const fn row(
+    kind: Code,
+    code: &'static str,
+    status: StatusCode,
+    message: &'static str,
+) -> ErrorRow {
+    ErrorRow {
+        kind,
+        code,
+        status,
+        message,
+    }
+}
+
+/// The table of errors, in the order of [`Code`]. A new error is one row here.
+pub const ERRORS: [ErrorRow; 13] = [
+    row(
+        Code::BadRequest,
+        "bad_request",
+        StatusCode::BAD_REQUEST,
+        "the request could not be read",
+    ),
+    row(
+        Code::Unauthorized,
+        "unauthorized",
+        StatusCode::UNAUTHORIZED,
+        "a valid token is required",
+    ),
+    row(
+        Code::Forbidden,
+        "forbidden",
+        StatusCode::FORBIDDEN,
+        "this token may not do that",
+    ),
+    row(
+        Code::NotFound,
+        "not_found",
+        StatusCode::NOT_FOUND,
+        "not found",
+    ),
+    row(
+        Code::MethodNotAllowed,
+        "method_not_allowed",
+        StatusCode::METHOD_NOT_ALLOWED,
+        "this method is not allowed here",
+    ),
+    row(
+        Code::Conflict,
+        "conflict",
+        StatusCode::CONFLICT,
+        "this conflicts with what is stored",
+    ),
+    row(
+        Code::AlreadyVoted,
+        "already_voted",
+        StatusCode::CONFLICT,
+        "this user already voted for this bot in the last 12 hours",
+    ),
+    row(
+        Code::PayloadTooLarge,
+        "payload_too_large",
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request body is over 64 KiB",
+    ),
+    row(
+        Code::RequestTimeout,
+        "request_timeout",
+        StatusCode::REQUEST_TIMEOUT,
+        "the request did not arrive in time",
+    ),
+    row(
+        Code::HeadersTooLarge,
+        "headers_too_large",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "the request headers are too large",
+    ),
+    row(
+        Code::UnsupportedMediaType,
+        "unsupported_media_type",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "send the body with Content-Type: application/json",
+    ),
+    row(
+        Code::Internal,
+        "internal_error",
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error; it has been logged",
+    ),
+    row(
+        Code::Unavailable,
+        "unavailable",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the service is shutting down",
+    ),
+];
+
+impl Code {
+    pub fn row(self) -> &'static ErrorRow {
+        &ERRORS[self as usize]
+    }
+
+    /// With the row's own message.
+    pub fn error(self) -> ApiError {
+        ApiError {
+            kind: self,
+            message: Cow::Borrowed(self.row().message),
+        }
+    }
+
+    /// With a message that names what is at fault.
+    pub fn with(self, message: String) -> ApiError {
+        ApiError {
+            kind: self,
+            message: Cow::Owned(message),
+        }
+    }
+}
+
+/// The API's one error: a row of [`ERRORS`] and the message sent with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub kind: Code,
+    message: Cow<'static, str>,
 }
 
 /// `{"error": {"code", "message"}}`: every non-2xx answer but 429.
@@ -46,24 +184,7 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-/// Every `error.code` the API answers.
-pub const ERROR_CODES: [&str; 13] = [
-    "bad_request",
-    "unauthorized",
-    "forbidden",
-    "not_found",
-    "method_not_allowed",
-    "conflict",
-    "already_voted",
-    "payload_too_large",
-    "request_timeout",
-    "headers_too_large",
-    "unsupported_media_type",
-    "internal_error",
-    "unavailable",
-];
-
-/// The schema of `error.code`: one of [`ERROR_CODES`].
+/// The schema of `error.code`: one of the codes of [`ERRORS`].
 pub struct ErrorCode;
 
 impl utoipa::PartialSchema for ErrorCode {
@@ -71,7 +192,7 @@ impl utoipa::PartialSchema for ErrorCode {
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some("Stable, machine-readable; safe to branch on"))
-            .enum_values(Some(ERROR_CODES))
+            .enum_values(Some(ERRORS.iter().map(|row| row.code)))
             .into()
     }
 }
@@ -84,72 +205,52 @@ impl ToSchema for ErrorCode {
 
 impl ApiError {
     pub fn code(&self) -> &'static str {
-        match self {
-            Self::BadRequest(_) => "bad_request",
-            Self::Unauthorized(_) => "unauthorized",
-            Self::Forbidden(_) => "forbidden",
-            Self::NotFound(_) => "not_found",
-            Self::MethodNotAllowed(_) => "method_not_allowed",
-            Self::Conflict(_) => "conflict",
-            Self::AlreadyVoted(_) => "already_voted",
-            Self::PayloadTooLarge(_) => "payload_too_large",
-            Self::RequestTimeout(_) => "request_timeout",
-            Self::HeadersTooLarge(_) => "headers_too_large",
-            Self::UnsupportedMediaType(_) => "unsupported_media_type",
-            Self::Internal => "internal_error",
-            Self::Unavailable(_) => "unavailable",
-        }
+        self.kind.row().code
     }
 
     pub fn message(&self) -> &str {
-        match self {
-            Self::BadRequest(m)
-            | Self::Unauthorized(m)
-            | Self::Forbidden(m)
-            | Self::NotFound(m)
-            | Self::MethodNotAllowed(m)
-            | Self::Conflict(m)
-            | Self::AlreadyVoted(m)
-            | Self::PayloadTooLarge(m)
-            | Self::RequestTimeout(m)
-            | Self::HeadersTooLarge(m)
-            | Self::UnsupportedMediaType(m)
-            | Self::Unavailable(m) => m,
-            Self::Internal => "internal error; it has been logged",
+        match self.kind {
+            // Whatever was set, a bug's details are for the log only.
+            Code::Internal => self.kind.row().message,
+            _ => &self.message,
         }
+    }
+
+    pub fn internal() -> Self {
+        Code::Internal.error()
     }
 
     /// The error for a status the framework produced on its own, with no message of ours.
     fn for_status(status: StatusCode, method: &str, path: &str) -> Self {
-        match status {
-            StatusCode::NOT_FOUND => Self::NotFound(format!("no route for {method} {path}")),
-            StatusCode::METHOD_NOT_ALLOWED => {
-                Self::MethodNotAllowed(format!("{method} is not allowed on {path}"))
+        /// The errors the framework raises itself; any other client error reads as 400.
+        const FRAMEWORK: [Code; 6] = [
+            Code::NotFound,
+            Code::MethodNotAllowed,
+            Code::PayloadTooLarge,
+            Code::UnsupportedMediaType,
+            Code::RequestTimeout,
+            Code::Unavailable,
+        ];
+        match FRAMEWORK
+            .into_iter()
+            .find(|code| code.row().status == status)
+        {
+            Some(Code::NotFound) => Code::NotFound.with(format!("no route for {method} {path}")),
+            Some(Code::MethodNotAllowed) => {
+                Code::MethodNotAllowed.with(format!("{method} is not allowed on {path}"))
             }
-            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge(body_too_large()),
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType(
-                "send the body with Content-Type: application/json".into(),
-            ),
-            StatusCode::REQUEST_TIMEOUT => {
-                Self::RequestTimeout("the request did not arrive in time".into())
-            }
-            StatusCode::SERVICE_UNAVAILABLE => {
-                Self::Unavailable("the service is shutting down".into())
-            }
-            s if s.is_client_error() => Self::BadRequest(format!(
+            Some(code) => code.error(),
+            None if status.is_client_error() => Code::BadRequest.with(format!(
                 "the request could not be read ({})",
-                s.canonical_reason().unwrap_or("client error")
+                status.canonical_reason().unwrap_or("client error")
             )),
-            _ => Self::Internal,
+            _ => Self::internal(),
         }
     }
 }
 
-pub fn body_too_large() -> String {
-    format!(
-        "request body is over {} KiB",
-        super::extract::MAX_BODY_BYTES / 1024
-    )
+pub fn body_too_large() -> Cow<'static, str> {
+    Cow::Borrowed(Code::PayloadTooLarge.row().message)
 }
 
 impl fmt::Display for ApiError {
@@ -163,20 +264,7 @@ struct Enveloped;
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict(_) | Self::AlreadyVoted(_) => StatusCode::CONFLICT,
-            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        }
+        self.kind.row().status
     }
 
     fn error_response(&self) -> HttpResponse<BoxBody> {
@@ -188,7 +276,7 @@ impl ResponseError for ApiError {
         };
         let mut response = reply::json(self.status_code(), &body);
         response.extensions_mut().insert(Enveloped);
-        if let Self::PayloadTooLarge(_) = self {
+        if self.kind == Code::PayloadTooLarge {
             // The rest of the body is not read: the connection cannot carry another request.
             response
                 .head_mut()
@@ -201,14 +289,14 @@ impl ResponseError for ApiError {
 impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         match rejection {
-            Rejection::NotFound(m) => Self::NotFound(m),
-            Rejection::Conflict(m) => Self::Conflict(m),
-            Rejection::Invalid(m) => Self::BadRequest(m),
+            Rejection::NotFound(m) => Code::NotFound.with(m),
+            Rejection::Conflict(m) => Code::Conflict.with(m),
+            Rejection::Invalid(m) => Code::BadRequest.with(m),
             Rejection::NotStored(why) => {
                 tracing::error!(%why, "a write was not stored");
-                Self::Unavailable("the change could not be stored; writes are refused until the operator restarts the service".into())
+                Code::Unavailable.with("the change could not be stored; writes are refused until the operator restarts the service".into())
             }
-            Rejection::AlreadyVoted { retry_at } => Self::AlreadyVoted(format!(
+            Rejection::AlreadyVoted { retry_at } => Code::AlreadyVoted.with(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"
             )),
         }
@@ -218,7 +306,7 @@ impl From<Rejection> for ApiError {
 impl From<actix::MailboxError> for ApiError {
     fn from(error: actix::MailboxError) -> Self {
         tracing::error!(%error, "an actor did not answer");
-        Self::Internal
+        Self::internal()
     }
 }
 
@@ -250,24 +338,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_code_is_in_the_documented_list() {
-        let m = String::new;
-        let all = [
-            ApiError::BadRequest(m()),
-            ApiError::Unauthorized(m()),
-            ApiError::Forbidden(m()),
-            ApiError::NotFound(m()),
-            ApiError::MethodNotAllowed(m()),
-            ApiError::Conflict(m()),
-            ApiError::AlreadyVoted(m()),
-            ApiError::PayloadTooLarge(m()),
-            ApiError::RequestTimeout(m()),
-            ApiError::HeadersTooLarge(m()),
-            ApiError::UnsupportedMediaType(m()),
-            ApiError::Internal,
-            ApiError::Unavailable(m()),
-        ];
-        let codes: Vec<&str> = all.iter().map(ApiError::code).collect();
-        assert_eq!(codes, ERROR_CODES);
+    fn the_table_has_one_row_per_code_in_order_and_distinct_codes() {
+        for (index, row) in ERRORS.iter().enumerate() {
+            assert_eq!(row.kind as usize, index, "{}", row.code);
+            assert_eq!(row.kind.row().code, row.code);
+            assert!(row.status.is_client_error() || row.status.is_server_error());
+        }
+        let mut codes: Vec<&str> = ERRORS.iter().map(|row| row.code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), ERRORS.len());
+    }
+
+    #[test]
+    fn the_body_limit_message_names_the_limit() {
+        let kib = super::super::extract::MAX_BODY_BYTES / 1024;
+        assert_eq!(body_too_large(), format!("request body is over {kib} KiB"));
+    }
+
+    #[test]
+    fn a_bug_never_sends_its_details() {
+        let error = Code::Internal.with("the journal file handle was closed".into());
+        assert_eq!(error.message(), "internal error; it has been logged");
+        assert_eq!(error.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use super::connection::ReadLimit;
-use super::error::{body_too_large, ApiError};
+use super::error::{ApiError, Code};
 use super::AppState;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
 
@@ -37,7 +37,7 @@ pub async fn json_body<T: DeserializeOwned>(
         let mut body = BytesMut::with_capacity(declared.map_or(1024, |l| l as usize));
         while let Some(chunk) = payload.next().await {
             let chunk = chunk
-                .map_err(|e| ApiError::BadRequest(format!("the body could not be read: {e}")))?;
+                .map_err(|e| Code::BadRequest.with(format!("the body could not be read: {e}")))?;
             if body.len() + chunk.len() > MAX_BODY_BYTES {
                 return Err(refuse_as_too_large(request));
             }
@@ -49,7 +49,7 @@ pub async fn json_body<T: DeserializeOwned>(
     let body = actix_web::rt::time::timeout(deadline, read)
         .await
         .map_err(|_| {
-            ApiError::RequestTimeout(format!(
+            Code::RequestTimeout.with(format!(
                 "the body did not arrive within {} s",
                 deadline.as_secs()
             ))
@@ -61,15 +61,13 @@ pub async fn json_body<T: DeserializeOwned>(
 /// few hundred KiB more (the response says `Connection: close`).
 fn refuse_as_too_large(request: &HttpRequest) -> ApiError {
     ReadLimit::stop_reading_request(request);
-    ApiError::PayloadTooLarge(body_too_large())
+    Code::PayloadTooLarge.error()
 }
 
 /// Parses a JSON document that must be an object, naming the field at fault when there is one.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
-        return Err(ApiError::BadRequest(
-            "the request body is empty; send a JSON object".into(),
-        ));
+        return Err(Code::BadRequest.with("the request body is empty; send a JSON object".into()));
     };
     // serde reads a struct from an array as happily as from an object: `[1]` must not pass.
     if *first != b'{' {
@@ -81,9 +79,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             b'-' | b'0'..=b'9' => "a number",
             _ => "something that is not JSON",
         };
-        return Err(ApiError::BadRequest(format!(
-            "body must be a JSON object, got {got}"
-        )));
+        return Err(Code::BadRequest.with(format!("body must be a JSON object, got {got}")));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -109,7 +105,7 @@ fn json_error(error: serde_json::Error, path: &str) -> ApiError {
     } else {
         path.to_owned()
     };
-    ApiError::BadRequest(match error.classify() {
+    Code::BadRequest.with(match error.classify() {
         Category::Syntax if text.starts_with("number out of range") => {
             format!("{field} must be a number JSON can hold, got one out of range")
         }
@@ -228,7 +224,7 @@ fn got_words(got: &str) -> String {
 
 fn require_json_content_type(request: &HttpRequest) -> Result<(), ApiError> {
     let refuse = || {
-        ApiError::UnsupportedMediaType("send the body with Content-Type: application/json".into())
+        Code::UnsupportedMediaType.with("send the body with Content-Type: application/json".into())
     };
     let mime = request
         .mime_type()
@@ -248,24 +244,23 @@ fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers
         .get(AUTHORIZATION)
         .ok_or_else(|| {
-            ApiError::Unauthorized("missing Authorization header; send the API token".into())
+            Code::Unauthorized.with("missing Authorization header; send the API token".into())
         })?
         .to_str()
         .map_err(|_| {
-            ApiError::Unauthorized("the Authorization header is not a valid token".into())
+            Code::Unauthorized.with("the Authorization header is not a valid token".into())
         })?;
     if value
         .get(..7)
         .is_some_and(|prefix| prefix.eq_ignore_ascii_case("bearer "))
     {
-        return Err(ApiError::Unauthorized(
-            "send the raw API token in Authorization, without the `Bearer ` prefix".into(),
-        ));
+        return Err(Code::Unauthorized
+            .with("send the raw API token in Authorization, without the `Bearer ` prefix".into()));
     }
     if value.is_empty() {
-        return Err(ApiError::Unauthorized(
-            "the Authorization header is empty; send the API token".into(),
-        ));
+        return Err(
+            Code::Unauthorized.with("the Authorization header is empty; send the API token".into())
+        );
     }
     Ok(value)
 }
@@ -273,7 +268,7 @@ fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
 fn app_state(request: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
     request.app_data::<web::Data<AppState>>().ok_or_else(|| {
         tracing::error!("application state is missing");
-        ApiError::Internal
+        ApiError::internal()
     })
 }
 
@@ -292,7 +287,7 @@ impl FromRequest for BotToken {
                 .directory
                 .authenticate(token)
                 .map(BotToken)
-                .ok_or_else(|| ApiError::Unauthorized("unknown API token".into()))
+                .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
         })())
     }
 }
@@ -308,7 +303,7 @@ impl FromRequest for Admin {
         ready((|| {
             let state = app_state(request)?;
             let expected = state.admin_token.as_ref().ok_or_else(|| {
-                ApiError::NotFound(format!(
+                Code::NotFound.with(format!(
                     "no route for {} {}",
                     request.method(),
                     request.path()
@@ -318,7 +313,7 @@ impl FromRequest for Admin {
             if expected.matches(&TokenHash::of(token)) {
                 Ok(Admin)
             } else {
-                Err(ApiError::Unauthorized("unknown admin token".into()))
+                Err(Code::Unauthorized.with("unknown admin token".into()))
             }
         })())
     }
@@ -327,20 +322,19 @@ impl FromRequest for Admin {
 /// One query parameter that must be a snowflake (`userId` of the check routes).
 pub fn snowflake_param(query_string: &str, name: &str) -> Result<Snowflake, ApiError> {
     let mut found = None;
-    let pairs = crate::domain::query::pairs(query_string).map_err(|e| ApiError::BadRequest(e.0))?;
+    let pairs =
+        crate::domain::query::pairs(query_string).map_err(|e| Code::BadRequest.with(e.0))?;
     for (key, value) in pairs {
         if key == name {
             if found.is_some() {
-                return Err(ApiError::BadRequest(format!(
-                    "`{name}` is given more than once"
-                )));
+                return Err(Code::BadRequest.with(format!("`{name}` is given more than once")));
             }
             found = Some(value);
         }
     }
-    let value = found.ok_or_else(|| ApiError::BadRequest(format!("`{name}` is required")))?;
+    let value = found.ok_or_else(|| Code::BadRequest.with(format!("`{name}` is required")))?;
     Snowflake::parse(&value).ok_or_else(|| {
-        ApiError::BadRequest(format!(
+        Code::BadRequest.with(format!(
             "`{name}` must be a snowflake (1 to 20 digits, no leading zero), got `{value}`"
         ))
     })
@@ -360,7 +354,7 @@ mod tests {
 
     fn refusal<T: DeserializeOwned>(body: &str) -> Option<String> {
         match parse_json::<T>(body.as_bytes()) {
-            Err(ApiError::BadRequest(message)) => Some(message),
+            Err(error) if error.kind == Code::BadRequest => Some(error.message().to_owned()),
             Err(other) => panic!("{body}: {other}"),
             Ok(_) => None,
         }

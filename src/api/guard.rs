@@ -7,7 +7,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use futures_util::FutureExt;
 
-use super::error::ApiError;
+use super::error::{ApiError, Code};
 
 /// Middleware: catches a panic in the request's future and answers 500 with the envelope. No
 /// panic is reachable from a request by design; this is for the one nobody found yet.
@@ -27,7 +27,7 @@ pub async fn catch_panics(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             tracing::error!(%path, panic = %what, "a request handler panicked");
-            Err(ApiError::Internal.into())
+            Err(ApiError::internal().into())
         }
     }
 }
@@ -47,7 +47,7 @@ pub async fn limit_headers(
         .map(|(name, value)| name.as_str().len() + value.len() + 4)
         .sum();
     if bytes > MAX_HEADER_BYTES {
-        let error = ApiError::HeadersTooLarge(format!(
+        let error = Code::HeadersTooLarge.with(format!(
             "request headers are {bytes} bytes, over {} KiB",
             MAX_HEADER_BYTES / 1024
         ));

@@ -5,8 +5,17 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::telemetry;
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_healthz, healthz),
+        Route::new(__path_metrics, metrics),
+    ]
+}
 
 #[derive(Serialize, ToSchema)]
 pub struct Health {

@@ -15,7 +15,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use sha2::{Digest, Sha256};
 
-use super::error::ApiError;
+use super::error::Code;
 
 /// Bodies smaller than this go out as they are: compressing them saves a few bytes at best.
 pub const MIN_COMPRESSED_BYTES: usize = 1024;
@@ -51,7 +51,7 @@ impl AllowedMethods {
 }
 
 /// Routes whose 200 carries an `ETag`, after the base path.
-const ETAG_ROUTES: [&str; 4] = [
+pub const ETAG_ROUTES: [&str; 4] = [
     "/bots",
     "/bots/{id}",
     "/bots/{id}/stats",
@@ -299,9 +299,8 @@ pub async fn cors_refusals(
         return Ok(response);
     }
     let (request, refused) = response.into_parts();
-    let error = ApiError::Forbidden(
-        "cross-origin request refused: this origin, method or header is not allowed".into(),
-    );
+    let error = Code::Forbidden
+        .with("cross-origin request refused: this origin, method or header is not allowed".into());
     let mut answer = error.error_response();
     for (name, value) in refused.headers() {
         if name.as_str().starts_with("access-control-") || name == "vary" {

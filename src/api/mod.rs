@@ -12,6 +12,7 @@ pub mod http;
 pub mod limits;
 pub mod openapi;
 pub mod reply;
+pub mod routes;
 pub mod stats;
 pub mod users;
 pub mod votes;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
+use actix_web::http::Method;
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -28,7 +30,8 @@ use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::Persistence;
-use error::ApiError;
+use error::{ApiError, Code};
+use routes::Route;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -49,11 +52,57 @@ pub struct AppState {
     pub allow_private_webhooks: bool,
 }
 
-/// Every route. The classic routes without an id come before `/bots/{id}` so they win.
+/// The operational routes, outside the base path.
+pub fn root_routes() -> Vec<Route> {
+    health::routes()
+}
+
+/// The API's routes, under the base path, in the order they are matched.
+pub fn api_routes() -> Vec<Route> {
+    let mut all: Vec<Route> = [
+        bots::routes(),
+        votes::routes(),
+        stats::routes(),
+        users::routes(),
+        admin::routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    routes::matching_order(&mut all);
+    all
+}
+
+/// Every method and path the router serves from the declarations, the base path included: the
+/// routes of the OpenAPI document. (`/docs` and `openapi.json` serve the document itself.)
+pub fn served_routes(base_path: &str) -> Vec<(Method, String)> {
+    let api = api_routes()
+        .into_iter()
+        .map(|route| (route.method, format!("{base_path}{}", route.path)));
+    root_routes()
+        .into_iter()
+        .map(|route| (route.method, route.path))
+        .chain(api)
+        .collect()
+}
+
+/// Whether `path` is `scope` or below it.
+fn under(path: &str, scope: &str) -> bool {
+    path.strip_prefix(scope)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The router, from the routes the resource modules declare. `/bots` and `/users` are scopes
+/// of their own for their rate limits.
 pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
-        cfg.service(web::resource("/healthz").get(health::healthz))
-            .service(web::resource("/metrics").get(health::metrics))
+        let (bot_routes, rest): (Vec<Route>, Vec<Route>) = api_routes()
+            .into_iter()
+            .partition(|route| under(&route.path, "/bots"));
+        let (user_routes, rest): (Vec<Route>, Vec<Route>) = rest
+            .into_iter()
+            .partition(|route| under(&route.path, "/users"));
+        cfg.configure(|cfg| routes::mount(cfg, "", root_routes()))
             .service(web::resource(docs::PATH).get(docs::redirect))
             .service(
                 web::resource(format!("{}/{{file:.*}}", docs::PATH))
@@ -66,54 +115,16 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                     .service(
                         web::scope("/bots")
                             .wrap(from_fn(limits::limit_bots))
-                            .service(web::resource("").get(bots::search))
-                            .service(web::resource("/stats").post(stats::post_own_stats))
-                            .service(web::resource("/check").get(votes::own_check))
-                            .service(web::resource("/votes").get(votes::own_voters))
-                            // The hot path first: each pattern with an `{id}` is a regex, tried
-                            // in order, and bots call check all day. The patterns do not overlap,
-                            // so their order changes nothing else.
-                            .service(web::resource("/{id}/check").get(votes::check))
-                            .service(web::resource("/{id}").get(bots::get_bot))
-                            .service(
-                                web::resource("/{id}/stats")
-                                    .get(stats::get_stats)
-                                    .post(stats::post_stats),
-                            )
-                            .service(web::resource("/{id}/votes").get(votes::voters))
+                            .configure(|cfg| routes::mount(cfg, "/bots", bot_routes))
                             .default_service(web::to(no_route)),
                     )
                     .service(
                         web::scope("/users")
                             .wrap(from_fn(limits::limit_users))
-                            .service(web::resource("/{user_id}").get(users::get_user))
+                            .configure(|cfg| routes::mount(cfg, "/users", user_routes))
                             .default_service(web::to(no_route)),
                     )
-                    .service(web::resource("/admin/users").post(admin::create_user))
-                    .service(
-                        web::resource("/admin/users/{id}")
-                            .patch(admin::update_user)
-                            .delete(admin::delete_user),
-                    )
-                    .service(web::resource("/admin/bots").post(admin::create_bot))
-                    .service(
-                        web::resource("/admin/bots/{id}")
-                            .patch(admin::update_bot)
-                            .delete(admin::delist_bot),
-                    )
-                    .service(web::resource("/admin/bots/{id}/token").post(admin::rotate_token))
-                    .service(web::resource("/admin/bots/{id}/votes").post(admin::record_vote))
-                    .service(web::resource("/admin/bots/{id}/webhook/test").post(admin::send_test))
-                    .service(
-                        web::resource("/admin/bots/{id}/webhook/deliveries").get(admin::deliveries),
-                    )
-                    .service(
-                        web::resource(
-                            "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver",
-                        )
-                        .post(admin::redeliver),
-                    )
-                    .service(web::resource("/admin/snapshot").post(admin::snapshot)),
+                    .configure(|cfg| routes::mount(cfg, "", rest)),
             )
             .default_service(web::to(no_route));
     }
@@ -126,7 +137,7 @@ async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!(
+    Err(Code::NotFound.with(format!(
         "no route for {} {}",
         request.method(),
         request.path()

@@ -8,7 +8,7 @@
 //! write 503.
 
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem, Paths};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type,
@@ -17,7 +17,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, bots, error, health, limits, stats, users, votes};
+use super::{error, http, limits};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -37,7 +37,17 @@ operator's `--rate-limit`), one request back every 60/N seconds. Their responses
 with `Retry-After` and `{\"retry_after\": N}`, not the error envelope. The admin API is not \
 limited.
 
-**Bodies** are JSON objects sent with `Content-Type: application/json`, at most 64 KiB.";
+**Bodies** are JSON objects sent with `Content-Type: application/json`, at most 64 KiB.
+
+**HEAD** is answered on every GET route exactly as GET is (status, headers, `Content-Length`), \
+without the body; it is not listed as an operation of its own.
+
+**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats` and `GET /users/{user_id}` \
+send an `ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
+no body and the same headers, and still counts against the rate limit.
+
+**Request ids.** Every response carries `X-Request-Id`: the client's own when it sent one of 1 \
+to 128 visible ASCII characters, else one the server made up. The access log shows the same id.";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -46,34 +56,7 @@ limited.
         description = DESCRIPTION,
         license(name = "MIT OR Apache-2.0")
     ),
-    paths(
-        bots::search,
-        bots::get_bot,
-        votes::voters,
-        votes::own_voters,
-        votes::check,
-        votes::own_check,
-        stats::get_stats,
-        stats::post_stats,
-        stats::post_own_stats,
-        users::get_user,
-        admin::create_user,
-        admin::update_user,
-        admin::delete_user,
-        admin::create_bot,
-        admin::update_bot,
-        admin::delist_bot,
-        admin::rotate_token,
-        admin::record_vote,
-        admin::snapshot,
-        admin::send_test,
-        admin::deliveries,
-        admin::redeliver,
-        health::healthz,
-        health::metrics,
-    ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter)),
-    modifiers(&Security, &CommonResponses, &StatsPostNeedsACount),
     tags(
         (name = "bots", description = "Search and read bots"),
         (name = "votes", description = "Voters and vote checks; a bot's API token"),
@@ -203,6 +186,7 @@ impl Common {
                     .build(),
             )
             .build();
+        add_request_id_header(&mut response);
         if let Self::TooManyRequests = self {
             response.headers.insert(
                 "Retry-After".into(),
@@ -227,6 +211,61 @@ fn integer_header(description: &str) -> utoipa::openapi::header::Header {
         )
         .description(Some(description))
         .build()
+}
+
+fn string_header(description: &str) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::String))
+        .description(Some(description))
+        .build()
+}
+
+fn header_parameter(name: &str, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .description(Some(description))
+        .build()
+}
+
+const REQUEST_ID: &str = "X-Request-Id";
+
+/// Every response says which request it answers.
+fn add_request_id_header(response: &mut Response) {
+    response.headers.insert(
+        REQUEST_ID.into(),
+        string_header("The request's id: the client's own if it sent a sane one, else a new one"),
+    );
+}
+
+/// The reads that carry an `ETag`: `If-None-Match` in, the tag on the 200, and a 304.
+fn add_etag(operation: &mut Operation) {
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(header_parameter(
+            "If-None-Match",
+            "ETags the client holds (or `*`): if one matches, the answer is 304 with no body",
+        ));
+    if let Some(RefOr::T(ok)) = operation.responses.responses.get_mut("200") {
+        ok.headers.insert(
+            "ETag".into(),
+            string_header("A strong validator of the body (weak once compressed); send it back in `If-None-Match`"),
+        );
+    }
+    let mut not_modified = ResponseBuilder::new()
+        .description("Not modified: `If-None-Match` named the current `ETag`. No body; the headers of the 200")
+        .build();
+    not_modified.headers.insert(
+        "ETag".into(),
+        string_header("The current ETag, the one that matched"),
+    );
+    operation
+        .responses
+        .responses
+        .insert("304".into(), RefOr::T(not_modified));
 }
 
 /// The headers every response of a rate-limited route carries while limits are on.
@@ -332,10 +371,25 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     if method != "get" {
         common.push(Common::Unavailable);
     }
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(header_parameter(
+            REQUEST_ID,
+            "An id for this request, echoed in the response and the log when it is 1 to 128 visible ASCII characters (else one is made up)",
+        ));
+    if method == "get" && http::ETAG_ROUTES.contains(&path) {
+        add_etag(operation);
+    }
     if limited {
         common.push(Common::TooManyRequests);
     }
     let responses = &mut operation.responses.responses;
+    for response in responses.values_mut() {
+        if let RefOr::T(response) = response {
+            add_request_id_header(response);
+        }
+    }
     for c in common {
         responses
             .entry(c.status().into())
@@ -358,15 +412,37 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     }
 }
 
-/// The document with every path under `base_path` but the operational ones.
+/// The document of the routes the router serves (see [`super::routes`]), the API's under
+/// `base_path`.
 pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
+    let mut paths = Paths::new();
+    let mut schemas = Vec::new();
+    let root = super::root_routes();
+    for route in root.iter().chain(super::api_routes().iter()) {
+        route.document(&mut paths, &mut schemas);
+    }
+    doc.paths = paths;
+    let components = doc.components.get_or_insert_with(Default::default);
+    for (name, schema) in schemas {
+        components.schemas.entry(name).or_insert(schema);
+    }
+    for modifier in [
+        &Security as &dyn Modify,
+        &CommonResponses,
+        &StatsPostNeedsACount,
+    ] {
+        modifier.modify(&mut doc);
+    }
     let paths = std::mem::take(&mut doc.paths.paths);
     doc.paths.paths = paths
         .into_iter()
-        .map(|(path, item)| match path.as_str() {
-            "/healthz" | "/metrics" => (path, item),
-            _ => (format!("{base_path}{path}"), item),
+        .map(|(path, item)| {
+            if root.iter().any(|route| route.path == path) {
+                (path, item)
+            } else {
+                (format!("{base_path}{path}"), item)
+            }
         })
         .collect();
     doc

@@ -4,13 +4,23 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bots::{find_bot, own_bot, token_bot};
-use super::error::{ApiError, ErrorBody};
+use super::bots::{find_bot, own_bot, token_bot, BOT_ID};
+use super::error::{ApiError, Code, ErrorBody};
 use super::extract::{json_body, BotToken};
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::bot::PostStats;
 use crate::actors::directory::BotHandle;
 pub use crate::domain::stats::StatsPost;
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_get_stats, get_stats),
+        Route::new(__path_post_stats, post_stats),
+        Route::new(__path_post_own_stats, post_own_stats),
+    ]
+}
 
 #[derive(Serialize, ToSchema)]
 pub struct Stats {
@@ -26,7 +36,7 @@ pub struct Ok {
 /// A bot's server count.
 #[utoipa::path(
     get, path = "/bots/{id}/stats", tag = "stats",
-    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
+    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The current server count", body = Stats),
     )
@@ -44,7 +54,7 @@ pub async fn get_stats(
 /// Post the bot's server count (its own token).
 #[utoipa::path(
     post, path = "/bots/{id}/stats", tag = "stats",
-    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
+    params(("id" = String, Path, description = BOT_ID)),
     request_body = StatsPost,
     security(("token" = [])),
     responses(
@@ -90,7 +100,7 @@ async fn store(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
-    let update = post.update().map_err(ApiError::BadRequest)?;
+    let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
     bot.ask(PostStats(update)).await??;
     crate::telemetry::stats_posted();
     Ok(reply::ok(&Ok { ok: true }))

@@ -2,13 +2,19 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::error::ApiError;
+use super::error::{ApiError, Code};
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
 
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![Route::new(__path_get_user, get_user)]
+}
+
 pub fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!("no profile with id `{id}`"))
+    Code::NotFound.with(format!("no profile with id `{id}`"))
 }
 
 /// A public profile.

@@ -4,14 +4,25 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bots::{find_bot, own_bot, token_bot};
+use super::bots::{find_bot, own_bot, token_bot, BOT_ID};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{snowflake_param, BotToken};
+use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::bot::RecentVoters;
 use crate::actors::directory::BotHandle;
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_voters, voters),
+        Route::new(__path_own_voters, own_voters),
+        Route::new(__path_check, check),
+        Route::new(__path_own_check, own_check),
+    ]
+}
 
 /// One voter, as the voters list shows it.
 #[derive(Serialize, ToSchema)]
@@ -36,7 +47,7 @@ pub struct VoteCheck {
 /// The bot's last 1000 distinct voters (its own token).
 #[utoipa::path(
     get, path = "/bots/{id}/votes", tag = "votes",
-    params(("id" = String, Path, description = "Listing UUID (any case) or platform snowflake")),
+    params(("id" = String, Path, description = BOT_ID)),
     security(("token" = [])),
     responses(
         (status = 200, description = "The last 1000 distinct voters, most recent first", body = Vec<VoterEntry>),
@@ -83,7 +94,7 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
 #[utoipa::path(
     get, path = "/bots/{id}/check", tag = "votes",
     params(
-        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
+        ("id" = String, Path, description = BOT_ID),
         ("userId" = Snowflake, Query, description = "The platform snowflake of the user to check"),
     ),
     security(("token" = [])),

@@ -92,7 +92,9 @@ pub struct StatsPost {
     #[serde(default)]
     #[schema(schema_with = nullable_counts_schema)]
     pub shards: Option<ShardList>,
-    /// The shard this count is for (0 to 9999); with `server_count` an integer
+    /// The shard this count is for (0 to 9999), with `server_count` an integer. Less than
+    /// `shard_count` when both are given, else 400: a rule across two fields that this schema
+    /// cannot state
     #[serde(default)]
     #[schema(value_type = Option<u32>, minimum = 0, maximum = 9999)]
     pub shard_id: Option<ShardNumber>,
@@ -114,7 +116,10 @@ fn counts_schema() -> ArrayBuilder {
         .items(count_schema())
         .min_items(Some(1))
         .max_items(Some(MAX_SHARDS))
-        .description(Some("One count per shard: shard i's count is element i"))
+        .description(Some(
+            "One count per shard: shard i's count is element i. The body is at most 64 KiB \
+             whatever it holds, so 10,000 counts fit only while they are short",
+        ))
 }
 
 fn nullable_counts_schema() -> OneOfBuilder {

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::helpers::{
-    assert_error, spawn_app, spawn_app_with, test_settings, TestApp, ADMIN, BOT_FIELDS,
-    NULLABLE_BOT_FIELDS,
+    assert_error, key_set, keys, spawn_app, spawn_app_with, test_settings, TestApp, ADMIN,
+    BOT_FIELDS, NULLABLE_BOT_FIELDS,
 };
 
 const URL_FIELDS: [&str; 6] = [
@@ -27,17 +27,8 @@ const UNKNOWN_BOT_UUID: &str = "6f9619ff-8b86-4d11-b42d-00c04fc964ff";
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
-fn keys(value: &Value) -> BTreeSet<String> {
-    value
-        .as_object()
-        .expect("a JSON object")
-        .keys()
-        .cloned()
-        .collect()
-}
-
 fn bot_keys(with_server_count: bool) -> BTreeSet<String> {
-    let mut expected: BTreeSet<String> = BOT_FIELDS.iter().map(|k| k.to_string()).collect();
+    let mut expected = key_set(&BOT_FIELDS);
     if with_server_count {
         expected.insert("server_count".into());
     }
@@ -1249,16 +1240,7 @@ async fn a_bot_can_be_patched_by_its_snowflake() {
 async fn null_clears_the_nullable_bot_fields() {
     let app = spawn_app().await;
     let id = id_of(&full_bot(&app, 502).await);
-    let nullable = [
-        "avatar",
-        "long_description",
-        "language_code",
-        "prefix",
-        "invite_url",
-        "website_url",
-        "support_server_url",
-        "github_url",
-    ];
+    let nullable = NULLABLE_BOT_FIELDS;
     let mut clear = json!({ "webhook_url": null, "webhook_secret": null });
     for field in nullable {
         clear[field] = Value::Null;

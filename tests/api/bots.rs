@@ -3,24 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, BOT_FIELDS, NULLABLE_BOT_FIELDS};
-
-fn keys(value: &Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = value
-        .as_object()
-        .expect("an object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    keys
-}
-
-fn sorted(fields: &[&'static str]) -> Vec<&'static str> {
-    let mut fields = fields.to_vec();
-    fields.sort_unstable();
-    fields
-}
+use crate::helpers::{assert_error, key_set, keys, spawn_app, BOT_FIELDS, NULLABLE_BOT_FIELDS};
 
 #[actix_web::test]
 async fn a_bot_is_found_by_listing_uuid_in_any_case_and_by_platform_id() {
@@ -57,7 +40,7 @@ async fn a_bot_has_exactly_the_spec_fields_and_nulls_for_unset_ones() {
         .expect("json");
     let mut all = BOT_FIELDS.to_vec();
     all.push("server_count");
-    assert_eq!(keys(&body), sorted(&all));
+    assert_eq!(keys(&body), key_set(&all));
     for nullable in NULLABLE_BOT_FIELDS {
         assert_eq!(body[nullable], Value::Null, "{nullable}");
     }
@@ -94,7 +77,7 @@ async fn server_count_is_left_out_until_the_bot_posts_stats() {
         .await
         .expect("json");
     assert!(body.get("server_count").is_none(), "{body}");
-    assert_eq!(keys(&body), sorted(&BOT_FIELDS));
+    assert_eq!(keys(&body), key_set(&BOT_FIELDS));
 }
 
 #[actix_web::test]

@@ -1,5 +1,6 @@
 //! One way to start the app for a test: bound to port 0, on a manual clock, driven over HTTP.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use botlist::config::Settings;
@@ -23,6 +24,21 @@ pub const NULLABLE_BOT_FIELDS: [&str; 8] = [
     "support_server_url",
     "github_url",
 ];
+
+/// The keys of a JSON object.
+pub fn keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// `fields` as the set [`keys`] returns.
+pub fn key_set(fields: &[&str]) -> BTreeSet<String> {
+    fields.iter().map(|field| field.to_string()).collect()
+}
 
 /// The Bot fields without `server_count`, which is left out until the bot posts stats.
 pub const BOT_FIELDS: [&str; 19] = [

@@ -329,6 +329,15 @@ async fn cors_app(origins: &[&str]) -> TestApp {
     spawn_app_with(settings).await
 }
 
+/// A GET as a browser on `origin` sends it.
+async fn get_from(app: &TestApp, path: &str, origin: &str) -> Response {
+    app.request(Method::GET, path, None)
+        .header("Origin", origin)
+        .send()
+        .await
+        .expect("sent")
+}
+
 async fn preflight(
     app: &TestApp,
     path: &str,
@@ -389,12 +398,7 @@ async fn an_allowed_origin_gets_preflights_and_can_read_the_rate_limit_headers()
     let allowed = listed(&response, "access-control-allow-headers");
     assert!(allowed.contains("authorization") && allowed.contains("content-type"));
 
-    let response = app
-        .request(Method::GET, "/bots", None)
-        .header("Origin", FRONT)
-        .send()
-        .await
-        .expect("sent");
+    let response = get_from(&app, "/bots", FRONT).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         header(&response, "access-control-allow-origin"),
@@ -413,12 +417,7 @@ async fn an_allowed_origin_gets_preflights_and_can_read_the_rate_limit_headers()
     }
 
     // Errors and 429s are readable too.
-    let response = app
-        .request(Method::GET, "/bots/404", None)
-        .header("Origin", FRONT)
-        .send()
-        .await
-        .expect("sent");
+    let response = get_from(&app, "/bots/404", FRONT).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(
         header(&response, "access-control-allow-origin"),
@@ -426,12 +425,7 @@ async fn an_allowed_origin_gets_preflights_and_can_read_the_rate_limit_headers()
     );
     let mut limited = None;
     for _ in 0..70 {
-        let response = app
-            .request(Method::GET, "/bots", None)
-            .header("Origin", FRONT)
-            .send()
-            .await
-            .expect("sent");
+        let response = get_from(&app, "/bots", FRONT).await;
         if response.status() == StatusCode::TOO_MANY_REQUESTS {
             limited = Some(response);
             break;
@@ -453,12 +447,7 @@ async fn another_origin_gets_no_cors_headers_and_its_preflight_is_refused() {
     assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
     assert_eq!(header_in(&headers, "access-control-allow-origin"), None);
 
-    let response = app
-        .request(Method::GET, "/bots", None)
-        .header("Origin", "https://evil.example")
-        .send()
-        .await
-        .expect("sent");
+    let response = get_from(&app, "/bots", "https://evil.example").await;
     assert_eq!(
         response.status(),
         StatusCode::OK,
@@ -473,12 +462,7 @@ async fn a_star_allows_any_origin() {
     let response = preflight(&app, "/users/1", "https://anyone.example", "GET", "").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(header(&response, "access-control-allow-origin"), Some("*"));
-    let response = app
-        .request(Method::GET, "/bots", None)
-        .header("Origin", "https://anyone.example")
-        .send()
-        .await
-        .expect("sent");
+    let response = get_from(&app, "/bots", "https://anyone.example").await;
     assert_eq!(header(&response, "access-control-allow-origin"), Some("*"));
 }
 
@@ -488,12 +472,7 @@ async fn without_cors_origins_there_are_no_cors_headers() {
     let response = preflight(&app, "/bots", "https://front.example", "GET", "").await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(allow_set(&response), set(&["GET", "HEAD"]));
-    let response = app
-        .request(Method::GET, "/bots", None)
-        .header("Origin", "https://front.example")
-        .send()
-        .await
-        .expect("sent");
+    let response = get_from(&app, "/bots", "https://front.example").await;
     assert!(response
         .headers()
         .keys()

@@ -1,6 +1,7 @@
 //! The OpenAPI document says what the server does: each test reads a rule from the document
 //! served at `{base}/openapi.json` and checks the server against it over HTTP.
 
+use botlist::api::error::ERRORS;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -50,24 +51,8 @@ async fn every_error_status_is_documented_with_the_envelope_and_its_codes() {
     let app = spawn_app().await;
     let doc = document(&app).await;
     let codes = &doc["components"]["schemas"]["ErrorCode"]["enum"];
-    assert_eq!(
-        codes,
-        &json!([
-            "bad_request",
-            "unauthorized",
-            "forbidden",
-            "not_found",
-            "method_not_allowed",
-            "conflict",
-            "already_voted",
-            "payload_too_large",
-            "request_timeout",
-            "headers_too_large",
-            "unsupported_media_type",
-            "internal_error",
-            "unavailable"
-        ])
-    );
+    let table: Vec<&str> = ERRORS.iter().map(|row| row.code).collect();
+    assert_eq!(codes, &json!(table), "the document lists the table's codes");
     for (method, path, operation) in operations(&doc) {
         for (status, response) in operation["responses"].as_object().expect("responses") {
             let response = resolve(&doc, response);
@@ -476,4 +461,51 @@ async fn responses_have_exactly_the_documented_fields() {
         .await;
     let deliveries: Value = deliveries.json().await.expect("json");
     assert_shape(&doc, "DeliveryView", &deliveries[0]);
+}
+
+/// The headers the server always handles are in the document: `X-Request-Id` in and out of
+/// every operation, and `If-None-Match`, `ETag` and 304 on exactly the routes that tag.
+#[actix_web::test]
+async fn request_ids_etags_and_304_are_documented_where_the_server_sends_them() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let description = doc["info"]["description"].as_str().expect("description");
+    assert!(description.contains("**HEAD**"), "HEAD mirrors GET");
+    let tagged = [
+        "/bots",
+        "/bots/{id}",
+        "/bots/{id}/stats",
+        "/users/{user_id}",
+    ];
+    let mut tagged_seen = 0;
+    for (method, path, operation) in operations(&doc) {
+        let headers: Vec<&str> = operation["parameters"]
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .filter(|p| p["in"] == "header")
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(headers.contains(&"X-Request-Id"), "{method} {path}");
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            let response = resolve(&doc, response);
+            assert!(
+                response["headers"]["X-Request-Id"].is_object(),
+                "{method} {path} {status}"
+            );
+        }
+        let etag = method == "GET" && tagged.contains(&path.as_str());
+        tagged_seen += usize::from(etag);
+        assert_eq!(headers.contains(&"If-None-Match"), etag, "{method} {path}");
+        assert_eq!(
+            response(&doc, &operation, "304").is_some(),
+            etag,
+            "{method} {path}"
+        );
+        if etag {
+            let ok = response(&doc, &operation, "200").expect("200");
+            assert!(ok["headers"]["ETag"].is_object(), "{method} {path}");
+        }
+    }
+    assert_eq!(tagged_seen, tagged.len());
 }

@@ -249,3 +249,42 @@ async fn sharded_posts_out_of_range_are_refused_naming_the_field() {
     }
     assert_eq!(servers(&app, &bot).await, 5, "nothing refused was stored");
 }
+
+/// `shards` is unused when `server_count` is given, but a field the API names is checked
+/// whenever it is sent: what is accepted could always have been used.
+#[actix_web::test]
+async fn an_invalid_shards_beside_a_valid_server_count_is_refused() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.post_stats(&bot, 5).await;
+    for body in [
+        json!({"server_count": 7, "shards": [-1]}),
+        json!({"server_count": 7, "shards": [1, false]}),
+        json!({"server_count": 7, "shards": []}),
+        json!({"server_count": 7, "shards": "x"}),
+        json!({"server_count": 7, "shards": {}}),
+        json!({"server_count": 7, "shard_id": 0, "shard_count": 1, "shards": [2.5]}),
+    ] {
+        for path in [format!("/bots/{}/stats", bot.id), "/bots/stats".to_owned()] {
+            let response = app.post_json(&path, Some(&bot.token), &body).await;
+            let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+            assert!(message.starts_with("shards"), "{body}: {message}");
+        }
+    }
+    // Too many shards makes the body too large before any field is read.
+    let ones = vec!["1"; 40_000].join(",");
+    let oversized = format!("{{\"server_count\": 7, \"shards\": [{ones}, -1]}}");
+    let response = app
+        .request(
+            Method::POST,
+            &format!("/bots/{}/stats", bot.id),
+            Some(&bot.token),
+        )
+        .header("content-type", "application/json")
+        .body(oversized)
+        .send()
+        .await
+        .expect("sent");
+    assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+    assert_eq!(servers(&app, &bot).await, 5, "nothing refused was stored");
+}

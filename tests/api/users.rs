@@ -6,7 +6,7 @@ use chrono::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, TestApp};
+use crate::helpers::{assert_error, key_set, keys, spawn_app, TestApp};
 
 /// The profile fields without `avatar`, which is left out when unset.
 const PROFILE_FIELDS_WITHOUT_AVATAR: [&str; 13] = [
@@ -25,20 +25,8 @@ const PROFILE_FIELDS_WITHOUT_AVATAR: [&str; 13] = [
     "created_at",
 ];
 
-fn keys(value: &Value) -> BTreeSet<String> {
-    value
-        .as_object()
-        .expect("a JSON object")
-        .keys()
-        .cloned()
-        .collect()
-}
-
 fn profile_keys(with_avatar: bool) -> BTreeSet<String> {
-    let mut expected: BTreeSet<String> = PROFILE_FIELDS_WITHOUT_AVATAR
-        .iter()
-        .map(|k| k.to_string())
-        .collect();
+    let mut expected = key_set(&PROFILE_FIELDS_WITHOUT_AVATAR);
     if with_avatar {
         expected.insert("avatar".into());
     }

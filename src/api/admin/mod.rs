@@ -1,0 +1,56 @@
+//! The admin API: how profiles, bots and votes enter the directory. One module per resource;
+//! what their OpenAPI entries share is declared here once.
+
+pub mod bots;
+pub mod snapshot;
+pub mod users;
+pub mod votes;
+pub mod webhooks;
+
+use super::bots::BOT_ID;
+use super::error::{ApiError, Code};
+use super::routes::Route;
+use super::users::not_found as profile_not_found;
+use super::AppState;
+use crate::domain::ids::ProfileId;
+use crate::domain::text::HttpUrl;
+use crate::webhooks::guard;
+
+pub use votes::VotePost;
+
+/// The 400 of an admin body.
+const BAD_BODY: &str = "`bad_request`: the body is not a JSON object, a field is missing or invalid, or a field is unknown";
+
+/// The 400 of a bot's body, which names owners and a webhook URL.
+const BAD_BOT_BODY: &str = "`bad_request`: the body is not a JSON object, a field is missing, invalid or unknown, an owner does not exist, or the webhook URL points at a private network";
+
+/// What `{id}` of a profile may be.
+const PROFILE_ID: &str = "Profile UUID (any case)";
+
+/// Every admin route.
+pub fn routes() -> Vec<Route> {
+    [
+        users::routes(),
+        bots::routes(),
+        votes::routes(),
+        webhooks::routes(),
+        snapshot::routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The SSRF guard on a webhook URL being set.
+async fn check_webhook_url(state: &AppState, url: Option<&HttpUrl>) -> Result<(), ApiError> {
+    match url {
+        Some(url) => guard::check_url(url.as_str(), state.allow_private_webhooks)
+            .await
+            .map_err(|why| Code::BadRequest.with(format!("`webhook_url` {why}"))),
+        None => Ok(()),
+    }
+}
+
+fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
+    ProfileId::parse(raw).ok_or_else(|| profile_not_found(raw))
+}

@@ -1,0 +1,145 @@
+//! `/admin/bots/{id}/webhook/...`: test events, the delivery log and redelivery.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::BOT_ID;
+use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
+use crate::api::bots::find_bot;
+use crate::api::error::{ApiError, Code, ErrorBody};
+use crate::api::extract::Admin;
+use crate::api::routes::Route;
+use crate::api::{reply, AppState};
+use crate::domain::time::Timestamp;
+use crate::domain::webhook::{Delivery, DeliveryState, Event};
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_send_test, send_test),
+        Route::new(__path_deliveries, deliveries),
+        Route::new(__path_redeliver, redeliver),
+    ]
+}
+
+/// A webhook delivery as the admin API shows it; bodies and secrets are not shown.
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryView<'a> {
+    #[schema(value_type = String, format = Uuid)]
+    pub id: Uuid,
+    pub event: Event,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    /// The receiver's last status code, if it answered
+    #[schema(required = true)]
+    pub last_status: Option<u16>,
+    /// Why the last attempt failed
+    #[schema(required = true)]
+    pub last_error: Option<&'a str>,
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    pub next_attempt_at: Option<Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    pub delivered_at: Option<Timestamp>,
+}
+
+impl<'a> From<&'a Delivery> for DeliveryView<'a> {
+    fn from(d: &'a Delivery) -> Self {
+        Self {
+            id: d.id,
+            event: d.event,
+            state: d.state,
+            attempts: d.attempts,
+            last_status: d.last_status,
+            last_error: d.last_error.as_deref(),
+            next_attempt_at: d.next_attempt_at,
+            created_at: d.created_at,
+            delivered_at: d.delivered_at,
+        }
+    }
+}
+
+/// Send a test event to the bot's webhook.
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
+    params(("id" = String, Path, description = BOT_ID)),
+    security(("admin_token" = [])),
+    responses(
+        (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
+        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
+    )
+)]
+pub async fn send_test(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let delivery = bot.ask(SendTest).await??;
+    Ok(reply::json(
+        StatusCode::ACCEPTED,
+        &DeliveryView::from(&delivery),
+    ))
+}
+
+/// How many open deliveries were given up because the bot's outbox was full.
+const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
+
+/// The bot's latest webhook deliveries.
+#[utoipa::path(
+    get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
+    params(("id" = String, Path, description = BOT_ID)),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>,
+            headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
+    )
+)]
+pub async fn deliveries(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let bot = find_bot(&state, &id)?;
+    let log = bot.ask(RecentDeliveries).await??;
+    let views: Vec<DeliveryView<'_>> = log.recent.iter().map(DeliveryView::from).collect();
+    let mut response = reply::ok(&views);
+    response.headers_mut().insert(
+        actix_web::http::header::HeaderName::from_static(GIVEN_UP_HEADER),
+        log.given_up_full.into(),
+    );
+    Ok(response)
+}
+
+/// Deliver a webhook event again.
+#[utoipa::path(
+    post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
+    params(
+        ("id" = String, Path, description = BOT_ID),
+        ("delivery_id" = String, Path, description = "The delivery's id"),
+    ),
+    security(("admin_token" = [])),
+    responses(
+        (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
+        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
+        (status = 404, description = "`not_found`: no listed bot has this id, the bot has no delivery with this id, or the server has no admin token", body = ErrorBody),
+    )
+)]
+pub async fn redeliver(
+    _: Admin,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, delivery_id) = path.into_inner();
+    let bot = find_bot(&state, &id)?;
+    let delivery_id = Uuid::parse_str(&delivery_id)
+        .map_err(|_| Code::NotFound.with(format!("no delivery with id `{delivery_id}`")))?;
+    let delivery = bot.ask(Redeliver(delivery_id)).await??;
+    Ok(reply::json(
+        StatusCode::ACCEPTED,
+        &DeliveryView::from(&delivery),
+    ))
+}
