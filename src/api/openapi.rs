@@ -428,7 +428,8 @@ pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
         components.schemas.entry(name).or_insert(schema);
     }
     for modifier in [
-        &Security as &dyn Modify,
+        &super::admin::AdminDoc as &dyn Modify,
+        &Security,
         &CommonResponses,
         &StatsPostNeedsACount,
     ] {

@@ -100,7 +100,23 @@ pub fn matching_order(routes: &mut [Route]) {
 }
 
 /// Mounts `routes` (all under `prefix`) on `cfg`, one resource per path, in the order given.
+/// The routes below `{prefix}/{id}` go into one scope: a single regex match selects the bot,
+/// and its sub-resources are then told apart by plain comparisons.
 pub fn mount(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
+    let by_id = format!("{prefix}/{{id}}");
+    let (under_id, direct): (Vec<Route>, Vec<Route>) = routes.into_iter().partition(|route| {
+        route
+            .path
+            .strip_prefix(&by_id)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    mount_resources(cfg, prefix, direct);
+    if !under_id.is_empty() {
+        cfg.service(web::scope("/{id}").configure(|cfg| mount_resources(cfg, &by_id, under_id)));
+    }
+}
+
+fn mount_resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
     let mut resources: Vec<(String, Vec<Service>)> = Vec::new();
     for route in routes {
         let path = route

@@ -19,6 +19,12 @@ async fn unknown_routes_are_404_with_the_envelope() {
         "/api/v1/nope",
         "/api/v1/bots/1/nope",
         "/api/v2/bots",
+        // Paths are exact: a trailing or doubled slash is another path.
+        "/api/v1/bots/",
+        "/api/v1/bots/1/",
+        "/api/v1/bots/1/check/",
+        "/api/v1/bots/1//check",
+        "/api/v1/users/1/",
     ] {
         let response = app
             .client

@@ -75,17 +75,7 @@ async fn a_stats_post_needs_an_integer_server_count_in_range() {
         "{\"server_count\": 5} trailing",
         "{\"server_count\": 5",
     ] {
-        let response = app
-            .request(
-                Method::POST,
-                &format!("/bots/{}/stats", bot.id),
-                Some(&bot.token),
-            )
-            .header("content-type", "application/json")
-            .body(raw)
-            .send()
-            .await
-            .expect("sent");
+        let response = post_text(&app, &bot, raw.to_owned()).await;
         assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
     }
     let stats: Value = app
@@ -131,6 +121,20 @@ async fn stats_of_an_unknown_bot_are_404() {
         "not_found",
     )
     .await;
+}
+
+/// A stats post of `body` as it is, JSON or not.
+async fn post_text(app: &TestApp, bot: &TestBot, body: String) -> reqwest::Response {
+    app.request(
+        Method::POST,
+        &format!("/bots/{}/stats", bot.id),
+        Some(&bot.token),
+    )
+    .header("content-type", "application/json")
+    .body(body)
+    .send()
+    .await
+    .expect("sent")
 }
 
 async fn post_raw(app: &TestApp, bot: &TestBot, path: &str, body: &Value) -> StatusCode {
@@ -274,17 +278,7 @@ async fn an_invalid_shards_beside_a_valid_server_count_is_refused() {
     // Too many shards makes the body too large before any field is read.
     let ones = vec!["1"; 40_000].join(",");
     let oversized = format!("{{\"server_count\": 7, \"shards\": [{ones}, -1]}}");
-    let response = app
-        .request(
-            Method::POST,
-            &format!("/bots/{}/stats", bot.id),
-            Some(&bot.token),
-        )
-        .header("content-type", "application/json")
-        .body(oversized)
-        .send()
-        .await
-        .expect("sent");
+    let response = post_text(&app, &bot, oversized).await;
     assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
     assert_eq!(servers(&app, &bot).await, 5, "nothing refused was stored");
 }

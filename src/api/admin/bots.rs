@@ -41,7 +41,6 @@ pub struct NewToken<'a> {
 #[utoipa::path(
     post, path = "/admin/bots", tag = "admin",
     request_body = NewBot,
-    security(("admin_token" = [])),
     responses(
         (status = 201, description = "Listed; the token is shown once", body = CreatedBot),
         (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
@@ -68,7 +67,6 @@ pub async fn create_bot(
     patch, path = "/admin/bots/{id}", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
     request_body = BotPatch,
-    security(("admin_token" = [])),
     responses(
         (status = 200, description = "Updated", body = PublicBot),
         (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
@@ -93,7 +91,6 @@ pub async fn update_bot(
 #[utoipa::path(
     delete, path = "/admin/bots/{id}", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
-    security(("admin_token" = [])),
     responses(
         (status = 204, description = "Delisted: 404 from now on, and its token stops working"),
     )
@@ -112,7 +109,6 @@ pub async fn delist_bot(
 #[utoipa::path(
     post, path = "/admin/bots/{id}/token", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
-    security(("admin_token" = [])),
     responses(
         (status = 200, description = "A new token; the old one stops working at once", body = NewToken),
     )

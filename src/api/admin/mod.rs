@@ -7,6 +7,11 @@ pub mod users;
 pub mod votes;
 pub mod webhooks;
 
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+use utoipa::Modify;
+
 use super::bots::BOT_ID;
 use super::error::{ApiError, Code};
 use super::routes::Route;
@@ -18,7 +23,7 @@ use crate::webhooks::guard;
 
 pub use votes::VotePost;
 
-/// The 400 of an admin body.
+/// The 400 of an admin body, unless the route says more.
 const BAD_BODY: &str = "`bad_request`: the body is not a JSON object, a field is missing or invalid, or a field is unknown";
 
 /// The 400 of a bot's body, which names owners and a webhook URL.
@@ -26,6 +31,55 @@ const BAD_BOT_BODY: &str = "`bad_request`: the body is not a JSON object, a fiel
 
 /// What `{id}` of a profile may be.
 const PROFILE_ID: &str = "Profile UUID (any case)";
+
+/// What every admin route's OpenAPI entry shares, declared once: the admin token, and a 400
+/// for a body the route cannot read (a route that says more keeps its own). The `Admin`
+/// extractor of every admin handler is what enforces the token.
+pub struct AdminDoc;
+
+impl Modify for AdminDoc {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/admin") {
+                continue;
+            }
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                operation.security = Some(vec![SecurityRequirement::new(
+                    "admin_token",
+                    Vec::<String>::new(),
+                )]);
+                if operation.request_body.is_some() {
+                    operation
+                        .responses
+                        .responses
+                        .entry("400".into())
+                        .or_insert_with(|| RefOr::T(bad_body()));
+                }
+            }
+        }
+    }
+}
+
+fn bad_body() -> Response {
+    ResponseBuilder::new()
+        .description(BAD_BODY)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+}
 
 /// Every admin route.
 pub fn routes() -> Vec<Route> {

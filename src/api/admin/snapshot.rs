@@ -24,7 +24,6 @@ pub struct SnapshotWritten {
 /// Write a snapshot now.
 #[utoipa::path(
     post, path = "/admin/snapshot", tag = "admin",
-    security(("admin_token" = [])),
     responses(
         (status = 200, description = "A snapshot is durably written", body = SnapshotWritten),
         (status = 503, description = "`unavailable`: the server keeps no data directory, or the snapshot could not be written", body = ErrorBody),

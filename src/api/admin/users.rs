@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::{profile_id, BAD_BODY, PROFILE_ID};
+use super::{profile_id, PROFILE_ID};
 use crate::actors::registry::{CreateProfile, DeleteProfile, UpdateProfile};
 use crate::api::error::{ApiError, ErrorBody};
 use crate::api::extract::{json_body, Admin};
@@ -22,10 +22,8 @@ pub fn routes() -> Vec<Route> {
 #[utoipa::path(
     post, path = "/admin/users", tag = "admin",
     request_body = NewProfile,
-    security(("admin_token" = [])),
     responses(
         (status = 201, description = "Created", body = PublicProfile),
-        (status = 400, description = BAD_BODY, body = ErrorBody),
         (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
@@ -45,10 +43,8 @@ pub async fn create_user(
     patch, path = "/admin/users/{id}", tag = "admin",
     params(("id" = String, Path, description = PROFILE_ID)),
     request_body = ProfilePatch,
-    security(("admin_token" = [])),
     responses(
         (status = 200, description = "Updated", body = PublicProfile),
-        (status = 400, description = BAD_BODY, body = ErrorBody),
         (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
@@ -69,7 +65,6 @@ pub async fn update_user(
 #[utoipa::path(
     delete, path = "/admin/users/{id}", tag = "admin",
     params(("id" = String, Path, description = PROFILE_ID)),
-    security(("admin_token" = [])),
     responses(
         (status = 204, description = "Deleted"),
         (status = 409, description = "`conflict`: the profile still owns listed bots", body = ErrorBody),

@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{BAD_BODY, BOT_ID};
+use super::BOT_ID;
 use crate::actors::bot::RecordVote;
 use crate::api::bots::find_bot;
 use crate::api::error::{ApiError, ErrorBody};
@@ -41,10 +41,8 @@ pub struct VoteCounts {
     post, path = "/admin/bots/{id}/votes", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
     request_body = VotePost,
-    security(("admin_token" = [])),
     responses(
         (status = 201, description = "Counted", body = VoteCounts),
-        (status = 400, description = BAD_BODY, body = ErrorBody),
         (status = 409, description = "`already_voted`: this user voted for this bot in the last 12 hours; the message gives the time of the next possible vote", body = ErrorBody),
     )
 )]

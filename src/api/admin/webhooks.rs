@@ -66,7 +66,6 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
-    security(("admin_token" = [])),
     responses(
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
         (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
@@ -92,7 +91,6 @@ const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
     params(("id" = String, Path, description = BOT_ID)),
-    security(("admin_token" = [])),
     responses(
         (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>,
             headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
@@ -121,7 +119,6 @@ pub async fn deliveries(
         ("id" = String, Path, description = BOT_ID),
         ("delivery_id" = String, Path, description = "The delivery's id"),
     ),
-    security(("admin_token" = [])),
     responses(
         (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
         (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
