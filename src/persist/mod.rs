@@ -27,8 +27,10 @@ use state::StoredBot;
 
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
 /// Version 2 added the small delivery records and the count of deliveries given up for a full
-/// outbox; files of version 1 read as they are.
-pub const FORMAT_VERSION: u32 = 2;
+/// outbox; version 3 changed only snapshots, to store each voter once in a table and each bot
+/// as a part of its own (see [`snapshot::SnapshotWriter`]). Files of versions 1 and 2 read as
+/// they are.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.

@@ -109,10 +109,8 @@ impl Replayer {
             bots: state
                 .bots
                 .into_iter()
-                .map(|mut bot| {
-                    bot.state.restore();
-                    (bot.state.listing.id, bot)
-                })
+                // A snapshot's bots come restored from the file (see `snapshot::decode`).
+                .map(|bot| (bot.state.listing.id, bot))
                 .collect(),
             warnings: Vec::new(),
         }
