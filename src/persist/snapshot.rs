@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
+use super::files::{self, HeaderFault, Numbered};
 use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
@@ -20,37 +21,28 @@ pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
 /// How many snapshots are kept; the journal is kept from the oldest of them on.
 pub const KEEP: usize = 3;
 
+/// Snapshot files: `snapshot-<seq>.msgpack`.
+pub const SNAPSHOTS: Numbered = Numbered::new("snapshot-", ".msgpack");
+
 pub fn snapshot_name(seq: u64) -> String {
-    format!("snapshot-{seq:020}.msgpack")
+    SNAPSHOTS.name(seq)
 }
 
 pub fn parse_snapshot_name(name: &str) -> Option<u64> {
-    name.strip_prefix("snapshot-")?
-        .strip_suffix(".msgpack")?
-        .parse()
-        .ok()
+    SNAPSHOTS.parse(name)
 }
 
-#[derive(Debug, PartialEq, Eq)]
+/// Why a snapshot file is not used; the message names the reason, the I/O error is kept.
+#[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    Io(String),
+    #[error("cannot be read: {0}")]
+    Io(#[from] io::Error),
     /// Damage: the file cannot be used, an older snapshot may be.
+    #[error("is damaged: {0}")]
     Damaged(String),
     /// Written by a newer botlist: refused, never skipped, so no newer data is dropped.
+    #[error("was written by a newer botlist (format version {0}; this build reads version {FORMAT_VERSION} and older)")]
     NewerVersion(u32),
-}
-
-impl std::fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Io(e) => write!(f, "cannot be read: {e}"),
-            Self::Damaged(why) => write!(f, "is damaged: {why}"),
-            Self::NewerVersion(v) => write!(
-                f,
-                "was written by a newer botlist (format version {v}; this build reads version {FORMAT_VERSION} and older)"
-            ),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -312,17 +304,14 @@ fn header(seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
 }
 
 fn header_of(version: u32, seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
+    let mut out = files::header(MAGIC, version, seq, HEADER_LEN);
     out.extend_from_slice(&payload_len.to_le_bytes());
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
 pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
-    let bytes = fs::read(path).map_err(|e| SnapshotError::Io(e.to_string()))?;
+    let bytes = fs::read(path)?;
     decode(&bytes)
 }
 
@@ -333,29 +322,16 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if bytes.is_empty() {
         return Err(damaged("the file is empty"));
     }
+    let (version, seq) = files::read_header(bytes, MAGIC).map_err(|fault| match fault {
+        HeaderFault::Newer(version) => SnapshotError::NewerVersion(version),
+        HeaderFault::BadMagic => damaged("not a botlist snapshot (bad magic bytes)"),
+        fault => SnapshotError::Damaged(fault.to_string()),
+    })?;
     if bytes.len() < HEADER_LEN {
         return Err(damaged("the header is cut short"));
     }
-    if &bytes[..8] != MAGIC {
-        return Err(damaged("not a botlist snapshot (bad magic bytes)"));
-    }
-    let u32_at =
-        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let version = u32_at(8);
-    if version > FORMAT_VERSION {
-        return Err(SnapshotError::NewerVersion(version));
-    }
-    if version == 0 {
-        return Err(damaged("format version 0 does not exist"));
-    }
-    let seq = u64_at(12);
-    let payload_len = u64_at(20);
-    let crc = u32_at(28);
+    let payload_len = files::u64_at(bytes, 20);
+    let crc = files::u32_at(bytes, 28);
     let payload = &bytes[HEADER_LEN..];
     if payload.len() as u64 != payload_len {
         return Err(SnapshotError::Damaged(format!(
@@ -461,7 +437,7 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
     let voters = in_parallel(&parts.voters, |part| {
         let voters: Vec<Voter> = super::decode(part).map_err(undecodable)?;
-        Ok(VoterTable::intern_all(voters))
+        Ok(VoterTable::adopt(voters))
     })?;
     let voters: Arc<[Arc<Voter>]> = voters.into_iter().flatten().collect();
     let bots = in_parallel(&parts.bots, |bot| {
@@ -512,14 +488,8 @@ fn in_parallel<T: Sync, R: Send>(
 
 /// Snapshot files in `dir`, newest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(seq) = entry.file_name().to_str().and_then(parse_snapshot_name) {
-            found.push((seq, entry.path()));
-        }
-    }
-    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    let mut found = SNAPSHOTS.list(dir)?;
+    found.reverse();
     Ok(found)
 }
 
