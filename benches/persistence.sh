@@ -3,6 +3,7 @@
 #
 #   benches/persistence.sh [BOTS] [VOTES]      (default 100000 bots, 5000000 votes)
 #   BEFORE=/path/to/botlist benches/persistence.sh    (also measures that build, side by side)
+#   AFTER=/path/to/botlist ...                         (measures that build instead of building this tree)
 #
 # Prints, for this build (and BEFORE's): startup to `listening on`; resident memory after start;
 # peak resident memory (VmHWM, reset just before) across one POST /admin/snapshot; the snapshot's
@@ -16,8 +17,12 @@ BOTS=${1:-100000}
 VOTES=${2:-5000000}
 ADMIN=bench-admin
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
-cargo build --release --quiet
-BIN=target/release/botlist
+if [ -n "${AFTER:-}" ]; then
+  BIN=$AFTER
+else
+  cargo build --release --quiet
+  BIN=target/release/botlist
+fi
 WORK=$(mktemp -d /tmp/botlist-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 

@@ -19,7 +19,7 @@ use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Attempt, Delivery};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
-use crate::persist::state::Record;
+use crate::persist::state::{ApplyRecord, Record};
 use crate::webhooks::{Dispatcher, Job, Prepared, Target};
 
 use super::directory::Directory;
@@ -77,32 +77,28 @@ impl BotActor {
     fn save_delivery(&mut self, delivery: Delivery) -> Durable {
         let bot = self.state.listing.id;
         self.schedule(&delivery);
-        let durable = self.journal(Record::DeliverySaved {
-            bot,
-            delivery: delivery.clone(),
-        });
-        self.state.deliveries.save(delivery);
-        let given_up = self.state.deliveries.give_up_overflow();
+        let durable = self.apply_and_journal(Record::DeliverySaved { bot, delivery });
+        let given_up = self.state.deliveries.overflowing();
         if given_up.is_empty() {
             return durable;
         }
         for id in &given_up {
             self.attempts.remove(id);
         }
-        self.journal(Record::OutboxOverflowed { bot, given_up })
+        self.apply_and_journal(Record::OutboxOverflowed { bot, given_up })
     }
 
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
     /// schedules its next attempt if it has one.
     fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
-        let progress = delivery.progress();
-        self.state.deliveries.update(delivery.id, progress.clone());
-        self.schedule(delivery);
-        self.journal(Record::DeliveryProgressed {
+        let record = Record::DeliveryProgressed {
             bot: self.state.listing.id,
             delivery: delivery.id,
-            progress,
-        })
+            progress: delivery.progress(),
+        };
+        self.apply(&record);
+        self.schedule(delivery);
+        self.journal(record)
     }
 
     /// Hands an open delivery's next attempt to the dispatcher, replacing any attempt
@@ -125,6 +121,21 @@ impl BotActor {
 
     fn is_current(&self, delivery: Uuid, token: u64) -> bool {
         self.attempts.get(&delivery) == Some(&token)
+    }
+
+    /// Makes a change to the state the way replay makes it: through the record's one function.
+    fn apply(&mut self, record: &Record) {
+        if let Err(why) = self.state.apply_record(record) {
+            // Every record this actor makes was checked against its state first.
+            tracing::error!(bot = %self.state.listing.id, %why, "a change did not apply");
+        }
+    }
+
+    /// Applies a change that the published view does not show (a webhook delivery) and
+    /// journals it.
+    fn apply_and_journal(&mut self, record: Record) -> Durable {
+        self.apply(&record);
+        self.journal(record)
     }
 
     /// Journals a change already applied in memory; its new view is published once the record
@@ -204,27 +215,29 @@ impl Handler<RecordVote> for BotActor {
 
     fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
-        let counts = match self.state.votes.vote(voter.clone(), at) {
-            Ok(counts) => counts,
-            Err(refused) => {
-                let retry_at = refused.retry_at;
-                return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
-            }
-        };
-        self.recent_voters = None;
+        if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
+            return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
+        }
         let bot = self.state.listing.id;
-        let checks = Arc::clone(self.state.votes.window.published());
         let user = voter.id;
-        let (mut durable, _) = self.commit(
-            Record::Voted {
-                bot,
-                voter: voter.clone(),
+        let record = Record::Voted { bot, voter, at };
+        self.apply(&record);
+        let counts = self.state.votes.counts(at);
+        self.recent_voters = None;
+        let delivery = match (&record, &self.state.webhook.url) {
+            (Record::Voted { voter, .. }, Some(_)) => Some(Delivery::vote(
+                Uuid::new_v4(),
+                &self.state.listing,
+                voter,
                 at,
-            },
-            Some(Box::new(move || checks.publish(user, at))),
-        );
-        if self.state.webhook.url.is_some() {
-            let delivery = Delivery::vote(Uuid::new_v4(), &self.state.listing, &voter, at, counts);
+                counts,
+            )),
+            _ => None,
+        };
+        let checks = Arc::clone(self.state.votes.window.published());
+        let (mut durable, _) =
+            self.commit(record, Some(Box::new(move || checks.publish(user, at))));
+        if let Some(delivery) = delivery {
             // Journaled after the vote: its being durable means the vote is too.
             durable = self.save_delivery(delivery);
         }
@@ -417,12 +430,12 @@ impl Handler<PostStats> for BotActor {
 
     fn handle(&mut self, PostStats(update): PostStats, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
-        self.state.post_stats(&update, at);
         let bot = self.state.listing.id;
         let record = match update {
             StatsUpdate::Whole(count) => Record::StatsPosted { bot, count, at },
             update => Record::StatsUpdated { bot, update, at },
         };
+        self.apply(&record);
         let (durable, _) = self.commit(record, None);
         when_durable(durable, ())
     }
@@ -439,13 +452,14 @@ impl Handler<ApplyPatch> for BotActor {
 
     fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
-        self.state.apply(patch, at);
+        let (listing, webhook) = self.state.edited(patch);
         let record = Record::BotEdited {
             bot: self.state.listing.id,
-            listing: Arc::clone(&self.state.listing),
-            webhook: self.state.webhook.clone(),
+            listing: Arc::new(listing),
+            webhook,
             at,
         };
+        self.apply(&record);
         let (durable, view) = self.commit(record, None);
         when_durable(durable, view)
     }

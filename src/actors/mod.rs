@@ -18,7 +18,7 @@ pub(crate) fn when_durable<T: Send + 'static>(
         durable
             .wait()
             .await
-            .map_err(|e| Rejection::NotStored(e.0))?;
+            .map_err(|e| Rejection::NotStored(e.to_string()))?;
         Ok(reply)
     })
 }

@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use futures_util::future::{join_all, BoxFuture, FutureExt, Shared};
 use tokio::sync::oneshot;
 
-use super::bot::{ApplyPatch, BotActor, Stop};
+use super::bot::{ApplyPatch, BotActor, ReadState, Stop};
 use super::directory::{BotHandle, Directory};
 use super::when_durable;
 use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
@@ -22,6 +22,7 @@ use crate::domain::time::Clock;
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{DirectoryState, Record, StoredBot};
+use crate::persist::{BotSource, Captured, SnapshotFailed, StateSource};
 use crate::webhooks::Dispatcher;
 
 /// Spreads bot actors over a fixed set of arbiters (threads), round robin.
@@ -306,16 +307,6 @@ impl Handler<LoadDirectory> for Registry {
     }
 }
 
-/// What a snapshot starts from: the registry's own state, and every listed bot to read next.
-pub struct Captured {
-    /// Every record up to this one is in what the snapshot will hold.
-    pub seq: u64,
-    pub registry_seq: u64,
-    pub profiles: Vec<Profile>,
-    pub bots: Vec<(Arc<BotHandle>, TokenHash)>,
-    pub directory: Arc<Directory>,
-}
-
 /// The registry's part of a snapshot. The bots are read afterwards, one message each while
 /// requests go on, and written as they come; what changes meanwhile is in the journal after
 /// `seq`, and replay skips what a bot already has.
@@ -327,16 +318,63 @@ impl Handler<Capture> for Registry {
     type Result = MessageResult<Capture>;
 
     fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
+        let bots = self
+            .bots
+            .values()
+            .map(|entry| {
+                Box::new(ListedBot {
+                    handle: Arc::clone(&entry.handle),
+                    token: entry.token,
+                    directory: Arc::clone(&self.directory),
+                }) as Box<dyn BotSource>
+            })
+            .collect();
         MessageResult(Captured {
             seq: self.journal.last_seq(),
             registry_seq: self.last_seq,
             profiles: self.profiles.values().cloned().collect(),
-            bots: self
-                .bots
-                .values()
-                .map(|entry| (Arc::clone(&entry.handle), entry.token))
-                .collect(),
-            directory: Arc::clone(&self.directory),
+            bots,
+        })
+    }
+}
+
+/// Snapshots read the state from the registry and its bots.
+impl StateSource for Addr<Registry> {
+    fn capture(&self) -> BoxFuture<'static, Result<Captured, SnapshotFailed>> {
+        let asked = self.send(Capture);
+        Box::pin(async move {
+            asked
+                .await
+                .map_err(|e| SnapshotFailed::RegistryGone(e.to_string()))
+        })
+    }
+}
+
+/// A listed bot as a snapshot reads it: its actor's state and its token.
+struct ListedBot {
+    handle: Arc<BotHandle>,
+    token: TokenHash,
+    directory: Arc<Directory>,
+}
+
+impl BotSource for ListedBot {
+    fn id(&self) -> BotId {
+        self.handle.id
+    }
+
+    fn read(&self) -> BoxFuture<'static, Result<Option<StoredBot>, SnapshotFailed>> {
+        let asked = self.handle.addr.send(ReadState);
+        let (bot, token, directory) = (self.handle.id, self.token, Arc::clone(&self.directory));
+        Box::pin(async move {
+            match asked.await {
+                Ok(state) => Ok(Some(StoredBot { state, token })),
+                // Delisted meanwhile: its actor stopped.
+                Err(_) if directory.get(bot).is_none() => Ok(None),
+                Err(error) => Err(SnapshotFailed::BotGone {
+                    bot,
+                    why: error.to_string(),
+                }),
+            }
         })
     }
 }

@@ -285,6 +285,14 @@ impl BotState {
     }
 
     pub fn apply(&mut self, patch: BotPatch, now: Timestamp) {
+        let (listing, webhook) = self.edited(patch);
+        self.listing = Arc::new(listing);
+        self.webhook = webhook;
+        self.updated_at = now;
+    }
+
+    /// The listing and webhook settings that `patch` makes of these; nothing changes yet.
+    pub fn edited(&self, patch: BotPatch) -> (Listing, WebhookSettings) {
         let mut listing = Listing::clone(&self.listing);
         let l = &mut listing;
         if let Some(v) = patch.platform_id {
@@ -320,13 +328,13 @@ impl BotState {
         l.support_server_url = patch.support_server_url.apply(l.support_server_url.take());
         l.github_url = patch.github_url.apply(l.github_url.take());
         l.search_text = SearchText::of(&l.name, &l.short_description);
-        self.listing = Arc::new(listing);
-        self.webhook.url = patch.webhook_url.apply(self.webhook.url.take());
-        self.webhook.secret = patch.webhook_secret.apply(self.webhook.secret.take());
+        let mut webhook = self.webhook.clone();
+        webhook.url = patch.webhook_url.apply(webhook.url.take());
+        webhook.secret = patch.webhook_secret.apply(webhook.secret.take());
         if let Some(format) = patch.webhook_format {
-            self.webhook.format = format;
+            webhook.format = format;
         }
-        self.updated_at = now;
+        (listing, webhook)
     }
 
     pub fn post_stats(&mut self, update: &StatsUpdate, now: Timestamp) {

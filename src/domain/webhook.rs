@@ -391,25 +391,18 @@ impl Deliveries {
         }
     }
 
-    /// Gives up the oldest open deliveries past [`MAX_PENDING`]; returns their ids.
-    pub fn give_up_overflow(&mut self) -> Vec<Uuid> {
-        let mut given_up = Vec::new();
-        while self.open.len() > MAX_PENDING {
-            let Some(oldest) = self.open.pop_first() else {
-                break;
-            };
-            if let Some(delivery) = self.items.get_mut(&oldest) {
-                delivery.give_up_full();
-                given_up.push(delivery.id);
-                self.given_up_full += 1;
-                self.finished.insert(oldest);
-            }
-        }
-        self.trim();
-        given_up
+    /// The oldest open deliveries past [`MAX_PENDING`], to be given up (by
+    /// [`Self::give_up_full`], through their record).
+    pub fn overflowing(&self) -> Vec<Uuid> {
+        let over = self.open.len().saturating_sub(MAX_PENDING);
+        self.open
+            .iter()
+            .take(over)
+            .filter_map(|at| self.items.get(at).map(|delivery| delivery.id))
+            .collect()
     }
 
-    /// Gives up these deliveries for a full outbox, as replay reads it back.
+    /// Gives up these deliveries for a full outbox, as the record says.
     pub fn give_up_full(&mut self, ids: &[Uuid]) {
         for id in ids {
             let Some(&at) = self.ids.get(id) else {
@@ -626,7 +619,8 @@ mod tests {
             all.save(delivery());
         }
         let mut replayed = all.clone();
-        let given_up = all.give_up_overflow();
+        let given_up = all.overflowing();
+        all.give_up_full(&given_up);
         assert_eq!(given_up, [oldest.id]);
         assert_eq!(all.open().count(), MAX_PENDING);
         assert_eq!(all.given_up_full(), 1);

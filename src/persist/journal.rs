@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::files::{self, HeaderFault, Numbered};
 use super::state::Record;
 use super::{sync_dir, FORMAT_VERSION};
 
@@ -43,32 +44,33 @@ pub enum FsyncMode {
     Never,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JournalError(pub String);
+/// Why the journal refused a record. Cloned to every write waiting on the batch that failed;
+/// the I/O error is kept as the cause, for the log.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal write failed: {0}")]
+    Write(#[source] Arc<io::Error>),
+    #[error("a record did not encode: {0}")]
+    Encode(String),
+    #[error("the journal writer stopped")]
+    Stopped,
+}
+
+/// Journal segments: `journal-<first seq>.log`.
+pub const SEGMENTS: Numbered = Numbered::new("journal-", ".log");
 
 pub fn segment_name(first_seq: u64) -> String {
-    format!("journal-{first_seq:020}.log")
+    SEGMENTS.name(first_seq)
 }
 
 /// The first sequence number in a segment's file name.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
-    name.strip_prefix("journal-")?
-        .strip_suffix(".log")?
-        .parse()
-        .ok()
+    SEGMENTS.parse(name)
 }
 
 /// Journal segments in `dir`, oldest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(seq) = entry.file_name().to_str().and_then(parse_segment_name) {
-            found.push((seq, entry.path()));
-        }
-    }
-    found.sort();
-    Ok(found)
+    SEGMENTS.list(dir)
 }
 
 pub fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
@@ -91,11 +93,7 @@ fn frame_crc(len: [u8; 4], seq: [u8; 8], payload: &[u8]) -> u32 {
 }
 
 pub fn segment_header(first_seq: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&first_seq.to_le_bytes());
-    out
+    files::header(MAGIC, FORMAT_VERSION, first_seq, HEADER_LEN)
 }
 
 /// What a change shows readers, run once its record is durable: never for a record that failed,
@@ -142,9 +140,7 @@ impl Durable {
     pub async fn wait(self) -> Result<(), JournalError> {
         match self.0 {
             Err(error) => Err(error),
-            Ok(rx) => rx
-                .await
-                .unwrap_or_else(|_| Err(JournalError("the journal writer stopped".into()))),
+            Ok(rx) => rx.await.unwrap_or(Err(JournalError::Stopped)),
         }
     }
 }
@@ -197,14 +193,7 @@ impl Journal {
     pub fn submit_then(&self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
         let payload = match rmp_serde::to_vec(record) {
             Ok(payload) => payload,
-            Err(error) => {
-                return (
-                    0,
-                    Durable(Err(JournalError(format!(
-                        "a record did not encode: {error}"
-                    )))),
-                )
-            }
+            Err(error) => return (0, Durable(Err(JournalError::Encode(error.to_string())))),
         };
         if let Some(error) = self.failure() {
             return (0, Durable(Err(error)));
@@ -229,10 +218,7 @@ impl Journal {
         };
         match queue.send(pending) {
             Ok(()) => (seq, Durable(Ok(rx))),
-            Err(_) => (
-                seq,
-                Durable(Err(JournalError("the journal writer stopped".into()))),
-            ),
+            Err(_) => (seq, Durable(Err(JournalError::Stopped))),
         }
     }
 
@@ -254,7 +240,7 @@ impl Journal {
         };
         match queue.send(barrier) {
             Ok(()) => Durable(Ok(rx)),
-            Err(_) => Durable(Err(JournalError("the journal writer stopped".into()))),
+            Err(_) => Durable(Err(JournalError::Stopped)),
         }
     }
 
@@ -421,7 +407,7 @@ impl Writer {
     }
 
     fn fail(&self, error: JournalError) {
-        tracing::error!(error = %error.0, "the journal failed; writes are refused from now on");
+        tracing::error!(%error, "the journal failed; writes are refused from now on");
         *lock(&self.shared.failed) = Some(error);
     }
 
@@ -431,7 +417,7 @@ impl Writer {
 }
 
 fn io_error(error: io::Error) -> JournalError {
-    JournalError(format!("journal write failed: {error}"))
+    JournalError::Write(Arc::new(error))
 }
 
 /// How a segment ended when read back.
@@ -479,27 +465,23 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
         end: SegmentEnd::Clean,
     };
     let corrupt = |offset: u64, reason: String| SegmentEnd::Corrupt { offset, reason };
-    if bytes.len() < HEADER_LEN {
-        // A crash between creating the file and writing its header: nothing was acknowledged.
-        scan.end = SegmentEnd::Torn { offset: 0 };
-        return scan;
-    }
-    if &bytes[..8] != MAGIC {
-        scan.end = corrupt(0, "not a botlist journal (bad magic bytes)".into());
-        return scan;
-    }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version > FORMAT_VERSION {
-        scan.end = SegmentEnd::NewerVersion(version);
-        return scan;
-    }
-    if version == 0 {
-        scan.end = corrupt(8, format!("format version {version} does not exist"));
-        return scan;
-    }
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&bytes[12..20]);
-    if u64::from_le_bytes(first) != name_seq {
+    let first = match files::read_header(bytes, MAGIC) {
+        Ok((_, first)) => first,
+        Err(fault) => {
+            scan.end = match fault {
+                // A crash between creating the file and writing its header: nothing was
+                // acknowledged.
+                HeaderFault::CutShort => SegmentEnd::Torn { offset: 0 },
+                HeaderFault::BadMagic => {
+                    corrupt(0, "not a botlist journal (bad magic bytes)".into())
+                }
+                HeaderFault::Newer(version) => SegmentEnd::NewerVersion(version),
+                HeaderFault::NoSuchVersion => corrupt(8, fault.to_string()),
+            };
+            return scan;
+        }
+    };
+    if first != name_seq {
         scan.end = corrupt(
             12,
             "the header's first record number does not match the file name".into(),

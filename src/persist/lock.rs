@@ -15,40 +15,17 @@ pub struct DirLock {
     path: PathBuf,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another process holds the directory.
-    Held {
-        dir: PathBuf,
-        pid: Option<u32>,
-    },
+    #[error("the data directory {} is in use by another botlist process{}; one process at a time owns a data directory. Stop that process or use another --data-dir", dir.display(), pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
+    Held { dir: PathBuf, pid: Option<u32> },
+    #[error("cannot lock the data directory {}: {error}", dir.display())]
     Io {
         dir: PathBuf,
+        #[source]
         error: io::Error,
     },
-}
-
-impl std::fmt::Display for LockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Held { dir, pid } => {
-                write!(f, "the data directory {} is in use by ", dir.display())?;
-                match pid {
-                    Some(pid) => write!(f, "another botlist process (pid {pid})")?,
-                    None => write!(f, "another botlist process")?,
-                }
-                write!(
-                    f,
-                    "; one process at a time owns a data directory. Stop that process or use another --data-dir"
-                )
-            }
-            Self::Io { dir, error } => write!(
-                f,
-                "cannot lock the data directory {}: {error}",
-                dir.display()
-            ),
-        }
-    }
 }
 
 impl DirLock {

@@ -2,6 +2,7 @@
 //!
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
+pub mod files;
 pub mod journal;
 pub mod lock;
 pub mod recovery;
@@ -12,23 +13,59 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
+use futures_util::future::BoxFuture;
 
-use actix::Addr;
-
-use crate::actors::bot::ReadState;
-use crate::actors::directory::{BotHandle, Directory};
-use crate::actors::registry::{Capture, Registry};
-use crate::domain::ids::TokenHash;
+use crate::domain::ids::BotId;
 use crate::domain::profile::Profile;
 use journal::Journal;
 use snapshot::{SnapshotWriter, Written};
 use state::StoredBot;
 
+/// Where a snapshot reads the service's state from: its owners, whoever they are. Persistence
+/// knows them only through this interface, not as actors.
+pub trait StateSource: Send + Sync + 'static {
+    /// The registry's own part, taken at one moment, and every listed bot to read next.
+    fn capture(&self) -> BoxFuture<'static, Result<Captured, SnapshotFailed>>;
+}
+
+/// One listed bot, to be asked for its state while requests go on.
+pub trait BotSource: Send + Sync {
+    fn id(&self) -> BotId;
+    /// The bot's state and token; `None` when the bot was delisted since it was captured (its
+    /// delisting is in the journal after the snapshot's sequence number).
+    fn read(&self) -> BoxFuture<'static, Result<Option<StoredBot>, SnapshotFailed>>;
+}
+
+/// What a snapshot starts from.
+pub struct Captured {
+    /// Every record up to this one is in what the snapshot will hold.
+    pub seq: u64,
+    pub registry_seq: u64,
+    pub profiles: Vec<Profile>,
+    pub bots: Vec<Box<dyn BotSource>>,
+}
+
+/// Why a snapshot was not written; the cause is kept for the log.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotFailed {
+    #[error("not taking a snapshot: {0}")]
+    JournalFailed(#[from] journal::JournalError),
+    #[error("the registry did not answer: {0}")]
+    RegistryGone(String),
+    #[error("bot {bot} did not answer: {why}")]
+    BotGone { bot: BotId, why: String },
+    #[error("the snapshot writer stopped: {0}")]
+    WriterStopped(#[from] tokio::task::JoinError),
+    #[error("the snapshot could not be written: {0}")]
+    Write(#[from] io::Error),
+}
+
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
 /// Version 2 added the small delivery records and the count of deliveries given up for a full
-/// outbox; files of version 1 read as they are.
-pub const FORMAT_VERSION: u32 = 2;
+/// outbox; version 3 changed only snapshots, to store each voter once in a table and each bot
+/// as a part of its own (see [`snapshot::SnapshotWriter`]). Files of versions 1 and 2 read as
+/// they are.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.
@@ -50,41 +87,37 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 pub struct Persistence {
     dir: PathBuf,
     journal: Journal,
-    registry: Addr<Registry>,
+    source: Box<dyn StateSource>,
     one_at_a_time: tokio::sync::Mutex<()>,
 }
 
 impl Persistence {
-    pub fn new(dir: PathBuf, journal: Journal, registry: Addr<Registry>) -> Self {
+    pub fn new(dir: PathBuf, journal: Journal, source: impl StateSource) -> Self {
         Self {
             dir,
             journal,
-            registry,
+            source: Box::new(source),
             one_at_a_time: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Why the journal stopped taking writes, once it has.
     pub fn journal_failure(&self) -> Option<String> {
-        self.journal.failure().map(|error| error.0)
+        self.journal.failure().map(|error| error.to_string())
     }
 
     /// Writes every actor's state while requests go on, bot by bot: the registry's part first,
     /// then each bot's state as its actor hands it over, straight into the file, so memory holds
     /// a few bots' copies at a time, never a copy of the whole directory. Then keeps the newest
     /// snapshots and the journal they need, and retires the rest.
-    pub async fn snapshot(&self) -> Result<Written, String> {
+    pub async fn snapshot(&self) -> Result<Written, SnapshotFailed> {
         let _one = self.one_at_a_time.lock().await;
         let started = std::time::Instant::now();
         if let Some(error) = self.journal.failure() {
-            return Err(format!("not taking a snapshot: {}", error.0));
+            return Err(error.into());
         }
         self.journal.request_rotation();
-        let captured = self
-            .registry
-            .send(Capture)
-            .await
-            .map_err(|e| format!("the registry did not answer: {e}"))?;
+        let captured = self.source.capture().await?;
         let (bots, to_writer) = tokio::sync::mpsc::channel::<StoredBot>(IN_FLIGHT);
         let dir = self.dir.clone();
         let (seq, registry_seq, profiles) =
@@ -92,11 +125,8 @@ impl Persistence {
         let writer = tokio::task::spawn_blocking(move || {
             write_bots(&dir, seq, registry_seq, &profiles, to_writer)
         });
-        let read = read_bots(&captured.bots, &captured.directory, bots).await;
-        let writer = writer
-            .await
-            .map_err(|e| format!("the snapshot writer stopped: {e}"))?
-            .map_err(|e| format!("the snapshot could not be written: {e}"))?;
+        let read = read_bots(&captured.bots, bots).await;
+        let writer = writer.await??;
         if let Err(error) = read {
             abandon(writer).await;
             return Err(error);
@@ -105,7 +135,7 @@ impl Persistence {
         // it; a change whose record failed (and whose request got a 503) never reaches a file.
         if let Err(error) = self.journal.barrier().wait().await {
             abandon(writer).await;
-            return Err(format!("not taking a snapshot: {}", error.0));
+            return Err(error.into());
         }
         let dir = self.dir.clone();
         let written = tokio::task::spawn_blocking(move || -> io::Result<Written> {
@@ -113,9 +143,7 @@ impl Persistence {
             retire(&dir)?;
             Ok(written)
         })
-        .await
-        .map_err(|e| format!("the snapshot writer stopped: {e}"))?
-        .map_err(|e| format!("the snapshot could not be written: {e}"))?;
+        .await??;
         tracing::info!(file = %written.path.display(), bytes = written.bytes, "snapshot written");
         crate::telemetry::snapshot_written(started, written.bytes);
         Ok(written)
@@ -129,28 +157,19 @@ const READ_AHEAD: usize = 16;
 
 /// Asks each bot for its state and hands it to the writer, in order.
 async fn read_bots(
-    bots: &[(Arc<BotHandle>, TokenHash)],
-    directory: &Directory,
+    bots: &[Box<dyn BotSource>],
     to_writer: tokio::sync::mpsc::Sender<StoredBot>,
-) -> Result<(), String> {
+) -> Result<(), SnapshotFailed> {
     for chunk in bots.chunks(READ_AHEAD) {
-        let reads = chunk.iter().map(|(bot, _)| bot.addr.send(ReadState));
-        let states = futures_util::future::join_all(reads).await;
-        for ((bot, token), state) in chunk.iter().zip(states) {
-            match state {
-                Ok(state) => {
-                    let stored = StoredBot {
-                        state,
-                        token: *token,
-                    };
-                    if to_writer.send(stored).await.is_err() {
-                        // The writer stopped on an error, which it reports.
-                        return Ok(());
-                    }
+        let states = futures_util::future::join_all(chunk.iter().map(|bot| bot.read())).await;
+        for state in states {
+            // A bot delisted meanwhile is left out: its delisting is in the journal after the
+            // snapshot's sequence number.
+            if let Some(stored) = state? {
+                if to_writer.send(stored).await.is_err() {
+                    // The writer stopped on an error, which it reports.
+                    return Ok(());
                 }
-                // Delisted meanwhile: the delisting is in the journal after the snapshot's seq.
-                Err(_) if directory.get(bot.id).is_none() => {}
-                Err(error) => return Err(format!("bot {} did not answer: {error}", bot.id)),
             }
         }
         // The snapshot runs on a request worker's thread; when every bot answers at once this

@@ -18,7 +18,8 @@ pub struct Recovered {
 }
 
 /// Why the service refuses to start; the message names the file and the reason.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Refusal(pub String);
 
 /// Reads the data directory. With `recover`, damage that would otherwise stop the start is moved

@@ -8,46 +8,41 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use super::files::{self, HeaderFault, Numbered};
 use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
+use crate::domain::votes::{Voter, VoterTable};
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
 /// How many snapshots are kept; the journal is kept from the oldest of them on.
 pub const KEEP: usize = 3;
 
+/// Snapshot files: `snapshot-<seq>.msgpack`.
+pub const SNAPSHOTS: Numbered = Numbered::new("snapshot-", ".msgpack");
+
 pub fn snapshot_name(seq: u64) -> String {
-    format!("snapshot-{seq:020}.msgpack")
+    SNAPSHOTS.name(seq)
 }
 
 pub fn parse_snapshot_name(name: &str) -> Option<u64> {
-    name.strip_prefix("snapshot-")?
-        .strip_suffix(".msgpack")?
-        .parse()
-        .ok()
+    SNAPSHOTS.parse(name)
 }
 
-#[derive(Debug, PartialEq, Eq)]
+/// Why a snapshot file is not used; the message names the reason, the I/O error is kept.
+#[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    Io(String),
+    #[error("cannot be read: {0}")]
+    Io(#[from] io::Error),
     /// Damage: the file cannot be used, an older snapshot may be.
+    #[error("is damaged: {0}")]
     Damaged(String),
     /// Written by a newer botlist: refused, never skipped, so no newer data is dropped.
+    #[error("was written by a newer botlist (format version {0}; this build reads version {FORMAT_VERSION} and older)")]
     NewerVersion(u32),
-}
-
-impl std::fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Io(e) => write!(f, "cannot be read: {e}"),
-            Self::Damaged(why) => write!(f, "is damaged: {why}"),
-            Self::NewerVersion(v) => write!(
-                f,
-                "was written by a newer botlist (format version {v}; this build reads version {FORMAT_VERSION} and older)"
-            ),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -76,13 +71,23 @@ impl<W: Write> Write for Checksummed<W> {
     }
 }
 
-/// MessagePack: a 4-element array, as a [`DirectoryState`] is encoded.
+/// MessagePack: a 4-element array, as a [`DirectoryState`] is encoded (format versions 1 and 2).
+#[cfg(test)]
 const STATE_ARRAY: u8 = 0x94;
+/// MessagePack: the 5-element array of a version 3 payload.
+const PARTS_ARRAY: u8 = 0x95;
 /// MessagePack: an array with a 32-bit big-endian length after it.
 const ARRAY32: u8 = 0xdd;
+/// Voters per part of the voter table: the parts are decoded on as many threads.
+const VOTERS_PER_PART: usize = 16_384;
 
-/// Writes a snapshot bot by bot, so that no copy of the whole directory is ever built: the
-/// payload is the encoding of a [`DirectoryState`], with the bots' array length written last.
+/// Writes a snapshot bot by bot, so that no copy of the whole directory is ever built.
+///
+/// The payload (format version 3) is a MessagePack array of five parts: `seq`, `registry_seq`,
+/// the profiles, the bots, and the voter table. Profiles, each bot and each part of the voter
+/// table are MessagePack binaries holding their own encoding, so a reader finds where each bot
+/// starts without decoding the ones before it and decodes them on every core. Rings hold numbers
+/// into the voter table, which is written after the bots, once every voter is known.
 ///
 /// The bots' array takes the 32-bit length form whatever its size (valid MessagePack), so its
 /// header can be filled in once the bots are counted; the CRC is put together from the parts
@@ -96,6 +101,9 @@ pub struct SnapshotWriter {
     before_bots: crc32fast::Hasher,
     bots_at: u64,
     bots: u32,
+    voters: VoterTable,
+    /// Each bot is encoded here first, to be written behind its length.
+    buffer: Vec<u8>,
 }
 
 impl SnapshotWriter {
@@ -131,10 +139,11 @@ impl SnapshotWriter {
             crc: crc32fast::Hasher::new(),
             bytes: 0,
         };
-        out.write_all(&[STATE_ARRAY])?;
+        out.write_all(&[PARTS_ARRAY])?;
         rmp_serde::encode::write(&mut out, &seq).map_err(io::Error::other)?;
         rmp_serde::encode::write(&mut out, &registry_seq).map_err(io::Error::other)?;
-        rmp_serde::encode::write(&mut out, profiles).map_err(io::Error::other)?;
+        let profiles = rmp_serde::to_vec(profiles).map_err(io::Error::other)?;
+        write_bin(&mut out, &profiles)?;
         let before_bots = std::mem::replace(&mut out.crc, crc32fast::Hasher::new());
         let bots_at = out.bytes;
         // The bots' array header, filled in by `finish`; not in any CRC part yet.
@@ -148,6 +157,8 @@ impl SnapshotWriter {
             before_bots,
             bots_at,
             bots: 0,
+            voters: VoterTable::default(),
+            buffer: Vec::new(),
         })
     }
 
@@ -156,7 +167,25 @@ impl SnapshotWriter {
             .bots
             .checked_add(1)
             .ok_or_else(|| io::Error::other("more bots than a snapshot holds"))?;
-        rmp_serde::encode::write(&mut self.out, bot).map_err(io::Error::other)
+        self.buffer.clear();
+        let buffer = &mut self.buffer;
+        self.voters
+            .numbering(|| rmp_serde::encode::write(buffer, bot))
+            .map_err(io::Error::other)?;
+        write_bin(&mut self.out, &self.buffer)
+    }
+
+    /// The voter table, after the last bot: every voter a ring holds, in number order.
+    fn write_voters(&mut self) -> io::Result<()> {
+        let voters = self.voters.voters();
+        let parts = voters.chunks(VOTERS_PER_PART);
+        rmp::encode::write_array_len(&mut self.out, parts.len() as u32)?;
+        for part in parts {
+            let part: Vec<&Voter> = part.iter().map(|voter| &**voter).collect();
+            let encoded = rmp_serde::to_vec(&part).map_err(io::Error::other)?;
+            write_bin(&mut self.out, &encoded)?;
+        }
+        Ok(())
     }
 
     /// Fills in the headers, makes the file durable and renames it into place; a snapshot that
@@ -166,7 +195,8 @@ impl SnapshotWriter {
         self.complete().inspect_err(|_| remove_temp(&temp))
     }
 
-    fn complete(self) -> io::Result<Written> {
+    fn complete(mut self) -> io::Result<Written> {
+        self.write_voters()?;
         let mut bots_header = [ARRAY32, 0, 0, 0, 0];
         bots_header[1..].copy_from_slice(&self.bots.to_be_bytes());
         let mut crc = self.before_bots;
@@ -197,6 +227,13 @@ impl SnapshotWriter {
         drop(self);
         let _ = fs::remove_file(temp);
     }
+}
+
+/// Writes MessagePack binary: its length, then the bytes.
+fn write_bin(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(bytes.len()).map_err(|_| io::Error::other("a part over 4 GiB"))?;
+    rmp::encode::write_bin_len(out, len)?;
+    out.write_all(bytes)
 }
 
 /// Writes a whole state as a snapshot; one that fails leaves no temporary file.
@@ -252,23 +289,29 @@ pub fn remove_stale_temps(dir: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
 
 /// A payload behind a valid header, for tests and fuzzing of the decoder.
 pub fn wrap(seq: u64, payload: &[u8]) -> Vec<u8> {
-    let mut out = header(seq, payload.len() as u64, crc32fast::hash(payload));
+    wrap_version(FORMAT_VERSION, seq, payload)
+}
+
+/// As [`wrap`], with the header of an older format version.
+pub fn wrap_version(version: u32, seq: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = header_of(version, seq, payload.len() as u64, crc32fast::hash(payload));
     out.extend_from_slice(payload);
     out
 }
 
 fn header(seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
+    header_of(FORMAT_VERSION, seq, payload_len, crc)
+}
+
+fn header_of(version: u32, seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
+    let mut out = files::header(MAGIC, version, seq, HEADER_LEN);
     out.extend_from_slice(&payload_len.to_le_bytes());
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
 pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
-    let bytes = fs::read(path).map_err(|e| SnapshotError::Io(e.to_string()))?;
+    let bytes = fs::read(path)?;
     decode(&bytes)
 }
 
@@ -279,29 +322,16 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if bytes.is_empty() {
         return Err(damaged("the file is empty"));
     }
+    let (version, seq) = files::read_header(bytes, MAGIC).map_err(|fault| match fault {
+        HeaderFault::Newer(version) => SnapshotError::NewerVersion(version),
+        HeaderFault::BadMagic => damaged("not a botlist snapshot (bad magic bytes)"),
+        fault => SnapshotError::Damaged(fault.to_string()),
+    })?;
     if bytes.len() < HEADER_LEN {
         return Err(damaged("the header is cut short"));
     }
-    if &bytes[..8] != MAGIC {
-        return Err(damaged("not a botlist snapshot (bad magic bytes)"));
-    }
-    let u32_at =
-        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let version = u32_at(8);
-    if version > FORMAT_VERSION {
-        return Err(SnapshotError::NewerVersion(version));
-    }
-    if version == 0 {
-        return Err(damaged("format version 0 does not exist"));
-    }
-    let seq = u64_at(12);
-    let payload_len = u64_at(20);
-    let crc = u32_at(28);
+    let payload_len = files::u64_at(bytes, 20);
+    let crc = files::u32_at(bytes, 28);
     let payload = &bytes[HEADER_LEN..];
     if payload.len() as u64 != payload_len {
         return Err(SnapshotError::Damaged(format!(
@@ -312,33 +342,154 @@ pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
     if crc32fast::hash(payload) != crc {
         return Err(damaged("checksum mismatch"));
     }
-    let mut state: DirectoryState = super::decode(payload)
-        .map_err(|e| SnapshotError::Damaged(format!("the data does not decode: {e}")))?;
+    let state = match version {
+        1 | 2 => decode_whole(payload)?,
+        _ => decode_parts(payload)?,
+    };
     if state.seq != seq {
         return Err(damaged(
             "the header and the data disagree on the sequence number",
         ));
     }
+    Ok(state)
+}
+
+fn undecodable(why: impl std::fmt::Display) -> SnapshotError {
+    SnapshotError::Damaged(format!("the data does not decode: {why}"))
+}
+
+/// Format versions 1 and 2: the payload is one [`DirectoryState`], voters in full in each ring.
+fn decode_whole(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
+    let mut state: DirectoryState = super::decode(payload).map_err(undecodable)?;
     for bot in &mut state.bots {
-        // The index is built once here, and used to check that each voter is there once.
-        bot.state.votes.recent.reindex();
-        bot.state.votes.validate().map_err(|why| {
-            SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id))
-        })?;
+        restore(bot)?;
     }
     Ok(state)
 }
 
+/// Rebuilds a bot's derived indexes once, and checks its ring with them.
+fn restore(bot: &mut StoredBot) -> Result<(), SnapshotError> {
+    bot.state.restore();
+    bot.state
+        .votes
+        .validate()
+        .map_err(|why| SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id)))
+}
+
+/// Where each part of a version 3 payload is; nothing decoded yet.
+struct Parts<'a> {
+    seq: u64,
+    registry_seq: u64,
+    profiles: &'a [u8],
+    bots: Vec<&'a [u8]>,
+    voters: Vec<&'a [u8]>,
+}
+
+impl<'a> Parts<'a> {
+    fn find(payload: &'a [u8]) -> Result<Self, String> {
+        use rmp::decode::{read_array_len, read_int};
+        let mut rest = payload;
+        let rd = &mut rest;
+        let fault = |e: &dyn std::fmt::Display| e.to_string();
+        if read_array_len(rd).map_err(|e| fault(&e))? != 5 {
+            return Err("not the five parts of a snapshot".into());
+        }
+        let seq: u64 = read_int(rd).map_err(|e| fault(&e))?;
+        let registry_seq: u64 = read_int(rd).map_err(|e| fault(&e))?;
+        let profiles = bin(rd)?;
+        // Each bot takes at least one byte: a count above what is left is damage, not a size.
+        let bots = read_array_len(rd).map_err(|e| fault(&e))? as usize;
+        let bots = (0..bots.min(rd.len()))
+            .map(|_| bin(rd))
+            .collect::<Result<Vec<_>, _>>()?;
+        let voters = read_array_len(rd).map_err(|e| fault(&e))? as usize;
+        let voters = (0..voters.min(rd.len()))
+            .map(|_| bin(rd))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !rd.is_empty() {
+            return Err(format!("{} bytes after the last part", rd.len()));
+        }
+        Ok(Self {
+            seq,
+            registry_seq,
+            profiles,
+            bots,
+            voters,
+        })
+    }
+}
+
+/// The bytes of a MessagePack binary, checked against what is there.
+fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
+    let len = rmp::decode::read_bin_len(rd).map_err(|e| e.to_string())? as usize;
+    if len > rd.len() {
+        return Err("a part runs past the end of the data".into());
+    }
+    let (part, rest) = rd.split_at(len);
+    *rd = rest;
+    Ok(part)
+}
+
+/// Format version 3: the voter table first, then the bots, each part on as many cores as there
+/// are (the parts are independent once the voters are known).
+fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
+    let parts = Parts::find(payload).map_err(undecodable)?;
+    let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
+    let voters = in_parallel(&parts.voters, |part| {
+        let voters: Vec<Voter> = super::decode(part).map_err(undecodable)?;
+        Ok(VoterTable::adopt(voters))
+    })?;
+    let voters: Arc<[Arc<Voter>]> = voters.into_iter().flatten().collect();
+    let bots = in_parallel(&parts.bots, |bot| {
+        let mut bot: StoredBot = VoterTable::numbered(Arc::clone(&voters), || super::decode(bot))
+            .map_err(undecodable)?;
+        restore(&mut bot)?;
+        Ok(bot)
+    })?;
+    Ok(DirectoryState {
+        seq: parts.seq,
+        registry_seq: parts.registry_seq,
+        profiles,
+        bots,
+    })
+}
+
+/// Maps `items` in order, a contiguous share of them per core.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    each: impl Fn(&T) -> Result<R, SnapshotError> + Sync,
+) -> Result<Vec<R>, SnapshotError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if cores == 1 || items.len() < 2 {
+        return items.iter().map(&each).collect();
+    }
+    let share = items.len().div_ceil(cores);
+    let each = &each;
+    let shares: Vec<Result<Vec<R>, SnapshotError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(share)
+            .map(|share| scope.spawn(move || share.iter().map(each).collect()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|_| Err(undecodable("a decoding thread panicked")))
+            })
+            .collect()
+    });
+    let mut all = Vec::with_capacity(items.len());
+    for share in shares {
+        all.extend(share?);
+    }
+    Ok(all)
+}
+
 /// Snapshot files in `dir`, newest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(seq) = entry.file_name().to_str().and_then(parse_snapshot_name) {
-            found.push((seq, entry.path()));
-        }
-    }
-    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    let mut found = SNAPSHOTS.list(dir)?;
+    found.reverse();
     Ok(found)
 }
 
@@ -379,6 +530,77 @@ mod tests {
         let written = write(dir.path(), &empty).expect("written");
         let back = read(&written.path).expect("a good snapshot");
         assert!(back.bots.is_empty() && back.profiles.is_empty());
+    }
+
+    #[test]
+    fn a_version_2_snapshot_reads_as_the_same_state() {
+        let size = DemoSize {
+            seed: 11,
+            bots: 70,
+            profiles: 10,
+            voters: 500,
+            votes: 4_000,
+        };
+        let mut state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        state.seq = 9;
+        let whole = rmp_serde::to_vec(&state).expect("encodes");
+        let old = decode(&wrap_version(2, 9, &whole)).expect("a version 2 file reads");
+        assert_eq!(rmp_serde::to_vec(&old).expect("encodes"), whole);
+
+        let dir = tempfile::tempdir().expect("a directory");
+        let written = write(dir.path(), &state).expect("written");
+        let bytes = fs::read(&written.path).expect("read");
+        assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
+        assert!(
+            bytes.len() < HEADER_LEN + whole.len(),
+            "the voter table stores each voter once: {} against {}",
+            bytes.len(),
+            HEADER_LEN + whole.len()
+        );
+        let new = decode(&bytes).expect("a version 3 file reads");
+        assert_eq!(rmp_serde::to_vec(&new).expect("encodes"), whole);
+        // Rings read from either share the pool's copy of each voter.
+        let first = |state: &DirectoryState| {
+            state
+                .bots
+                .iter()
+                .find_map(|bot| {
+                    bot.state
+                        .votes
+                        .recent
+                        .iter_shared()
+                        .next()
+                        .map(|(v, _)| Arc::clone(v))
+                })
+                .expect("a voter")
+        };
+        assert!(Arc::ptr_eq(&first(&old), &first(&new)));
+    }
+
+    #[test]
+    fn a_voter_number_past_the_table_is_damage() {
+        let size = DemoSize {
+            seed: 3,
+            bots: 4,
+            profiles: 2,
+            voters: 20,
+            votes: 40,
+        };
+        let state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        let dir = tempfile::tempdir().expect("a directory");
+        let mut writer =
+            SnapshotWriter::create(dir.path(), 0, 0, &state.profiles).expect("created");
+        for bot in &state.bots {
+            writer.bot(bot).expect("written");
+        }
+        // Forget the voters: every number the rings hold points past an empty table.
+        writer.voters = VoterTable::default();
+        let written = writer.finish().expect("finished");
+        let error = read(&written.path).expect_err("refused");
+        assert!(
+            matches!(&error, SnapshotError::Damaged(why) if why.contains("voter table")),
+            "{error}"
+        );
     }
 
     #[test]

@@ -87,6 +87,85 @@ pub enum Record {
     },
 }
 
+impl Record {
+    /// The bot whose own record this is (a vote, stats, an edit, a delivery), applied by that
+    /// bot's owner; `None` for the registry's records (profiles, listing, delisting, tokens).
+    pub fn bot(&self) -> Option<BotId> {
+        match self {
+            Record::Voted { bot, .. }
+            | Record::StatsPosted { bot, .. }
+            | Record::StatsUpdated { bot, .. }
+            | Record::BotEdited { bot, .. }
+            | Record::DeliverySaved { bot, .. }
+            | Record::DeliveryProgressed { bot, .. }
+            | Record::OutboxOverflowed { bot, .. } => Some(*bot),
+            Record::ProfileSaved(_)
+            | Record::ProfileDeleted(_)
+            | Record::BotListed { .. }
+            | Record::BotDelisted(_)
+            | Record::TokenRotated { .. } => None,
+        }
+    }
+}
+
+/// Why a record could not be applied to the state it names.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotApplied {
+    #[error("a vote replayed as already voted")]
+    AlreadyVoted,
+    #[error("not a record of a bot")]
+    NotABotRecord,
+}
+
+/// The effect of a bot's own records on its state, written once: the bot's actor applies each
+/// change it makes this way before journaling the record, and replay applies the record read
+/// back, so the two cannot drift apart (a node that applies records it did not produce, such as
+/// a read replica, needs nothing else).
+pub trait ApplyRecord {
+    fn apply_record(&mut self, record: &Record) -> Result<(), NotApplied>;
+}
+
+impl ApplyRecord for BotState {
+    fn apply_record(&mut self, record: &Record) -> Result<(), NotApplied> {
+        match record {
+            Record::Voted { voter, at, .. } => self
+                .votes
+                .vote(voter.clone(), *at)
+                .map(drop)
+                .map_err(|_| NotApplied::AlreadyVoted)?,
+            Record::StatsPosted { count, at, .. } => {
+                self.post_stats(&StatsUpdate::Whole(*count), *at)
+            }
+            Record::StatsUpdated { update, at, .. } => self.post_stats(update, *at),
+            Record::BotEdited {
+                listing,
+                webhook,
+                at,
+                ..
+            } => {
+                self.listing = Arc::clone(listing);
+                self.restore_listing();
+                self.webhook = webhook.clone();
+                self.updated_at = *at;
+            }
+            Record::DeliverySaved { delivery, .. } => self.deliveries.save(delivery.clone()),
+            Record::DeliveryProgressed {
+                delivery, progress, ..
+            } => {
+                // A delivery trimmed from the outbox since is no longer kept: nothing to change.
+                self.deliveries.update(*delivery, progress.clone());
+            }
+            Record::OutboxOverflowed { given_up, .. } => self.deliveries.give_up_full(given_up),
+            Record::ProfileSaved(_)
+            | Record::ProfileDeleted(_)
+            | Record::BotListed { .. }
+            | Record::BotDelisted(_)
+            | Record::TokenRotated { .. } => return Err(NotApplied::NotABotRecord),
+        }
+        Ok(())
+    }
+}
+
 /// Applies journal records on top of a snapshot.
 ///
 /// A snapshot is taken while writes go on, so a bot's state in it may already hold records
@@ -109,10 +188,8 @@ impl Replayer {
             bots: state
                 .bots
                 .into_iter()
-                .map(|mut bot| {
-                    bot.state.restore();
-                    (bot.state.listing.id, bot)
-                })
+                // A snapshot's bots come restored from the file (see `snapshot::decode`).
+                .map(|bot| (bot.state.listing.id, bot))
                 .collect(),
             warnings: Vec::new(),
         }
@@ -124,66 +201,17 @@ impl Replayer {
 
     pub fn apply(&mut self, seq: u64, record: Record) {
         self.seq = self.seq.max(seq);
-        match record {
-            Record::Voted { bot, voter, at } => self.on_bot(seq, bot, |state| {
-                state
-                    .votes
-                    .vote(voter, at)
-                    .map(drop)
-                    .map_err(|_| "a vote replayed as already voted".to_string())
-            }),
-            Record::StatsPosted { bot, count, at } => self.on_bot(seq, bot, |state| {
-                state.post_stats(&StatsUpdate::Whole(count), at);
-                Ok(())
-            }),
-            Record::StatsUpdated { bot, update, at } => self.on_bot(seq, bot, |state| {
-                state.post_stats(&update, at);
-                Ok(())
-            }),
-            Record::DeliverySaved { bot, delivery } => self.on_bot(seq, bot, |state| {
-                state.deliveries.save(delivery);
-                Ok(())
-            }),
-            Record::DeliveryProgressed {
-                bot,
-                delivery,
-                progress,
-            } => self.on_bot(seq, bot, |state| {
-                // A delivery trimmed from the outbox since is no longer kept: nothing to change.
-                state.deliveries.update(delivery, progress);
-                Ok(())
-            }),
-            Record::OutboxOverflowed { bot, given_up } => self.on_bot(seq, bot, |state| {
-                state.deliveries.give_up_full(&given_up);
-                Ok(())
-            }),
-            Record::BotEdited {
-                bot,
-                listing,
-                webhook,
-                at,
-            } => self.on_bot(seq, bot, |state| {
-                state.listing = listing;
-                state.restore_listing();
-                state.webhook = webhook;
-                state.updated_at = at;
-                Ok(())
-            }),
-            registry_record => {
-                if seq > self.registry_seq {
-                    self.registry_seq = seq;
-                    self.on_registry(seq, registry_record);
-                }
+        match record.bot() {
+            Some(bot) => self.on_bot(seq, bot, &record),
+            None if seq > self.registry_seq => {
+                self.registry_seq = seq;
+                self.on_registry(seq, record);
             }
+            None => {}
         }
     }
 
-    fn on_bot(
-        &mut self,
-        seq: u64,
-        bot: BotId,
-        change: impl FnOnce(&mut BotState) -> Result<(), String>,
-    ) {
+    fn on_bot(&mut self, seq: u64, bot: BotId, record: &Record) {
         // A record for a bot that is not here belongs to a bot delisted later in the journal
         // or before the snapshot: nothing to apply.
         let Some(stored) = self.bots.get_mut(&bot) else {
@@ -193,7 +221,7 @@ impl Replayer {
             return;
         }
         stored.state.last_seq = seq;
-        if let Err(why) = change(&mut stored.state) {
+        if let Err(why) = stored.state.apply_record(record) {
             self.warnings
                 .push(format!("record {seq} for bot {bot}: {why}"));
         }
@@ -227,6 +255,7 @@ impl Replayer {
                     stored.token = token;
                 }
             }
+            // The bots' own records are applied by `on_bot`.
             Record::Voted { .. }
             | Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }

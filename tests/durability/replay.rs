@@ -11,14 +11,13 @@ use serde_json::json;
 use botlist::domain::bot::{BotPatch, BotState, NewBot, ServerCount};
 use botlist::domain::ids::{BotId, ProfileId, Snowflake, Token};
 use botlist::domain::profile::{NewProfile, Profile};
-use botlist::domain::stats::StatsUpdate;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
 use botlist::persist::journal::{FsyncMode, Journal};
 use botlist::persist::recovery::recover;
 use botlist::persist::snapshot;
-use botlist::persist::state::{DirectoryState, Record, StoredBot};
+use botlist::persist::state::{ApplyRecord, DirectoryState, Record, StoredBot};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -121,9 +120,14 @@ impl Model {
                 let Some(stored) = self.bots.get_mut(&bot) else {
                     return;
                 };
-                if stored.state.votes.vote(voter.clone(), at).is_ok() {
-                    let id = stored.state.listing.id;
-                    self.commit_bot(bot, &Record::Voted { bot: id, voter, at });
+                let record = Record::Voted {
+                    bot: stored.state.listing.id,
+                    voter,
+                    at,
+                };
+                // A vote within 12 hours of the last is refused: no record.
+                if stored.state.apply_record(&record).is_ok() {
+                    self.commit_bot(bot, &record);
                 }
             }
             Op::Stats { bot, count } => {
@@ -132,9 +136,10 @@ impl Model {
                     return;
                 };
                 let count = ServerCount::new(count.into()).expect("in range");
-                stored.state.post_stats(&StatsUpdate::Whole(count), at);
                 let id = stored.state.listing.id;
-                self.commit_bot(bot, &Record::StatsPosted { bot: id, count, at });
+                let record = Record::StatsPosted { bot: id, count, at };
+                stored.state.apply_record(&record).expect("applies");
+                self.commit_bot(bot, &record);
             }
             Op::Feature { bot, on } => {
                 let at = self.now;
@@ -145,13 +150,14 @@ impl Model {
                     featured: Some(on),
                     ..BotPatch::default()
                 };
-                stored.state.apply(patch, at);
+                let (listing, webhook) = stored.state.edited(patch);
                 let record = Record::BotEdited {
                     bot: stored.state.listing.id,
-                    listing: stored.state.listing.clone(),
-                    webhook: stored.state.webhook.clone(),
+                    listing: listing.into(),
+                    webhook,
                     at,
                 };
+                stored.state.apply_record(&record).expect("applies");
                 self.commit_bot(bot, &record);
             }
             Op::Delist(slot) => {
