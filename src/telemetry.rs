@@ -53,7 +53,7 @@ pub fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(LogWriter);
     let _ = match format {
         LogFormat::Text => builder
             .with_ansi(std::io::stderr().is_terminal())
@@ -64,6 +64,82 @@ pub fn init_logs(format: LogFormat) {
             .with_current_span(false)
             .try_init(),
     };
+}
+
+/// The target of the per-request lines.
+const ACCESS_TARGET: &str = "botlist::access";
+/// How long an access line may wait in memory before it is written.
+const ACCESS_FLUSH: Duration = Duration::from_millis(50);
+/// Past this many bytes waiting, the line that crosses it writes them all at once.
+const ACCESS_BUFFER: usize = 64 * 1024;
+
+/// Standard error, except for the access lines: one per request, they are gathered and written
+/// by a thread every [`ACCESS_FLUSH`] (or when [`ACCESS_BUFFER`] bytes wait) instead of costing
+/// each request a write system call. Other events (warnings, errors, startup) are written at once.
+struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = tracing_subscriber::fmt::writer::EitherWriter<AccessLines, std::io::Stderr>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr())
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        match access_buffer() {
+            Some(buffer) if meta.target() == ACCESS_TARGET => {
+                tracing_subscriber::fmt::writer::EitherWriter::A(AccessLines(buffer))
+            }
+            _ => tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr()),
+        }
+    }
+}
+
+type AccessBuffer = std::sync::Mutex<Vec<u8>>;
+
+/// The waiting access lines, with the thread that writes them started on first use; `None` if
+/// the thread could not be started (lines are then written at once).
+fn access_buffer() -> Option<&'static AccessBuffer> {
+    static BUFFER: OnceLock<Option<&'static AccessBuffer>> = OnceLock::new();
+    *BUFFER.get_or_init(|| {
+        let buffer: &'static AccessBuffer = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
+        std::thread::Builder::new()
+            .name("access-log".into())
+            .spawn(move || loop {
+                std::thread::sleep(ACCESS_FLUSH);
+                write_out(buffer);
+            })
+            .ok()
+            .map(|_| buffer)
+    })
+}
+
+fn write_out(buffer: &AccessBuffer) {
+    let lines = std::mem::take(&mut *buffer.lock().unwrap_or_else(|p| p.into_inner()));
+    if !lines.is_empty() {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), &lines);
+    }
+}
+
+/// Writes into the access buffer (one formatted line per `write_all`).
+pub struct AccessLines(&'static AccessBuffer);
+
+impl std::io::Write for AccessLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let full = {
+            let mut buffer = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            buffer.extend_from_slice(bytes);
+            buffer.len() >= ACCESS_BUFFER
+        };
+        if full {
+            write_out(self.0);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Seconds, for request and search latency.
@@ -400,15 +476,22 @@ fn known_method(method: &Method) -> &'static str {
 struct InFlight;
 
 impl InFlight {
+    /// The gauge's handle, looked up once instead of by name twice a request (the recorder is
+    /// installed before the first request is served).
+    fn gauge() -> &'static metrics::Gauge {
+        static GAUGE: OnceLock<metrics::Gauge> = OnceLock::new();
+        GAUGE.get_or_init(|| gauge!("botlist_http_requests_in_flight"))
+    }
+
     fn enter() -> Self {
-        gauge!("botlist_http_requests_in_flight").increment(1.0);
+        Self::gauge().increment(1.0);
         Self
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        gauge!("botlist_http_requests_in_flight").decrement(1.0);
+        Self::gauge().decrement(1.0);
     }
 }
 
@@ -487,7 +570,7 @@ fn log_line(
     let key = key.unwrap_or("none");
     macro_rules! line {
         ($level:ident) => {
-            tracing::$level!(target: "botlist::access", method, route, status, latency_ms, request_id = id, rate_key = key, "request")
+            tracing::$level!(target: ACCESS_TARGET, method, route, status, latency_ms, request_id = id, rate_key = key, "request")
         };
     }
     match status {
