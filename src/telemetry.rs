@@ -518,10 +518,10 @@ pub async fn observe(
         }
         Err(error) => (error.as_response_error().status_code(), None, None),
     };
-    let route = route.as_deref().unwrap_or("unmatched").to_owned();
+    let route = route.as_deref().unwrap_or("unmatched");
     let latency = started.elapsed();
-    record(method, &route, status, latency);
-    log_line(method, &route, status, latency, &id, key);
+    record(method, route, status, latency);
+    log_line(method, route, status, latency, &id, key);
     match result {
         Ok(mut response) => {
             response.headers_mut().insert(REQUEST_ID.clone(), id);
@@ -540,17 +540,67 @@ pub async fn observe(
     }
 }
 
-fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
-    let labels = [
-        ("route", route.to_owned()),
-        ("method", method.to_owned()),
-        ("status", status.as_u16().to_string()),
-    ];
-    counter!("botlist_http_requests_total", &labels).increment(1);
-    histogram!("botlist_http_request_duration_seconds", &labels).record(latency.as_secs_f64());
-    if method == "GET" && route.ends_with("/bots") {
-        histogram!("botlist_search_duration_seconds").record(latency.as_secs_f64());
+/// The metric handles of one route, method and status.
+struct RouteMetrics {
+    requests: metrics::Counter,
+    latency: metrics::Histogram,
+    /// `GET .../bots` is also timed as a search.
+    search: Option<metrics::Histogram>,
+}
+
+impl RouteMetrics {
+    fn new(method: &'static str, route: &str, status: StatusCode) -> Self {
+        let labels = [
+            ("route", route.to_owned()),
+            ("method", method.to_owned()),
+            ("status", status.as_u16().to_string()),
+        ];
+        Self {
+            requests: counter!("botlist_http_requests_total", &labels),
+            latency: histogram!("botlist_http_request_duration_seconds", &labels),
+            search: (method == "GET" && route.ends_with("/bots"))
+                .then(|| histogram!("botlist_search_duration_seconds")),
+        }
     }
+}
+
+/// Handles by route, then by method and status.
+type ByRoute = std::collections::HashMap<Box<str>, Vec<(&'static str, u16, RouteMetrics)>>;
+
+thread_local! {
+    /// Each worker's handles by route, then method and status: looked up by the route as
+    /// matched, without building label strings or hashing them into the registry per request.
+    /// Bounded like the labels themselves.
+    static ROUTE_METRICS: std::cell::RefCell<ByRoute> = std::cell::RefCell::default();
+}
+
+fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
+    let seconds = latency.as_secs_f64();
+    ROUTE_METRICS.with_borrow_mut(|routes| {
+        if !routes.contains_key(route) {
+            routes.insert(route.into(), Vec::new());
+        }
+        let Some(handles) = routes.get_mut(route) else {
+            return;
+        };
+        let code = status.as_u16();
+        let at = match handles
+            .iter()
+            .position(|(m, s, _)| *m == method && *s == code)
+        {
+            Some(at) => at,
+            None => {
+                handles.push((method, code, RouteMetrics::new(method, route, status)));
+                handles.len() - 1
+            }
+        };
+        let metrics = &handles[at].2;
+        metrics.requests.increment(1);
+        metrics.latency.record(seconds);
+        if let Some(search) = &metrics.search {
+            search.record(seconds);
+        }
+    });
 }
 
 /// INFO for answers, DEBUG for a client's mistakes (4xx), ERROR for ours (5xx); the target
