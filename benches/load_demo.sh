@@ -5,6 +5,8 @@
 #
 #   benches/load.sh [SECONDS] [CONNECTIONS]      (default 10 s, 32 connections)
 #   BIN=/path/to/botlist benches/load.sh         (another build, e.g. the previous commit's)
+#   INGEST=ROUNDS benches/load.sh [SECONDS]      (vote ingest only: plain bot and dead receiver
+#                                                 alternated ROUNDS times, journal bytes per vote)
 #
 # Needs wrk (apt-get install wrk). Limits are off (--rate-limit 0) so the handlers are measured,
 # not the 429 path. Loopback only. The hot paths (check, stats, bot by id, stats post and vote
@@ -64,6 +66,25 @@ hot_paths() {
   script_rate "POST votes (dead receiver)" benches/votes.lua "$dead" "$ADMIN"
   echo "journal growth during the dead-receiver run: $(( $(du -sk "$WORK/data" | cut -f1) - before )) kB" >&2
 }
+
+# Vote ingest alone, the plain bot and the dead receiver in turn, several rounds (the machine is
+# shared: alternating spreads the noise over both), with the journal bytes each run wrote per vote.
+ingest_rounds() {
+  local plain dead round kind bot before rps
+  plain=$(new_bot 900000000000000001)
+  dead=$(new_bot 900000000000000002 ',"webhook_url":"http://127.0.0.1:9/hook"')
+  for round in $(seq 1 "$INGEST"); do
+    for kind in plain dead; do
+      if [ $kind = plain ]; then bot=$plain; else bot=$dead; fi
+      before=$(du -sb "$WORK/data" | cut -f1)
+      rps=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/votes.lua "$B" -- "$bot" "$ADMIN" "${round}000000000" 2>&1 \
+        | awk '/Requests\/sec/ {print $2}')
+      awk -v k="$kind" -v r="$round" -v rps="$rps" -v grew="$(( $(du -sb "$WORK/data" | cut -f1) - before ))" -v s="$DURATION" \
+        'BEGIN { printf "round %d %-6s %8.0f votes/s  %6.0f journal bytes per vote\n", r, k, rps, grew / (rps * s) }'
+    done
+  done
+}
+if [ -n "${INGEST:-}" ]; then ingest_rounds; exit 0; fi
 
 {
   rate healthz "$B/healthz"

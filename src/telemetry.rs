@@ -52,7 +52,7 @@ pub fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(LogWriter);
     let _ = match format {
         LogFormat::Text => builder
             .with_ansi(std::io::stderr().is_terminal())
@@ -63,6 +63,82 @@ pub fn init_logs(format: LogFormat) {
             .with_current_span(false)
             .try_init(),
     };
+}
+
+/// The target of the per-request lines.
+const ACCESS_TARGET: &str = "botlist::access";
+/// How long an access line may wait in memory before it is written.
+const ACCESS_FLUSH: Duration = Duration::from_millis(50);
+/// Past this many bytes waiting, the line that crosses it writes them all at once.
+const ACCESS_BUFFER: usize = 64 * 1024;
+
+/// Standard error, except for the access lines: one per request, they are gathered and written
+/// by a thread every [`ACCESS_FLUSH`] (or when [`ACCESS_BUFFER`] bytes wait) instead of costing
+/// each request a write system call. Other events (warnings, errors, startup) are written at once.
+struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = tracing_subscriber::fmt::writer::EitherWriter<AccessLines, std::io::Stderr>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr())
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        match access_buffer() {
+            Some(buffer) if meta.target() == ACCESS_TARGET => {
+                tracing_subscriber::fmt::writer::EitherWriter::A(AccessLines(buffer))
+            }
+            _ => tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr()),
+        }
+    }
+}
+
+type AccessBuffer = std::sync::Mutex<Vec<u8>>;
+
+/// The waiting access lines, with the thread that writes them started on first use; `None` if
+/// the thread could not be started (lines are then written at once).
+fn access_buffer() -> Option<&'static AccessBuffer> {
+    static BUFFER: OnceLock<Option<&'static AccessBuffer>> = OnceLock::new();
+    *BUFFER.get_or_init(|| {
+        let buffer: &'static AccessBuffer = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
+        std::thread::Builder::new()
+            .name("access-log".into())
+            .spawn(move || loop {
+                std::thread::sleep(ACCESS_FLUSH);
+                write_out(buffer);
+            })
+            .ok()
+            .map(|_| buffer)
+    })
+}
+
+fn write_out(buffer: &AccessBuffer) {
+    let lines = std::mem::take(&mut *buffer.lock().unwrap_or_else(|p| p.into_inner()));
+    if !lines.is_empty() {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), &lines);
+    }
+}
+
+/// Writes into the access buffer (one formatted line per `write_all`).
+pub struct AccessLines(&'static AccessBuffer);
+
+impl std::io::Write for AccessLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let full = {
+            let mut buffer = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            buffer.extend_from_slice(bytes);
+            buffer.len() >= ACCESS_BUFFER
+        };
+        if full {
+            write_out(self.0);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Seconds, for request and search latency.
@@ -394,15 +470,22 @@ fn known_method(method: &Method) -> &'static str {
 struct InFlight;
 
 impl InFlight {
+    /// The gauge's handle, looked up once instead of by name twice a request (the recorder is
+    /// installed before the first request is served).
+    fn gauge() -> &'static metrics::Gauge {
+        static GAUGE: OnceLock<metrics::Gauge> = OnceLock::new();
+        GAUGE.get_or_init(|| gauge!("botlist_http_requests_in_flight"))
+    }
+
     fn enter() -> Self {
-        gauge!("botlist_http_requests_in_flight").increment(1.0);
+        Self::gauge().increment(1.0);
         Self
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        gauge!("botlist_http_requests_in_flight").decrement(1.0);
+        Self::gauge().decrement(1.0);
     }
 }
 
@@ -429,10 +512,10 @@ pub async fn observe(
         }
         Err(error) => (error.as_response_error().status_code(), None, None),
     };
-    let route = route.as_deref().unwrap_or("unmatched").to_owned();
+    let route = route.as_deref().unwrap_or("unmatched");
     let latency = started.elapsed();
-    record(method, &route, status, latency);
-    log_line(method, &route, status, latency, &id, key);
+    record(method, route, status, latency);
+    log_line(method, route, status, latency, &id, key);
     match result {
         Ok(mut response) => {
             response.headers_mut().insert(REQUEST_ID.clone(), id);
@@ -451,17 +534,67 @@ pub async fn observe(
     }
 }
 
-fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
-    let labels = [
-        ("route", route.to_owned()),
-        ("method", method.to_owned()),
-        ("status", status.as_u16().to_string()),
-    ];
-    counter!("botlist_http_requests_total", &labels).increment(1);
-    histogram!("botlist_http_request_duration_seconds", &labels).record(latency.as_secs_f64());
-    if method == "GET" && route.ends_with("/bots") {
-        histogram!("botlist_search_duration_seconds").record(latency.as_secs_f64());
+/// The metric handles of one route, method and status.
+struct RouteMetrics {
+    requests: metrics::Counter,
+    latency: metrics::Histogram,
+    /// `GET .../bots` is also timed as a search.
+    search: Option<metrics::Histogram>,
+}
+
+impl RouteMetrics {
+    fn new(method: &'static str, route: &str, status: StatusCode) -> Self {
+        let labels = [
+            ("route", route.to_owned()),
+            ("method", method.to_owned()),
+            ("status", status.as_u16().to_string()),
+        ];
+        Self {
+            requests: counter!("botlist_http_requests_total", &labels),
+            latency: histogram!("botlist_http_request_duration_seconds", &labels),
+            search: (method == "GET" && route.ends_with("/bots"))
+                .then(|| histogram!("botlist_search_duration_seconds")),
+        }
     }
+}
+
+/// Handles by route, then by method and status.
+type ByRoute = std::collections::HashMap<Box<str>, Vec<(&'static str, u16, RouteMetrics)>>;
+
+thread_local! {
+    /// Each worker's handles by route, then method and status: looked up by the route as
+    /// matched, without building label strings or hashing them into the registry per request.
+    /// Bounded like the labels themselves.
+    static ROUTE_METRICS: std::cell::RefCell<ByRoute> = std::cell::RefCell::default();
+}
+
+fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
+    let seconds = latency.as_secs_f64();
+    ROUTE_METRICS.with_borrow_mut(|routes| {
+        if !routes.contains_key(route) {
+            routes.insert(route.into(), Vec::new());
+        }
+        let Some(handles) = routes.get_mut(route) else {
+            return;
+        };
+        let code = status.as_u16();
+        let at = match handles
+            .iter()
+            .position(|(m, s, _)| *m == method && *s == code)
+        {
+            Some(at) => at,
+            None => {
+                handles.push((method, code, RouteMetrics::new(method, route, status)));
+                handles.len() - 1
+            }
+        };
+        let metrics = &handles[at].2;
+        metrics.requests.increment(1);
+        metrics.latency.record(seconds);
+        if let Some(search) = &metrics.search {
+            search.record(seconds);
+        }
+    });
 }
 
 /// INFO for answers, DEBUG for a client's mistakes (4xx), ERROR for ours (5xx); the target
@@ -481,7 +614,7 @@ fn log_line(
     let key = key.unwrap_or("none");
     macro_rules! line {
         ($level:ident) => {
-            tracing::$level!(target: "botlist::access", method, route, status, latency_ms, request_id = id, rate_key = key, "request")
+            tracing::$level!(target: ACCESS_TARGET, method, route, status, latency_ms, request_id = id, rate_key = key, "request")
         };
     }
     match status {

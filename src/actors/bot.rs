@@ -16,11 +16,11 @@ use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
-use crate::domain::webhook::{Attempt, Delivery};
+use crate::domain::webhook::{Attempt, Delivery, DeliveryState, Event};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{ApplyRecord, Record};
-use crate::webhooks::{Dispatcher, Job, Prepared, Target};
+use crate::webhooks::{receiver_key, Dispatcher, Job, LocalFuture, Outbox, Prepared, Target};
 
 use super::directory::Directory;
 use super::when_durable;
@@ -76,7 +76,8 @@ impl BotActor {
     /// open limit the oldest open ones are given up, journaled by id only.
     fn save_delivery(&mut self, delivery: Delivery) -> Durable {
         let bot = self.state.listing.id;
-        self.schedule(&delivery);
+        // An operator's test event goes out at once, even to a receiver that is failing.
+        self.schedule(&delivery, delivery.event == Event::Test);
         let durable = self.apply_and_journal(Record::DeliverySaved { bot, delivery });
         let given_up = self.state.deliveries.overflowing();
         if given_up.is_empty() {
@@ -85,6 +86,7 @@ impl BotActor {
         for id in &given_up {
             self.attempts.remove(id);
         }
+        self.dispatcher.forget(&given_up);
         self.apply_and_journal(Record::OutboxOverflowed { bot, given_up })
     }
 
@@ -97,16 +99,21 @@ impl BotActor {
             progress: delivery.progress(),
         };
         self.apply(&record);
-        self.schedule(delivery);
+        // Only a redelivery leaves a delivery pending: asked by an operator, it goes out at once.
+        self.schedule(delivery, delivery.state == DeliveryState::Pending);
         self.journal(record)
     }
 
     /// Hands an open delivery's next attempt to the dispatcher, replacing any attempt
-    /// scheduled before for it.
-    fn schedule(&mut self, delivery: &Delivery) {
+    /// scheduled before for it; `forced` lets it through a failing receiver's gate.
+    fn schedule(&mut self, delivery: &Delivery, forced: bool) {
         let Some(due) = delivery.next_attempt_at.filter(|_| delivery.is_open()) else {
             self.attempts.remove(&delivery.id);
             return;
+        };
+        let receiver = match &self.state.webhook.url {
+            Some(url) => receiver_key(url.as_str()),
+            None => Arc::from(""),
         };
         self.next_attempt_token += 1;
         let token = self.next_attempt_token;
@@ -116,6 +123,9 @@ impl BotActor {
             delivery: delivery.id,
             token,
             due,
+            receiver,
+            give_up_at: delivery.tries_run_out_at(),
+            forced,
         });
     }
 
@@ -200,7 +210,7 @@ impl Actor for BotActor {
         // Deliveries queued or in retry before a restart go out again.
         let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
         for delivery in &open {
-            self.schedule(delivery);
+            self.schedule(delivery, false);
         }
     }
 }
@@ -316,6 +326,31 @@ impl Handler<DeliveryOutcome> for BotActor {
         delivery.record(outcome.attempt, self.clock.now());
         crate::telemetry::webhook_outcome(self.state.listing.id, &delivery);
         self.progress_delivery(&delivery);
+    }
+}
+
+/// The dispatcher reaches a delivery's owner through the directory: a delisted bot's attempts
+/// come to nothing.
+impl Outbox for Directory {
+    fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>> {
+        let Some(bot) = self.get(job.bot) else {
+            return Box::pin(async { None });
+        };
+        let ask = bot.addr.send(PrepareAttempt {
+            delivery: job.delivery,
+            token: job.token,
+        });
+        Box::pin(async move { ask.await.ok().flatten() })
+    }
+
+    fn report(&self, job: &Job, attempt: Attempt) {
+        if let Some(bot) = self.get(job.bot) {
+            bot.addr.do_send(DeliveryOutcome {
+                delivery: job.delivery,
+                token: job.token,
+                attempt,
+            });
+        }
     }
 }
 

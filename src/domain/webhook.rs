@@ -105,6 +105,16 @@ const MAX_DELAY_SECONDS: i64 = 15 * 60;
 const MAX_RETRY_AFTER_SECONDS: u64 = 60 * 60;
 /// Deliveries shown per bot; pending ones are never dropped to make room.
 pub const KEPT_DELIVERIES: usize = 100;
+/// The error of a delivery given up at its receiver's gate.
+pub const EXPIRED: &str =
+    "given up: its receiver failed every probe until this delivery's tries ran out";
+
+/// The wait after the `attempts`-th failed try: 1 s, 2 s, 4 s ... capped at 15 minutes. The gate
+/// of a failing receiver waits as long between its probes (`attempts` is then its failures).
+pub fn backoff_seconds(attempts: u32) -> i64 {
+    (1i64 << attempts.saturating_sub(1).min(20)).min(MAX_DELAY_SECONDS)
+}
+
 /// Pending deliveries per bot past which the oldest are given up (a receiver dead for hours).
 pub const MAX_PENDING: usize = 10_000;
 
@@ -150,6 +160,8 @@ pub enum Attempt {
     Unreachable(String),
     /// The target was refused before connecting (a private address).
     Refused(String),
+    /// Never sent: it waited at its failing receiver's gate until its tries would have run out.
+    Expired,
 }
 
 impl Delivery {
@@ -264,7 +276,9 @@ impl Delivery {
 
     /// Records an attempt's outcome and decides whether and when to try again.
     pub fn record(&mut self, attempt: Attempt, now: Timestamp) {
-        self.attempts = self.attempts.saturating_add(1);
+        if attempt != Attempt::Expired {
+            self.attempts = self.attempts.saturating_add(1);
+        }
         let (status, error, retry_after) = match attempt {
             Attempt::Delivered(status) => {
                 self.state = DeliveryState::Delivered;
@@ -284,6 +298,8 @@ impl Delivery {
             }
             Attempt::Unreachable(error) => (None, error, Some(None)),
             Attempt::Refused(error) => (None, error, None),
+            // Not a try: the receiver's probes failed for it all along.
+            Attempt::Expired => (self.last_status, EXPIRED.to_owned(), None),
         };
         self.last_status = status;
         self.last_error = Some(error);
@@ -299,12 +315,22 @@ impl Delivery {
         }
     }
 
+    /// When its last try would be made if every try from its next one on failed: a delivery
+    /// still waiting at its receiver's gate then is given up ([`Attempt::Expired`]).
+    pub fn tries_run_out_at(&self) -> Option<Timestamp> {
+        let next = self.next_attempt_at?;
+        let waits: i64 = (self.attempts.saturating_add(1)..MAX_ATTEMPTS)
+            .map(backoff_seconds)
+            .sum();
+        Some(next.plus(Duration::seconds(waits)))
+    }
+
     /// Exponential from 1 s, capped; `None` once the tries are used up.
     fn delay(&self, retry_after: Option<u64>) -> Option<Duration> {
         if self.attempts >= MAX_ATTEMPTS {
             return None;
         }
-        let backoff = (1i64 << self.attempts.saturating_sub(1).min(20)).min(MAX_DELAY_SECONDS);
+        let backoff = backoff_seconds(self.attempts);
         let asked = retry_after.map_or(0, |s| s.min(MAX_RETRY_AFTER_SECONDS) as i64);
         Some(Duration::seconds(backoff.max(asked)))
     }

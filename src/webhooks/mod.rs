@@ -1,25 +1,24 @@
-//! Delivering vote webhooks: a schedule of due attempts on the injected clock, bounded
-//! concurrency per receiver and overall, and outcomes reported back to the bot's actor, which
-//! owns the delivery and journals every change to it.
+//! Delivering vote webhooks: a schedule of due attempts on the injected clock, a gate per
+//! receiver that holds its deliveries back while it is failing, bounded concurrency per receiver
+//! and overall, and outcomes reported back to the delivery's owner (the bot's actor, through
+//! [`Outbox`]), which journals every change to it.
 
 pub mod guard;
 pub mod sign;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use dashmap::DashMap;
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
-use crate::actors::bot::{DeliveryOutcome, PrepareAttempt};
-use crate::actors::directory::Directory;
 use crate::domain::ids::BotId;
 use crate::domain::time::{Clock, Timestamp};
-use crate::domain::webhook::{Attempt, Event, WebhookFormat};
+use crate::domain::webhook::{backoff_seconds, Attempt, Event, WebhookFormat};
 
 /// Attempts in flight over all receivers.
 const OVERALL: usize = 64;
@@ -46,6 +45,15 @@ pub struct Job {
     /// Which scheduled attempt this is; the bot ignores any but its latest.
     pub token: u64,
     pub due: Timestamp,
+    /// The receiver (scheme, host and port) the bot's URL named when the attempt was scheduled:
+    /// the gate it waits at.
+    pub receiver: Arc<str>,
+    /// When the delivery's tries would have run out: past it, waiting at a failing receiver's
+    /// gate gives it up.
+    pub give_up_at: Option<Timestamp>,
+    /// Asked for by an operator (a redelivery, a test event): goes through a failing
+    /// receiver's gate, as a probe of its own.
+    pub forced: bool,
 }
 
 /// What the bot says to send.
@@ -54,6 +62,64 @@ pub struct Prepared {
     pub target: Target,
     pub event: Event,
     pub body: String,
+}
+
+/// A future that runs on the dispatcher's arbiter.
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// The owner of the deliveries: what the dispatcher asks what to send, and tells what came of it.
+/// Implemented by the actors' directory, so this module knows nothing of actors.
+pub trait Outbox: Send + Sync + 'static {
+    /// What to send for this attempt, as the bot's settings are now; `None` when the attempt is
+    /// stale (redelivered, given up), the bot delisted, or there is nowhere to send.
+    fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>>;
+    /// What the attempt came to; the owner records and journals it and schedules the next.
+    fn report(&self, job: &Job, attempt: Attempt);
+}
+
+/// Why the dispatcher could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the webhook HTTP client could not be built")]
+pub struct ClientError(#[from] reqwest::Error);
+
+/// Why an attempt got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("timed out")]
+    Timeout(#[source] reqwest::Error),
+    #[error("could not connect")]
+    Connect(#[source] reqwest::Error),
+    #[error("redirect")]
+    Redirect(#[source] reqwest::Error),
+    #[error("request failed")]
+    Request(#[source] reqwest::Error),
+}
+
+impl From<reqwest::Error> for SendError {
+    fn from(error: reqwest::Error) -> Self {
+        if error.is_timeout() {
+            Self::Timeout(error)
+        } else if error.is_connect() {
+            Self::Connect(error)
+        } else if error.is_redirect() {
+            Self::Redirect(error)
+        } else {
+            Self::Request(error)
+        }
+    }
+}
+
+/// Why an attempt was refused before anything was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("not a URL: {0}")]
+    NotAUrl(#[from] url::ParseError),
+    #[error("refused: localhost")]
+    Localhost,
+    #[error("refused: {0} is not a public address")]
+    NotPublic(std::net::IpAddr),
+    #[error("the secret cannot be sent as a header")]
+    SecretNotAHeader(#[source] reqwest::header::InvalidHeaderValue),
 }
 
 struct Scheduled {
@@ -79,23 +145,179 @@ impl Ord for Scheduled {
     }
 }
 
+/// A receiver that failed (no answer, 408, 429 or 5xx) and has not answered since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Failing {
+    /// Failed probes in a row, the first failure included.
+    failures: u32,
+    /// When the next probe may go (clock milliseconds).
+    next_probe: i64,
+}
+
+/// One receiver's due attempts and what it did last. While it is failing, one attempt at a time
+/// (the probe) goes out once its backoff has passed; the other due attempts wait here without
+/// being prepared, sent or journaled, and all go once a probe is answered.
+#[derive(Default)]
+struct Gate {
+    in_flight: usize,
+    failing: Option<Failing>,
+    /// Due attempts in the order they came due.
+    waiting: BTreeMap<u64, Job>,
+    /// The same, by when their tries run out.
+    deadlines: BTreeSet<(i64, u64)>,
+    /// The same, by delivery: one waiting attempt per delivery.
+    index: HashMap<Uuid, u64>,
+    /// Operators' attempts, which do not wait for a probe.
+    forced: VecDeque<Job>,
+}
+
+impl Gate {
+    /// Keeps a due attempt; one that replaces an attempt of the same delivery already waiting
+    /// (a redelivery) drops it. Returns how many attempts wait here now, less before.
+    fn hold(&mut self, order: u64, job: Job) -> isize {
+        let replaced = self.forget(job.delivery).is_some();
+        if job.forced {
+            self.forced.push_back(job);
+        } else {
+            if let Some(at) = job.give_up_at {
+                self.deadlines.insert((at.millis(), order));
+            }
+            self.index.insert(job.delivery, order);
+            self.waiting.insert(order, job);
+        }
+        1 - isize::from(replaced)
+    }
+
+    /// Drops the waiting attempt of this delivery, if there is one.
+    fn forget(&mut self, delivery: Uuid) -> Option<Job> {
+        let order = *self.index.get(&delivery)?;
+        self.take(order)
+    }
+
+    fn held(&self) -> usize {
+        self.waiting.len() + self.forced.len()
+    }
+
+    fn take(&mut self, order: u64) -> Option<Job> {
+        let job = self.waiting.remove(&order)?;
+        self.index.remove(&job.delivery);
+        if let Some(at) = job.give_up_at {
+            self.deadlines.remove(&(at.millis(), order));
+        }
+        Some(job)
+    }
+
+    /// The waiting attempts whose tries have run out, while the receiver is failing.
+    fn expired(&mut self, now: i64) -> Vec<Job> {
+        let mut gone = Vec::new();
+        if self.failing.is_none() {
+            return gone;
+        }
+        while let Some(&(at, order)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            if let Some(job) = self.waiting.remove(&order) {
+                self.index.remove(&job.delivery);
+                gone.push(job);
+            }
+        }
+        gone
+    }
+
+    /// The next attempt to send now, if any may go; `true` with it when it is a probe.
+    fn admit(&mut self, now: i64) -> Option<(Job, bool)> {
+        if self.in_flight >= PER_RECEIVER {
+            return None;
+        }
+        if let Some(job) = self.forced.pop_front() {
+            return Some((job, true));
+        }
+        let probe = match self.failing {
+            None => false,
+            Some(failing) if self.in_flight == 0 && now >= failing.next_probe => true,
+            Some(_) => return None,
+        };
+        let (&order, _) = self.waiting.first_key_value()?;
+        self.take(order).map(|job| (job, probe))
+    }
+
+    /// What an attempt said of the receiver: answered (open the gate) or failing.
+    fn answered(&mut self, attempt: Option<&Attempt>, probe: bool, now: i64) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let Some(attempt) = attempt else {
+            return; // nothing was sent: says nothing of the receiver
+        };
+        let Some(retry_after) = receiver_failure(attempt) else {
+            self.failing = None;
+            return;
+        };
+        let failures = match self.failing {
+            Some(failing) if probe => failing.failures.saturating_add(1),
+            Some(failing) => failing.failures,
+            None => 1,
+        };
+        let wait = backoff_seconds(failures)
+            .max(retry_after.map_or(0, |s| s.min(3600) as i64))
+            .saturating_mul(1000);
+        let next_probe = now.saturating_add(wait);
+        self.failing = Some(Failing {
+            failures,
+            next_probe: self
+                .failing
+                .map_or(next_probe, |f| f.next_probe.max(next_probe)),
+        });
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight == 0 && self.failing.is_none() && self.held() == 0
+    }
+}
+
+/// `Some(Retry-After)` when the attempt says the receiver is failing: no answer, 408, 429, 5xx.
+fn receiver_failure(attempt: &Attempt) -> Option<Option<u64>> {
+    match attempt {
+        Attempt::Unreachable(_) => Some(None),
+        Attempt::Status {
+            status,
+            retry_after,
+        } if *status == 408 || *status == 429 || *status >= 500 => Some(*retry_after),
+        _ => None,
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    order: u64,
+    /// Attempts not yet due.
+    schedule: BinaryHeap<Reverse<Scheduled>>,
+    gates: HashMap<Arc<str>, Gate>,
+    in_flight: usize,
+    held: usize,
+}
+
+impl Queue {
+    fn depth(&self) -> usize {
+        self.schedule.len() + self.held
+    }
+}
+
 pub struct Dispatcher {
     clock: Arc<dyn Clock>,
-    directory: Arc<Directory>,
+    outbox: Arc<dyn Outbox>,
     client: reqwest::Client,
     allow_private: bool,
-    schedule: Mutex<(u64, BinaryHeap<Reverse<Scheduled>>)>,
-    overall: Arc<Semaphore>,
-    receivers: DashMap<String, Arc<Semaphore>>,
+    queue: Mutex<Queue>,
 }
 
 impl Dispatcher {
     pub fn new(
         clock: Arc<dyn Clock>,
-        directory: Arc<Directory>,
+        outbox: Arc<impl Outbox>,
         timeout: Duration,
         allow_private: bool,
-    ) -> Result<Arc<Self>, reqwest::Error> {
+    ) -> Result<Arc<Self>, ClientError> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -105,26 +327,28 @@ impl Dispatcher {
             .build()?;
         Ok(Arc::new(Self {
             clock,
-            directory,
+            outbox,
             client,
             allow_private,
-            schedule: Mutex::new((0, BinaryHeap::new())),
-            overall: Arc::new(Semaphore::new(OVERALL)),
-            receivers: DashMap::new(),
+            queue: Mutex::new(Queue::default()),
         }))
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues an attempt for when `job.due` has come on the clock.
     pub fn schedule(&self, job: Job) {
-        let mut schedule = self.schedule.lock().unwrap_or_else(|p| p.into_inner());
-        schedule.0 += 1;
-        let order = schedule.0;
-        schedule.1.push(Reverse(Scheduled {
+        let mut queue = self.queue();
+        queue.order += 1;
+        let order = queue.order;
+        queue.schedule.push(Reverse(Scheduled {
             due: job.due.millis(),
             order,
             job,
         }));
-        crate::telemetry::webhook_queue(schedule.1.len());
+        crate::telemetry::webhook_queue(queue.depth());
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
@@ -137,68 +361,103 @@ impl Dispatcher {
                     _ = ticks.tick() => {}
                     () = stop.requested() => return,
                 }
-                for job in dispatcher.take_due() {
-                    actix_web::rt::spawn(Arc::clone(&dispatcher).deliver(job));
+                let (send, expired) = dispatcher.take_due();
+                for job in expired {
+                    dispatcher.outbox.report(&job, Attempt::Expired);
+                }
+                for (job, probe) in send {
+                    actix_web::rt::spawn(Arc::clone(&dispatcher).deliver(job, probe));
                 }
             }
         });
     }
 
-    /// At most as many due jobs as there are free slots overall: the rest wait in the schedule,
-    /// not as tasks.
-    fn take_due(&self) -> Vec<Job> {
+    /// Moves what has come due to its receiver's gate, and takes from the gates what may go
+    /// now (at most as many as there are free slots) and what waited past its tries.
+    fn take_due(&self) -> (Vec<(Job, bool)>, Vec<Job>) {
         let now = self.clock.now().millis();
-        let room = self.overall.available_permits();
-        let mut schedule = self.schedule.lock().unwrap_or_else(|p| p.into_inner());
-        let mut due = Vec::new();
-        while due.len() < room && schedule.1.peek().is_some_and(|next| next.0.due <= now) {
-            if let Some(Reverse(next)) = schedule.1.pop() {
-                due.push(next.job);
+        let mut guard = self.queue();
+        let queue = &mut *guard;
+        while queue.schedule.peek().is_some_and(|next| next.0.due <= now) {
+            if let Some(Reverse(next)) = queue.schedule.pop() {
+                let gate = queue
+                    .gates
+                    .entry(Arc::clone(&next.job.receiver))
+                    .or_default();
+                let added = gate.hold(next.order, next.job);
+                queue.held = queue.held.saturating_add_signed(added);
             }
         }
-        crate::telemetry::webhook_queue(schedule.1.len());
-        due
+        let (mut send, mut expired) = (Vec::new(), Vec::new());
+        for gate in queue.gates.values_mut() {
+            let gone = gate.expired(now);
+            queue.held -= gone.len();
+            expired.extend(gone);
+            while queue.in_flight < OVERALL {
+                let Some(admitted) = gate.admit(now) else {
+                    break;
+                };
+                gate.in_flight += 1;
+                queue.in_flight += 1;
+                queue.held -= 1;
+                send.push(admitted);
+            }
+        }
+        queue.gates.retain(|_, gate| !gate.is_idle());
+        crate::telemetry::webhook_queue(queue.depth());
+        (send, expired)
     }
 
-    async fn deliver(self: Arc<Self>, job: Job) {
-        let Some(bot) = self.directory.get(job.bot) else {
-            return; // delisted
+    /// Drops the waiting attempts of deliveries given up by their owner (a full outbox), so a
+    /// dead receiver's queue holds at most the open deliveries.
+    pub fn forget(&self, deliveries: &[Uuid]) {
+        let mut guard = self.queue();
+        let queue = &mut *guard;
+        for gate in queue.gates.values_mut() {
+            for delivery in deliveries {
+                if gate.forget(*delivery).is_some() {
+                    queue.held -= 1;
+                }
+            }
+        }
+    }
+
+    /// Tells the gate what the attempt said of its receiver, then the owner.
+    fn answered(&self, job: &Job, attempt: Option<&Attempt>, probe: bool) {
+        let now = self.clock.now().millis();
+        let mut queue = self.queue();
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        let gate = queue.gates.entry(Arc::clone(&job.receiver)).or_default();
+        gate.answered(attempt, probe, now);
+    }
+
+    async fn deliver(self: Arc<Self>, job: Job, probe: bool) {
+        let attempt = match self.outbox.prepare(&job).await {
+            Some(prepared) => Some(self.attempt(&job, &prepared).await),
+            None => None,
         };
-        let ask = PrepareAttempt {
-            delivery: job.delivery,
-            token: job.token,
-        };
-        let Ok(Some(prepared)) = bot.addr.send(ask).await else {
-            return;
-        };
-        let slot = Arc::clone(
-            self.receivers
-                .entry(receiver_key(&prepared.target.url))
-                .or_insert_with(|| Arc::new(Semaphore::new(PER_RECEIVER)))
-                .value(),
-        );
-        // A busy receiver's attempts wait in the schedule, not as tasks holding slots.
-        let permits = (
-            slot.try_acquire_owned(),
-            Arc::clone(&self.overall).try_acquire_owned(),
-        );
-        let (Ok(_receiver), Ok(_overall)) = permits else {
-            // Still due: looked at again on the next tick (real time, whatever the clock says).
-            self.schedule(job);
-            return;
-        };
-        let attempt = self.attempt(&job, &prepared).await;
-        bot.addr.do_send(DeliveryOutcome {
-            delivery: job.delivery,
-            token: job.token,
-            attempt,
-        });
+        self.answered(&job, attempt.as_ref(), probe);
+        if let Some(attempt) = attempt {
+            self.outbox.report(&job, attempt);
+        }
     }
 
     async fn attempt(&self, job: &Job, prepared: &Prepared) -> Attempt {
-        if let Err(refused) = self.check_literal_target(&prepared.target.url) {
-            return Attempt::Refused(refused);
+        match self.send(job, prepared).await {
+            Ok(attempt) => attempt,
+            Err(Failure::Refused(refused)) => {
+                tracing::debug!(delivery = %job.delivery, error = %chain(&refused), "webhook target refused");
+                Attempt::Refused(refused.to_string())
+            }
+            Err(Failure::Unanswered(error)) => {
+                tracing::debug!(delivery = %job.delivery, error = %chain(&error), "webhook receiver did not answer");
+                Attempt::Unreachable(describe(&error))
+            }
         }
+    }
+
+    async fn send(&self, job: &Job, prepared: &Prepared) -> Result<Attempt, Failure> {
+        self.check_literal_target(&prepared.target.url)?;
         let mut request = self
             .client
             .post(&prepared.target.url)
@@ -217,81 +476,174 @@ impl Dispatcher {
                     sign::signature_header(secret, t, &prepared.body),
                 );
             }
-            (WebhookFormat::Legacy, Some(secret)) => match HeaderValue::from_str(secret) {
-                Ok(value) => request = request.header(AUTHORIZATION, value),
-                Err(_) => return Attempt::Refused("the secret cannot be sent as a header".into()),
-            },
+            (WebhookFormat::Legacy, Some(secret)) => {
+                let value = HeaderValue::from_str(secret).map_err(Refusal::SecretNotAHeader)?;
+                request = request.header(AUTHORIZATION, value);
+            }
             (_, None) => {}
         }
-        match request.body(prepared.body.clone()).send().await {
-            Ok(response) if response.status().is_success() => {
-                Attempt::Delivered(response.status().as_u16())
-            }
-            Ok(response) => Attempt::Status {
-                status: response.status().as_u16(),
-                retry_after: response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse().ok()),
-            },
-            Err(error) => Attempt::Unreachable(describe(&error)),
+        let response = request
+            .body(prepared.body.clone())
+            .send()
+            .await
+            .map_err(SendError::from)?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(Attempt::Delivered(status.as_u16()));
         }
+        Ok(Attempt::Status {
+            status: status.as_u16(),
+            retry_after: response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse().ok()),
+        })
     }
 
     /// An IP literal never goes through the resolver, so it is checked here.
-    fn check_literal_target(&self, url: &str) -> Result<(), String> {
+    fn check_literal_target(&self, url: &str) -> Result<(), Refusal> {
         if self.allow_private {
             return Ok(());
         }
-        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        let parsed = url::Url::parse(url)?;
         let ip = match parsed.host() {
             Some(url::Host::Ipv4(v4)) => std::net::IpAddr::V4(v4),
             Some(url::Host::Ipv6(v6)) => std::net::IpAddr::V6(v6),
             Some(url::Host::Domain(name)) if name.eq_ignore_ascii_case("localhost") => {
-                return Err("refused: localhost".into())
+                return Err(Refusal::Localhost)
             }
             _ => return Ok(()),
         };
         if guard::is_forbidden(ip) {
-            return Err(format!("refused: {ip} is not a public address"));
+            return Err(Refusal::NotPublic(ip));
         }
         Ok(())
     }
 }
 
-fn receiver_key(url: &str) -> String {
+/// Why an attempt came to nothing.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Unanswered(#[from] SendError),
+}
+
+/// The receiver (scheme, host and port) a URL names: the key of its gate.
+pub fn receiver_key(url: &str) -> Arc<str> {
     match url::Url::parse(url) {
         Ok(u) => format!(
             "{}://{}:{}",
             u.scheme(),
             u.host_str().unwrap_or(""),
             u.port_or_known_default().unwrap_or(0)
-        ),
-        Err(_) => url.to_owned(),
+        )
+        .into(),
+        Err(_) => url.into(),
     }
 }
 
-/// A short reason, with the cause that says the most.
-fn describe(error: &reqwest::Error) -> String {
-    let what = if error.is_timeout() {
-        "timed out"
-    } else if error.is_connect() {
-        "could not connect"
-    } else if error.is_redirect() {
-        "redirect"
-    } else {
-        "request failed"
-    };
-    let mut cause = String::new();
-    let mut source = std::error::Error::source(error);
+/// A short reason for the delivery log: what went wrong, with the innermost cause under the
+/// client's error, which says the most ("Connection refused").
+fn describe(error: &SendError) -> String {
+    use std::error::Error;
+    let mut cause = None;
+    let mut source = error.source().and_then(|client| client.source());
     while let Some(inner) = source {
-        cause = inner.to_string();
+        cause = Some(inner.to_string());
         source = inner.source();
     }
-    if cause.is_empty() {
-        what.to_string()
-    } else {
-        format!("{what}: {cause}")
+    match cause {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
+    }
+}
+
+/// The whole chain of causes, for the log.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(n: u128, give_up_at: i64) -> Job {
+        Job {
+            bot: BotId::new_random(),
+            delivery: Uuid::from_u128(n),
+            token: 1,
+            due: Timestamp::from_millis(0),
+            receiver: Arc::from("http://r:80"),
+            give_up_at: Some(Timestamp::from_millis(give_up_at)),
+            forced: false,
+        }
+    }
+
+    #[test]
+    fn a_failing_receiver_gets_one_probe_per_backoff_and_the_rest_wait() {
+        let mut gate = Gate::default();
+        for n in 1..=10 {
+            gate.hold(n as u64, job(n, 1_000_000));
+        }
+        let (first, probe) = gate.admit(0).expect("open: sent");
+        assert!(!probe);
+        gate.in_flight += 1;
+        gate.answered(Some(&Attempt::Unreachable("refused".into())), false, 0);
+        assert_eq!(
+            gate.admit(999).map(|(j, _)| j.delivery),
+            None,
+            "before the backoff"
+        );
+        let (probe_job, probe) = gate.admit(1_000).expect("the probe");
+        assert!(probe && probe_job.delivery != first.delivery);
+        gate.in_flight += 1;
+        assert!(gate.admit(5_000).is_none(), "one probe at a time");
+        gate.answered(Some(&Attempt::Unreachable("refused".into())), true, 1_000);
+        assert_eq!(gate.failing.map(|f| f.next_probe), Some(3_000), "then 2 s");
+        assert!(gate.admit(2_999).is_none());
+        gate.answered(None, false, 2_000); // a stale attempt says nothing
+        assert!(gate.failing.is_some());
+        gate.in_flight = 1;
+        gate.answered(Some(&Attempt::Delivered(200)), true, 3_000);
+        let mut released = 0;
+        while gate.admit(3_000).is_some() {
+            gate.in_flight += 1;
+            released += 1;
+        }
+        assert_eq!(released, PER_RECEIVER, "open again: 4 at a time");
+        assert_eq!(
+            gate.expired(10_000_000).len(),
+            0,
+            "only a failing gate gives up"
+        );
+    }
+
+    #[test]
+    fn waiting_past_the_tries_gives_up_only_those_and_a_redelivery_replaces() {
+        let mut gate = Gate {
+            failing: Some(Failing {
+                failures: 1,
+                next_probe: i64::MAX,
+            }),
+            ..Gate::default()
+        };
+        gate.hold(1, job(1, 100));
+        gate.hold(2, job(2, 200));
+        assert_eq!(gate.hold(3, job(1, 300)), 0, "the same delivery waits once");
+        let gone: Vec<Uuid> = gate.expired(250).iter().map(|j| j.delivery).collect();
+        assert_eq!(gone, [Uuid::from_u128(2)]);
+        assert_eq!(gate.held(), 1);
+        assert!(gate.forget(Uuid::from_u128(1)).is_some());
+        assert_eq!(gate.held(), 0);
     }
 }

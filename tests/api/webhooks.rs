@@ -531,3 +531,110 @@ async fn redelivering_a_delivery_in_retry_replaces_its_retry_instead_of_adding_o
     actix_web::rt::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(hook.all().len(), 2, "the replaced retry never went out");
 }
+
+/// Waits until every listed delivery satisfies `done`.
+async fn all_settled(
+    app: &TestApp,
+    bot: &TestBot,
+    n: usize,
+    done: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = deliveries(app, bot).await;
+        if list.len() == n && list.iter().all(&done) {
+            return list;
+        }
+        assert!(Instant::now() < deadline, "never settled: {list:?}");
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[actix_web::test]
+async fn a_failing_receiver_gets_one_probe_and_the_waiting_deliveries_go_when_it_answers() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(503)]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    app.vote_ok(&bot.id, 1).await;
+    assert_eq!(settled(&app, &bot, 1).await["state"], "retrying");
+    for user in 2..=6 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    // Due now, but the receiver is failing and its next probe is 1 s away: nothing is sent.
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hook.all().len(), 1, "the waiting deliveries were not sent");
+    let waiting = deliveries(&app, &bot).await;
+    assert_eq!(waiting.len(), 6);
+    assert!(
+        waiting[..5]
+            .iter()
+            .all(|d| d["state"] == "pending" && d["attempts"] == 0),
+        "{waiting:?}"
+    );
+
+    // The probe (the first delivery's second try) is answered: everything waiting goes.
+    app.clock.advance(chrono::Duration::seconds(1));
+    hook.wait_for(7).await;
+    let done = all_settled(&app, &bot, 6, |d| d["state"] == "delivered").await;
+    let tries: Vec<u64> = done
+        .iter()
+        .map(|d| d["attempts"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(
+        tries,
+        [1, 1, 1, 1, 1, 2],
+        "newest first; only the probe was tried twice"
+    );
+    actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    let ids: Vec<String> = hook
+        .all()
+        .iter()
+        .map(|r| r.header("x-botlist-delivery").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        7,
+        "the first delivery twice, the others once: {ids:?}"
+    );
+}
+
+#[actix_web::test]
+async fn deliveries_waiting_at_a_failing_receiver_are_given_up_when_their_tries_run_out() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(500); 20]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "signed").await;
+    app.vote_ok(&bot.id, 1).await;
+    settled(&app, &bot, 1).await;
+    app.vote_ok(&bot.id, 2).await;
+    // An hour later the probes have failed all along (the receiver was tried once); two hours
+    // later both deliveries' tries would have run out.
+    app.clock.advance(chrono::Duration::hours(2));
+    let done = all_settled(&app, &bot, 2, |d| d["state"] == "failed").await;
+    for delivery in &done {
+        assert!(
+            delivery["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("tries ran out")),
+            "{delivery}"
+        );
+        assert_eq!(delivery["next_attempt_at"], Value::Null);
+    }
+    let tries: Vec<u64> = done
+        .iter()
+        .map(|d| d["attempts"].as_u64().unwrap_or(9))
+        .collect();
+    assert_eq!(tries, [0, 1], "attempts counts what was really sent");
+    assert_eq!(hook.all().len(), 1);
+
+    // A redelivery is an operator's probe: it goes at once, failing receiver or not.
+    let path = format!(
+        "/admin/bots/{}/webhook/deliveries/{}/redeliver",
+        bot.id,
+        done[0]["id"].as_str().expect("id")
+    );
+    assert_eq!(
+        app.admin(Method::POST, &path, None).await.status(),
+        StatusCode::ACCEPTED
+    );
+    hook.wait_for(2).await;
+}
