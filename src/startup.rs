@@ -62,6 +62,8 @@ pub struct Settings {
     pub webhook_timeout: Duration,
     /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
     pub cors_origins: Vec<String>,
+    /// Vote history retention and the live vote stream.
+    pub vote_history: crate::api::history::HistorySettings,
 }
 
 impl Settings {
@@ -87,6 +89,13 @@ impl Settings {
             allow_private_webhooks: args.allow_private_webhooks,
             webhook_timeout: Duration::from_secs(5),
             cors_origins: args.cors_origins.clone(),
+            vote_history: crate::api::history::HistorySettings {
+                retention: args
+                    .vote_history_days
+                    .map(|days| chrono::Duration::days(i64::from(days))),
+                max_streams_per_bot: args.max_streams_per_bot as usize,
+                ..Default::default()
+            },
         }
     }
 }
@@ -196,6 +205,13 @@ impl Application {
             .map(|_| Arbiter::new())
             .collect();
         let directory = Arc::new(Directory::new(clock.now()));
+        directory
+            .vote_history_retention
+            .set(settings.vote_history.retention);
+        let history = Arc::new(crate::api::history::History::new(
+            settings.vote_history.clone(),
+            settings.data_dir.as_deref(),
+        )?);
         let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
         let dispatcher = Dispatcher::new(
             Arc::clone(&clock),
@@ -266,6 +282,7 @@ impl Application {
             trust_forwarded_for: settings.trust_forwarded_for,
             request_timeout: settings.request_timeout,
             allow_private_webhooks: settings.allow_private_webhooks,
+            history,
         });
         let base_path = settings.base_path.clone();
         // actix-web's HttpServer, but over connections that stop reading a refused body; signals

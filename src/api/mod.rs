@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod health;
+pub mod history;
 pub mod http;
 pub mod limits;
 pub mod openapi;
@@ -47,6 +48,8 @@ pub struct AppState {
     /// How long a client has to send a body once its headers are in.
     pub request_timeout: std::time::Duration,
     pub allow_private_webhooks: bool,
+    /// Vote history and stream settings, and the key that signs history cursors.
+    pub history: Arc<history::History>,
 }
 
 /// Every route. The classic routes without an id come before `/bots/{id}` so they win.
@@ -70,6 +73,8 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                             .service(web::resource("/stats").post(stats::post_own_stats))
                             .service(web::resource("/check").get(votes::own_check))
                             .service(web::resource("/votes").get(votes::own_voters))
+                            .service(web::resource("/votes/history").get(history::own_history))
+                            .service(web::resource("/votes/stream").get(history::own_stream))
                             // The hot path first: each pattern with an `{id}` is a regex, tried
                             // in order, and bots call check all day. The patterns do not overlap,
                             // so their order changes nothing else.
@@ -81,6 +86,8 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
                                     .post(stats::post_stats),
                             )
                             .service(web::resource("/{id}/votes").get(votes::voters))
+                            .service(web::resource("/{id}/votes/history").get(history::history))
+                            .service(web::resource("/{id}/votes/stream").get(history::stream))
                             .default_service(web::to(no_route)),
                     )
                     .service(

@@ -17,7 +17,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, bots, error, health, limits, stats, users, votes};
+use super::{admin, bots, error, health, history, limits, stats, users, votes};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -53,6 +53,10 @@ limited.
         votes::own_voters,
         votes::check,
         votes::own_check,
+        history::history,
+        history::own_history,
+        history::stream,
+        history::own_stream,
         stats::get_stats,
         stats::post_stats,
         stats::post_own_stats,
