@@ -549,3 +549,71 @@ async fn a_stalled_reader_is_cut_off_without_slowing_votes() {
     let mut resumed = Events::start(&app, &bot, Some(last)).await;
     assert_eq!(resumed.vote().await.0, last + 1);
 }
+
+/// The stream's entry is the signed webhook's vote, flattened: same fields, same values.
+#[actix_web::test]
+async fn the_stream_entry_and_the_webhook_vote_agree() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    use std::sync::{Arc, Mutex};
+
+    let bodies: Arc<Mutex<Vec<String>>> = Arc::default();
+    let kept = Arc::clone(&bodies);
+    let server = HttpServer::new(move || {
+        let kept = Arc::clone(&kept);
+        App::new().default_service(web::to(move |body: web::Bytes| {
+            kept.lock()
+                .expect("lock")
+                .push(String::from_utf8_lossy(&body).into_owned());
+            async { HttpResponse::Ok().finish() }
+        }))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("binds");
+    let hook = format!("http://127.0.0.1:{}/hook", server.addrs()[0].port());
+    actix_web::rt::spawn(server.run());
+
+    let mut settings = test_settings();
+    settings.allow_private_webhooks = true;
+    let app = spawn_app_with(settings).await;
+    let bot = app
+        .create_bot(
+            42,
+            json!({ "webhook_url": hook, "webhook_format": "signed" }),
+        )
+        .await;
+    let mut events = Events::start(&app, &bot, None).await;
+    let vote = json!({ "user_id": "77", "username": "ada", "avatar": "https://cdn.example/a.png" });
+    let response = app
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/bots/{}/votes", bot.id),
+            Some(&vote),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let entry: Value = loop {
+        let event = events.next().await.expect("an event");
+        if event.event.as_deref() == Some("vote") {
+            break serde_json::from_str(&event.data).expect("json");
+        }
+    };
+    let webhook: Value = loop {
+        if let Some(body) = bodies.lock().expect("lock").first() {
+            break serde_json::from_str(body).expect("json");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let data = &webhook["data"];
+    assert_eq!(
+        entry,
+        json!({
+            "id": data["user"]["id"], "username": data["user"]["username"],
+            "avatar": data["user"]["avatar"], "voted_at": data["voted_at"],
+            "expires_at": data["expires_at"],
+        })
+    );
+    assert_eq!(entry["avatar"], "https://cdn.example/a.png");
+    let page = page(&app, &bot, "").await;
+    assert_eq!(page["results"][0], entry, "history shows the same entry");
+}
