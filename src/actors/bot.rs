@@ -242,7 +242,7 @@ impl Handler<RecordVote> for BotActor {
             Some(Box::new(move || {
                 checks.publish(user, at);
                 // The stream sees the vote at the moment its 201 may be sent, not before.
-                if let Some(entry) = &entry {
+                if let Some(entry) = entry {
                     feed.publish(entry);
                 }
             })),

@@ -501,9 +501,9 @@ impl Feed {
                 Phase::Live(mut following) => {
                     tokio::select! {
                         entry = following.receive.recv() => match entry {
-                            Some(entry) => {
-                                if entry.position >= self.skip_below {
-                                    self.queue.push_back(vote_event(&entry));
+                            Some(vote) => {
+                                if vote.entry.position >= self.skip_below {
+                                    self.queue.push_back(vote.rendered(vote_event));
                                 }
                                 self.phase = Phase::Live(following);
                             }

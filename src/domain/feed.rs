@@ -5,12 +5,28 @@
 //! `try_send`: a reader that falls behind is dropped from the feed, never waited for.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use actix_web::web::Bytes;
 
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use super::history::HistoryEntry;
+
+/// A vote on its way to the readers, shared by all of them: it is rendered for the wire once,
+/// by the first reader that sends it, not once per reader.
+#[derive(Debug)]
+pub struct FeedVote {
+    pub entry: HistoryEntry,
+    rendered: OnceLock<Bytes>,
+}
+
+impl FeedVote {
+    pub fn rendered(&self, render: impl FnOnce(&HistoryEntry) -> Bytes) -> Bytes {
+        self.rendered.get_or_init(|| render(&self.entry)).clone()
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct VoteFeed {
@@ -28,7 +44,7 @@ struct Readers {
 
 #[derive(Debug)]
 struct Reader {
-    send: mpsc::Sender<HistoryEntry>,
+    send: mpsc::Sender<Arc<FeedVote>>,
     overflowed: Arc<AtomicBool>,
     _slot: StreamSlot,
 }
@@ -45,7 +61,7 @@ impl Drop for StreamSlot {
 
 /// What a registered reader holds: its buffer, and whether it was cut off for falling behind.
 pub struct Following {
-    pub receive: mpsc::Receiver<HistoryEntry>,
+    pub receive: mpsc::Receiver<Arc<FeedVote>>,
     pub overflowed: Arc<AtomicBool>,
 }
 
@@ -110,12 +126,19 @@ impl VoteFeed {
     }
 
     /// Sends a durable vote to every reader; a reader whose buffer is full is cut off.
-    pub fn publish(&self, entry: &HistoryEntry) {
+    pub fn publish(&self, entry: HistoryEntry) {
         let mut inner = self.inner.lock();
         inner.published = inner.published.max(entry.position + 1);
+        if inner.readers.is_empty() {
+            return;
+        }
+        let vote = Arc::new(FeedVote {
+            entry,
+            rendered: OnceLock::new(),
+        });
         inner
             .readers
-            .retain(|reader| match reader.send.try_send(entry.clone()) {
+            .retain(|reader| match reader.send.try_send(Arc::clone(&vote)) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     reader.overflowed.store(true, Ordering::Release);
