@@ -141,6 +141,16 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_WORKERS")]
     pub workers: Option<NonZeroUsize>,
 
+    /// Days a vote stays in a bot's vote history (default: every vote is kept).
+    #[arg(long, env = "BOTLIST_VOTE_HISTORY_DAYS",
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub vote_history_days: Option<u32>,
+
+    /// Live vote streams open at once on one bot; one more is answered 429.
+    #[arg(long, env = "BOTLIST_MAX_STREAMS_PER_BOT", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_streams_per_bot: u32,
+
     /// Threads the bot actors are spread over (default: one per core).
     #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
     pub actor_threads: Option<NonZeroUsize>,
@@ -249,6 +259,8 @@ pub struct Settings {
     pub webhook_timeout: Duration,
     /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
     pub cors_origins: Vec<String>,
+    /// Vote history retention and the live vote stream.
+    pub vote_history: crate::api::history::HistorySettings,
 }
 
 impl Settings {
@@ -274,6 +286,13 @@ impl Settings {
             allow_private_webhooks: args.allow_private_webhooks,
             webhook_timeout: Duration::from_secs(5),
             cors_origins: args.cors_origins.clone(),
+            vote_history: crate::api::history::HistorySettings {
+                retention: args
+                    .vote_history_days
+                    .map(|days| chrono::Duration::days(i64::from(days))),
+                max_streams_per_bot: args.max_streams_per_bot as usize,
+                ..Default::default()
+            },
         }
     }
 }

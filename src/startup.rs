@@ -226,6 +226,9 @@ async fn start_actors(
         .map(|_| Arbiter::new())
         .collect();
     let directory = Arc::new(Directory::new(clock.now()));
+    directory
+        .vote_history_retention
+        .set(settings.vote_history.retention);
     let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
     let dispatcher = Dispatcher::new(
         Arc::clone(clock),
@@ -291,6 +294,10 @@ fn serve(
     if let Some(limiter) = &limiter {
         limits::spawn_sweeper(Arc::clone(limiter), loops);
     }
+    let history = Arc::new(crate::api::history::History::new(
+        settings.vote_history.clone(),
+        settings.data_dir.as_deref(),
+    )?);
     let listener = TcpListener::bind(settings.bind)?;
     let address = listener.local_addr()?;
     let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
@@ -314,6 +321,7 @@ fn serve(
         trust_forwarded_for: settings.trust_forwarded_for,
         request_timeout: settings.request_timeout,
         allow_private_webhooks: settings.allow_private_webhooks,
+        history,
     });
     let base_path = settings.base_path.clone();
     // actix-web's HttpServer, but over connections that stop reading a refused body; signals

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use botlist::domain::bot::{BotState, BotView, NewBot, ServerCount};
+use botlist::domain::history::PageQuery;
 use botlist::domain::ids::{BotId, Snowflake};
 use botlist::domain::search::Search;
 use botlist::domain::text::VoterName;
@@ -237,5 +238,64 @@ proptest! {
             offset += search.limit;
         }
         prop_assert_eq!(joined, full, "pages overlap or leave a gap");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// For random votes (refused ones among them), history is exactly the accepted votes: in
+    /// order, numbered from 0; a page walk of any size gives them newest first, each once;
+    /// and a snapshot of the book gives the same history back.
+    #[test]
+    fn history_is_the_list_of_accepted_votes(
+        votes in prop::collection::vec((0u16..300, 0u32..300), 1..800),
+        limit in 1usize..60,
+    ) {
+        let mut book = VoteBook::new(start());
+        let mut now = start();
+        let mut accepted: Vec<(u64, Timestamp)> = Vec::new();
+        for (user, minutes) in votes {
+            now = now.plus(Duration::minutes(minutes.into()));
+            if book.vote(voter(user), now).is_ok() {
+                accepted.push((user.into(), now));
+            }
+        }
+        let all: Vec<(u64, u64, Timestamp)> = book
+            .history
+            .range(0, u64::MAX, usize::MAX)
+            .into_iter()
+            .map(|e| (e.position, e.voter.id.get(), e.voted_at))
+            .collect();
+        let expected: Vec<(u64, u64, Timestamp)> = accepted
+            .iter()
+            .enumerate()
+            .map(|(i, &(user, at))| (i as u64, user, at))
+            .collect();
+        prop_assert_eq!(&all, &expected);
+
+        let mut walked = Vec::new();
+        let mut before = None;
+        loop {
+            let page = book.history.page(&PageQuery { before, limit, ..PageQuery::default() });
+            prop_assert!(page.entries.len() <= limit);
+            walked.extend(page.entries.iter().map(|e| (e.position, e.voter.id.get(), e.voted_at)));
+            if !page.more {
+                break;
+            }
+            before = page.entries.last().map(|e| e.position);
+        }
+        walked.reverse();
+        prop_assert_eq!(&walked, &expected);
+
+        let bytes = rmp_serde::to_vec(&book).expect("encodes");
+        let back: VoteBook = rmp_serde::from_slice(&bytes).expect("decodes");
+        let again: Vec<(u64, u64, Timestamp)> = back
+            .history
+            .range(0, u64::MAX, usize::MAX)
+            .into_iter()
+            .map(|e| (e.position, e.voter.id.get(), e.voted_at))
+            .collect();
+        prop_assert_eq!(again, expected);
     }
 }

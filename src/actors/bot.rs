@@ -13,6 +13,8 @@ use arc_swap::ArcSwap;
 use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
+use crate::domain::feed::{Following, StreamSlot, VoteFeed};
+use crate::domain::history::{HistoryEntry, Page, PageQuery};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
@@ -47,6 +49,8 @@ pub struct BotActor {
     next_attempt_token: u64,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
+    /// The live vote stream's readers, fed once each vote is durable.
+    feed: Arc<VoteFeed>,
 }
 
 impl BotActor {
@@ -58,7 +62,9 @@ impl BotActor {
         journal: Journal,
         dispatcher: Arc<Dispatcher>,
     ) -> Self {
+        let feed = VoteFeed::new(state.votes.history.next_position());
         Self {
+            feed,
             state,
             published,
             directory,
@@ -181,6 +187,13 @@ impl BotActor {
         durable
     }
 
+    /// Forgets history older than the service keeps (`--vote-history-days`).
+    fn prune_history(&mut self, now: Timestamp) {
+        if let Some(horizon) = self.directory.vote_history_retention.horizon(now) {
+            self.state.votes.history.prune_before(horizon);
+        }
+    }
+
     /// A read through the actor sees changes that may still be on their way to disk: it is
     /// answered once they are durable, so nobody learns of a write that is then refused.
     fn when_seen_durable<T: Send + 'static>(
@@ -207,6 +220,7 @@ impl Actor for BotActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+        self.prune_history(self.clock.now());
         // Deliveries queued or in retry before a restart go out again.
         let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
         for delivery in &open {
@@ -232,6 +246,7 @@ impl Handler<RecordVote> for BotActor {
         let user = voter.id;
         let record = Record::Voted { bot, voter, at };
         self.apply(&record);
+        self.prune_history(at);
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
         let delivery = match (&record, &self.state.webhook.url) {
@@ -245,8 +260,19 @@ impl Handler<RecordVote> for BotActor {
             _ => None,
         };
         let checks = Arc::clone(self.state.votes.window.published());
-        let (mut durable, _) =
-            self.commit(record, Some(Box::new(move || checks.publish(user, at))));
+        let history = &self.state.votes.history;
+        let entry = history.get(history.next_position().saturating_sub(1));
+        let feed = Arc::clone(&self.feed);
+        let (mut durable, _) = self.commit(
+            record,
+            Some(Box::new(move || {
+                checks.publish(user, at);
+                // The stream sees the vote at the moment its 201 may be sent, not before.
+                if let Some(entry) = entry {
+                    feed.publish(entry);
+                }
+            })),
+        );
         if let Some(delivery) = delivery {
             // Journaled after the vote: its being durable means the vote is too.
             durable = self.save_delivery(delivery);
@@ -421,6 +447,86 @@ impl Handler<RecentDeliveries> for BotActor {
         self.when_seen_durable(DeliveryLog {
             recent: self.state.deliveries.recent().cloned().collect(),
             given_up_full: self.state.deliveries.given_up_full(),
+        })
+    }
+}
+
+/// A page of the vote history, of durable votes only.
+#[derive(Message)]
+#[rtype(result = "Result<Page, Rejection>")]
+pub struct VoteHistoryPage(pub PageQuery);
+
+impl Handler<VoteHistoryPage> for BotActor {
+    type Result = ResponseFuture<Result<Page, Rejection>>;
+
+    fn handle(
+        &mut self,
+        VoteHistoryPage(mut query): VoteHistoryPage,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        let retention = self
+            .directory
+            .vote_history_retention
+            .horizon(self.clock.now());
+        query.since = query.since.max(retention);
+        self.when_seen_durable(self.state.votes.history.page(&query))
+    }
+}
+
+/// A place for one more vote stream, unless `0` are open already.
+#[derive(Message)]
+#[rtype(result = "Option<StreamSlot>")]
+pub struct OpenStream(pub usize);
+
+impl Handler<OpenStream> for BotActor {
+    type Result = Option<StreamSlot>;
+
+    fn handle(&mut self, OpenStream(max): OpenStream, _: &mut Self::Context) -> Self::Result {
+        self.feed.open(max)
+    }
+}
+
+/// A stream wants votes from position `next` on: it gets history up to what is published,
+/// a page at a time, and once it has read that, it is registered for live votes.
+#[derive(Message)]
+#[rtype(result = "FollowReply")]
+pub struct Follow {
+    pub next: u64,
+    pub slot: StreamSlot,
+    pub buffer: usize,
+    pub page: usize,
+}
+
+pub enum FollowReply {
+    /// Durable votes to send first; then ask again from `next`.
+    Backlog {
+        entries: Vec<HistoryEntry>,
+        next: u64,
+        slot: StreamSlot,
+    },
+    /// Caught up: every later vote comes through here.
+    Live(Following),
+}
+
+impl Handler<Follow> for BotActor {
+    type Result = MessageResult<Follow>;
+
+    fn handle(&mut self, ask: Follow, _: &mut Self::Context) -> Self::Result {
+        MessageResult(match self.feed.follow(ask.next, ask.buffer, ask.slot) {
+            Ok(following) => FollowReply::Live(following),
+            Err((published, slot)) => {
+                let entries = self
+                    .state
+                    .votes
+                    .history
+                    .range(ask.next, published, ask.page);
+                let next = entries.last().map_or(published, |last| last.position + 1);
+                FollowReply::Backlog {
+                    entries,
+                    next,
+                    slot,
+                }
+            }
         })
     }
 }

@@ -57,6 +57,8 @@ pub struct Directory {
     profiles: DashMap<ProfileId, Arc<Profile>>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
+    /// How long vote history is kept (`--vote-history-days`); read by every bot actor.
+    pub vote_history_retention: crate::domain::history::Retention,
 }
 
 impl Directory {
@@ -67,6 +69,7 @@ impl Directory {
             tokens: DashMap::new(),
             profiles: DashMap::new(),
             index: RwLock::new(SearchIndex::new(now.month())),
+            vote_history_retention: Default::default(),
         }
     }
 

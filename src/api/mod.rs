@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod health;
+pub mod history;
 pub mod http;
 pub mod limits;
 pub mod openapi;
@@ -50,6 +51,8 @@ pub struct AppState {
     /// How long a client has to send a body once its headers are in.
     pub request_timeout: std::time::Duration,
     pub allow_private_webhooks: bool,
+    /// Vote history and stream settings, and the key that signs history cursors.
+    pub history: Arc<history::History>,
 }
 
 /// The operational routes, outside the base path.
@@ -62,6 +65,7 @@ pub fn api_routes() -> Vec<Route> {
     let mut all: Vec<Route> = [
         bots::routes(),
         votes::routes(),
+        history::routes(),
         stats::routes(),
         users::routes(),
         admin::routes(),

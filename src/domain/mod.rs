@@ -3,6 +3,8 @@
 //! Nothing here knows about HTTP or actors; a value of these types has passed its validation.
 
 pub mod bot;
+pub mod feed;
+pub mod history;
 pub mod ids;
 pub mod patch;
 pub mod profile;

@@ -22,7 +22,7 @@ pub fn vote_window() -> Duration {
 }
 
 /// Who voted, as the voters list shows them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Voter {
     pub id: Snowflake,
     pub username: VoterName,
@@ -701,6 +701,9 @@ pub struct VoteBook {
     pub window: CheckWindow,
     pub total: u64,
     pub monthly: MonthlyCount,
+    /// Every accepted vote with its time; last, so that snapshots written without it load.
+    #[serde(default)]
+    pub history: super::history::VoteHistory,
 }
 
 impl VoteBook {
@@ -710,6 +713,7 @@ impl VoteBook {
             window: CheckWindow::default(),
             total: 0,
             monthly: MonthlyCount::new(now),
+            history: Default::default(),
         }
     }
 
@@ -723,6 +727,7 @@ impl VoteBook {
         }
         self.window.expire(now);
         self.window.record(voter.id, now);
+        self.history.append(&voter, now);
         self.recent.record(voter, now);
         self.total += 1;
         self.monthly.add_one(now);
@@ -751,7 +756,7 @@ impl VoteBook {
 
     /// Bytes this book holds apart from the shared voters, for the memory figures.
     pub fn heap_bytes(&self) -> usize {
-        self.recent.heap_bytes() + self.window.heap_bytes()
+        self.recent.heap_bytes() + self.window.heap_bytes() + self.history.heap_bytes()
     }
 }
 
@@ -834,8 +839,9 @@ mod tests {
         let first = |book: &VoteBook| Arc::clone(book.recent.iter_shared().next().expect("one").0);
         let shared = first(&books[0]);
         assert!(books.iter().all(|book| Arc::ptr_eq(&first(book), &shared)));
-        // The 50 rings, the pool, and `shared` itself: no other copy exists.
-        assert_eq!(Arc::strong_count(&shared), 52);
+        // The 50 rings, the pool, the history's voter table (its list and its index) and
+        // `shared` itself: no other copy exists.
+        assert_eq!(Arc::strong_count(&shared), 54);
 
         // Read back from a file, the rings share the one copy too.
         let bytes = rmp_serde::to_vec(&books).expect("encodes");

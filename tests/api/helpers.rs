@@ -102,6 +102,7 @@ pub fn test_settings() -> Settings {
         allow_private_webhooks: false,
         webhook_timeout: std::time::Duration::from_secs(5),
         cors_origins: Vec::new(),
+        vote_history: Default::default(),
     }
 }
 

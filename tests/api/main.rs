@@ -7,6 +7,7 @@ mod compat;
 mod docs;
 mod errors;
 mod helpers;
+mod history;
 mod http;
 mod limits;
 mod logs;

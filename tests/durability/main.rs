@@ -2,6 +2,7 @@
 
 mod corruption;
 mod crash;
+mod history;
 mod lifecycle;
 mod ownership;
 mod process;

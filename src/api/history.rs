@@ -1,0 +1,549 @@
+//! `GET /bots/:id/votes/history` and `GET /bots/:id/votes/stream` (and their forms without an
+//! id): every vote with its time, a page at a time, and live as Server-Sent Events.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use serde::Serialize;
+use sha2::Sha256;
+use utoipa::ToSchema;
+
+use super::bots::{own_bot, token_bot};
+use super::error::{ApiError, Code, ErrorBody};
+use super::extract::BotToken;
+use super::limits::RetryAfter;
+use super::routes::Route;
+use super::{reply, AppState};
+use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
+use crate::actors::directory::BotHandle;
+use crate::domain::feed::{Following, StreamSlot};
+use crate::domain::history::{HistoryEntry, PageQuery};
+use crate::domain::ids::{BotId, Snowflake};
+use crate::domain::text::{HttpUrl, VoterName};
+use crate::domain::time::Timestamp;
+
+/// What the history and the stream are set to.
+#[derive(Clone, Debug)]
+pub struct HistorySettings {
+    /// How long a vote stays in history; `None` keeps every vote.
+    pub retention: Option<chrono::Duration>,
+    /// Streams open at once on one bot; one more is answered 429.
+    pub max_streams_per_bot: usize,
+    /// Time between heartbeat comments on an idle stream.
+    pub heartbeat: Duration,
+    /// Votes a stream may have waiting to be sent before it is cut off.
+    pub buffer: usize,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        Self {
+            retention: None,
+            max_streams_per_bot: 5,
+            heartbeat: Duration::from_secs(15),
+            buffer: 1024,
+        }
+    }
+}
+
+/// The settings, and the key that signs cursors.
+pub struct History {
+    pub settings: HistorySettings,
+    key: [u8; 32],
+}
+
+/// The file in the data directory that holds the cursor key, so cursors outlive a restart.
+pub const KEY_FILE: &str = "history-cursor.key";
+
+impl History {
+    /// Reads the cursor key from the data directory, or makes one (and writes it there).
+    /// Without a data directory the key lives as long as the process.
+    pub fn new(settings: HistorySettings, data_dir: Option<&Path>) -> std::io::Result<Self> {
+        let key = match data_dir {
+            Some(dir) => load_or_create_key(dir)?,
+            None => random_key()?,
+        };
+        Ok(Self { settings, key })
+    }
+
+    fn mac(&self, body: &[u8]) -> [u8; 16] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any length");
+        mac.update(body);
+        let mut out = [0; 16];
+        out.copy_from_slice(&mac.finalize().into_bytes()[..16]);
+        out
+    }
+
+    /// A cursor: the bot, the position of the last vote shown, and a MAC over both.
+    fn cursor(&self, bot: BotId, position: u64) -> String {
+        let mut bytes = Vec::with_capacity(40);
+        bytes.extend_from_slice(&bot.as_u128().to_be_bytes());
+        bytes.extend_from_slice(&position.to_be_bytes());
+        let mac = self.mac(&bytes);
+        bytes.extend_from_slice(&mac);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// The position a cursor stands at, if this service made it for this bot.
+    fn read_cursor(&self, bot: BotId, cursor: &str) -> Result<u64, ApiError> {
+        let refused = || {
+            Code::BadRequest.with(
+                "`cursor` is not a cursor this service gave for this bot's history; \
+                 use the `next` of the previous page"
+                    .into(),
+            )
+        };
+        let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| refused())?;
+        if bytes.len() != 40 {
+            return Err(refused());
+        }
+        let (body, mac) = bytes.split_at(24);
+        let expected = self.mac(body);
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&expected[..], mac)) {
+            return Err(refused());
+        }
+        if body[..16] != bot.as_u128().to_be_bytes() {
+            return Err(refused());
+        }
+        let mut position = [0; 8];
+        position.copy_from_slice(&body[16..]);
+        Ok(u64::from_be_bytes(position))
+    }
+}
+
+fn random_key() -> std::io::Result<[u8; 32]> {
+    let mut key = [0; 32];
+    getrandom::fill(&mut key).map_err(std::io::Error::other)?;
+    Ok(key)
+}
+
+fn load_or_create_key(dir: &Path) -> std::io::Result<[u8; 32]> {
+    let path = dir.join(KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) if bytes.len() == 32 => {
+            let mut key = [0; 32];
+            key.copy_from_slice(&bytes);
+            return Ok(key);
+        }
+        Ok(_) => tracing::warn!(
+            "{} is not a 32-byte key; a new one is made, and history cursors given before are refused",
+            path.display()
+        ),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
+    let key = random_key()?;
+    let temp = dir.join(format!("{KEY_FILE}.tmp"));
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(&key)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temp, &path)?;
+    if let Ok(dir) = std::fs::File::open(dir) {
+        // The rename is durable once the directory is; a failure here only risks a new key.
+        let _ = dir.sync_all();
+    }
+    Ok(key)
+}
+
+/// One vote, as history and the stream show it.
+#[derive(Serialize, ToSchema)]
+pub struct VoteEntry<'a> {
+    /// The voter's platform snowflake
+    #[schema(value_type = Snowflake)]
+    pub id: Snowflake,
+    #[schema(value_type = crate::domain::text::PlatformUsername)]
+    pub username: &'a VoterName,
+    /// null when the user has no custom avatar
+    #[schema(value_type = Option<HttpUrl>, required = true)]
+    pub avatar: Option<&'a HttpUrl>,
+    /// When the vote was taken
+    #[schema(value_type = String, format = DateTime)]
+    pub voted_at: Timestamp,
+    /// voted_at + 12 hours: when the user may vote again and check stops counting the vote
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: Timestamp,
+}
+
+impl<'a> From<&'a HistoryEntry> for VoteEntry<'a> {
+    fn from(entry: &'a HistoryEntry) -> Self {
+        Self {
+            id: entry.voter.id,
+            username: &entry.voter.username,
+            avatar: entry.voter.avatar.as_ref(),
+            voted_at: entry.voted_at,
+            expires_at: entry.expires_at(),
+        }
+    }
+}
+
+/// A page of the vote history.
+#[derive(Serialize, ToSchema)]
+pub struct VoteHistoryPage<'a> {
+    /// Newest first
+    pub results: Vec<VoteEntry<'a>>,
+    /// Pass as `cursor` for the next (older) page; null on the last page
+    #[schema(required = true)]
+    pub next: Option<String>,
+}
+
+/// Every vote the bot accepted, newest first (its own token).
+/// The history and stream routes: for a bot by id, and for the token's own bot.
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::new(__path_history, history),
+        Route::new(__path_own_history, own_history),
+        Route::new(__path_stream, stream),
+        Route::new(__path_own_stream, own_stream),
+    ]
+}
+
+#[utoipa::path(
+    get, path = "/bots/{id}/votes/history", tag = "votes",
+    params(
+        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Votes per page, 1 to 1000; default 100"),
+        ("cursor" = Option<String>, Query, description = "The `next` of the previous page; opaque"),
+        ("since" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes at or after this instant"),
+        ("until" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes before this instant"),
+    ),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "A page of votes, newest first", body = VoteHistoryPage),
+        (status = 400, description = "`bad_request`: a parameter out of range, given twice, or a cursor this service did not give for this bot", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
+    )
+)]
+pub async fn history(
+    token: BotToken,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let bot = own_bot(&state, token.0, &id)?;
+    history_page(&bot, &state, request.query_string()).await
+}
+
+/// The token's bot's vote history, newest first.
+#[utoipa::path(
+    get, path = "/bots/votes/history", tag = "votes",
+    params(
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Votes per page, 1 to 1000; default 100"),
+        ("cursor" = Option<String>, Query, description = "The `next` of the previous page; opaque"),
+        ("since" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes at or after this instant"),
+        ("until" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes before this instant"),
+    ),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "A page of the token's bot's votes, newest first", body = VoteHistoryPage),
+        (status = 400, description = "`bad_request`: a parameter out of range, given twice, or a cursor this service did not give for this bot", body = ErrorBody),
+    )
+)]
+pub async fn own_history(
+    token: BotToken,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let bot = token_bot(&state, token.0)?;
+    history_page(&bot, &state, request.query_string()).await
+}
+
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+async fn history_page(
+    bot: &BotHandle,
+    state: &AppState,
+    query_string: &str,
+) -> Result<HttpResponse, ApiError> {
+    let history = &state.history;
+    let mut limit = None;
+    let mut cursor = None;
+    let mut since = None;
+    let mut until = None;
+    let pairs =
+        crate::domain::query::pairs(query_string).map_err(|e| Code::BadRequest.with(e.0))?;
+    for (name, value) in pairs {
+        let slot = match name.as_str() {
+            "limit" => &mut limit,
+            "cursor" => &mut cursor,
+            "since" => &mut since,
+            "until" => &mut until,
+            _ => continue,
+        };
+        if slot.is_some() {
+            return Err(Code::BadRequest.with(format!("`{name}` is given more than once")));
+        }
+        // An empty value is the same as leaving the parameter out.
+        *slot = Some(value).filter(|v| !v.is_empty());
+    }
+    let limit = match limit {
+        None => DEFAULT_LIMIT,
+        Some(raw) => raw
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                Code::BadRequest.with(format!(
+                    "`limit` must be a whole number from 1 to {MAX_LIMIT}, got `{raw}`"
+                ))
+            })?,
+    };
+    let before = cursor
+        .map(|c| history.read_cursor(bot.id, &c))
+        .transpose()?;
+    let since = since.map(|s| instant("since", &s)).transpose()?;
+    let until = until.map(|s| instant("until", &s)).transpose()?;
+    let page = bot
+        .ask(ReadPage(PageQuery {
+            before,
+            since,
+            until,
+            limit,
+        }))
+        .await??;
+    let next = page
+        .more
+        .then(|| page.entries.last())
+        .flatten()
+        .map(|last| history.cursor(bot.id, last.position));
+    Ok(reply::ok(&VoteHistoryPage {
+        results: page.entries.iter().map(VoteEntry::from).collect(),
+        next,
+    }))
+}
+
+fn instant(name: &str, raw: &str) -> Result<Timestamp, ApiError> {
+    chrono::DateTime::parse_from_rfc3339(raw)
+        .map(|at| Timestamp::from_datetime(at.with_timezone(&chrono::Utc)))
+        .map_err(|_| {
+            Code::BadRequest.with(format!(
+                "`{name}` must be an RFC 3339 date and time like 2026-11-23T04:00:00Z, got `{raw}`"
+            ))
+        })
+}
+
+/// The bot's votes as Server-Sent Events, as they are accepted (its own token).
+///
+/// Each accepted vote is one `vote` event whose `id` is the vote's position in the bot's
+/// history and whose `data` is the history entry. A comment line is sent every 15 s when no
+/// vote is. Reconnect with `Last-Event-ID` to get every vote after that id from history first,
+/// then live ones. A reader too slow for the votes is sent an `overflow` event and the stream
+/// ends; it reconnects with its last id. Past the bot's limit of open streams (5 unless the
+/// operator sets `--max-streams-per-bot`) the answer is 429 with `Retry-After`, as for a rate limit.
+#[utoipa::path(
+    get, path = "/bots/{id}/votes/stream", tag = "votes",
+    params(
+        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the votes after it. Without it, the stream starts with the next vote"),
+    ),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "A `text/event-stream` of `vote` events (data: a history entry) and, last, possibly one `overflow` event", content_type = "text/event-stream", body = VoteEntry),
+        (status = 400, description = "`bad_request`: Last-Event-ID is not a vote id", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
+    )
+)]
+pub async fn stream(
+    token: BotToken,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let bot = own_bot(&state, token.0, &id)?;
+    open_stream(bot, &state, &request).await
+}
+
+/// The token's bot's votes as Server-Sent Events.
+#[utoipa::path(
+    get, path = "/bots/votes/stream", tag = "votes",
+    params(
+        ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the votes after it"),
+    ),
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "A `text/event-stream` of the token's bot's `vote` events", content_type = "text/event-stream", body = VoteEntry),
+        (status = 400, description = "`bad_request`: Last-Event-ID is not a vote id", body = ErrorBody),
+    )
+)]
+pub async fn own_stream(
+    token: BotToken,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let bot = token_bot(&state, token.0)?;
+    open_stream(bot, &state, &request).await
+}
+
+/// Seconds a client refused for too many streams is told to wait.
+const STREAM_RETRY_AFTER: u64 = 5;
+
+async fn open_stream(
+    bot: Arc<BotHandle>,
+    state: &AppState,
+    request: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let last = match request.headers().get("last-event-id") {
+        None => None,
+        Some(value) => {
+            let text = value.to_str().unwrap_or("").trim();
+            if text.is_empty() {
+                None
+            } else {
+                Some(text.parse::<u64>().map_err(|_| {
+                    Code::BadRequest.with(format!(
+                        "Last-Event-ID must be the id of a vote event (a whole number), got `{}`",
+                        text.chars().take(40).collect::<String>()
+                    ))
+                })?)
+            }
+        }
+    };
+    let settings = &state.history.settings;
+    let Some(slot) = bot.ask(OpenStream(settings.max_streams_per_bot)).await? else {
+        let mut response = reply::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            &RetryAfter {
+                retry_after: STREAM_RETRY_AFTER,
+            },
+        );
+        response.headers_mut().insert(
+            actix_web::http::header::RETRY_AFTER,
+            STREAM_RETRY_AFTER.into(),
+        );
+        return Ok(response);
+    };
+    let (next, skip_below) = match last {
+        Some(id) => (id.saturating_add(1), id.saturating_add(1)),
+        // From the next vote on: registered at once, nothing skipped.
+        None => (u64::MAX, 0),
+    };
+    let heartbeat = settings.heartbeat.max(Duration::from_millis(10));
+    let feed = Feed {
+        bot,
+        next,
+        skip_below,
+        buffer: settings.buffer,
+        phase: Phase::CatchUp(slot),
+        heartbeat: tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat),
+        queue: VecDeque::from([Bytes::from_static(b": votes stream open\n\n")]),
+    };
+    let body = futures_util::stream::unfold(feed, |mut feed| async move {
+        let chunk = feed.next_chunk().await?;
+        Some((Ok::<_, std::convert::Infallible>(chunk), feed))
+    });
+    Ok(HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("text/event-stream")))
+        .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        // Not compressed: a compressor holds back what it has until it has enough.
+        .insert_header((CONTENT_ENCODING, HeaderValue::from_static("identity")))
+        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")))
+        .streaming(body))
+}
+
+/// Votes of history sent per ask while a stream catches up.
+const BACKLOG_PAGE: usize = 256;
+
+enum Phase {
+    CatchUp(StreamSlot),
+    Live(Following),
+    Done,
+}
+
+/// One stream's state: where it is in the bot's history and what it has yet to send.
+struct Feed {
+    bot: Arc<BotHandle>,
+    /// The next position to read from history.
+    next: u64,
+    /// Live votes below this position were sent already (or the client had them).
+    skip_below: u64,
+    buffer: usize,
+    phase: Phase,
+    heartbeat: tokio::time::Interval,
+    queue: VecDeque<Bytes>,
+}
+
+impl Feed {
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(chunk) = self.queue.pop_front() {
+                return Some(chunk);
+            }
+            match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Done => return None,
+                Phase::CatchUp(slot) => {
+                    let ask = Follow {
+                        next: self.next,
+                        slot,
+                        buffer: self.buffer,
+                        page: BACKLOG_PAGE,
+                    };
+                    // A bot delisted meanwhile ends the stream.
+                    match self.bot.addr.send(ask).await.ok()? {
+                        FollowReply::Backlog {
+                            entries,
+                            next,
+                            slot,
+                        } => {
+                            for entry in &entries {
+                                self.queue.push_back(vote_event(entry));
+                            }
+                            self.next = next;
+                            self.skip_below = self.skip_below.max(next);
+                            self.phase = Phase::CatchUp(slot);
+                        }
+                        FollowReply::Live(following) => self.phase = Phase::Live(following),
+                    }
+                }
+                Phase::Live(mut following) => {
+                    tokio::select! {
+                        entry = following.receive.recv() => match entry {
+                            Some(vote) => {
+                                if vote.entry.position >= self.skip_below {
+                                    self.queue.push_back(vote.rendered(vote_event));
+                                }
+                                self.phase = Phase::Live(following);
+                            }
+                            None => {
+                                if following.overflowed.load(Ordering::Acquire) {
+                                    self.queue.push_back(overflow_event());
+                                }
+                            }
+                        },
+                        _ = self.heartbeat.tick() => {
+                            self.queue.push_back(Bytes::from_static(b": heartbeat\n\n"));
+                            self.phase = Phase::Live(following);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn vote_event(entry: &HistoryEntry) -> Bytes {
+    let data = serde_json::to_string(&VoteEntry::from(entry)).unwrap_or_default();
+    Bytes::from(format!(
+        "id: {}\nevent: vote\ndata: {data}\n\n",
+        entry.position
+    ))
+}
+
+fn overflow_event() -> Bytes {
+    Bytes::from_static(
+        b"event: overflow\ndata: {\"message\":\"this stream fell too far behind the votes and is closed; reconnect with Last-Event-ID set to the last id received\"}\n\n",
+    )
+}

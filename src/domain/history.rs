@@ -1,0 +1,417 @@
+//! A bot's vote history: every vote it accepted, with its time, numbered from 0.
+//!
+//! A stored vote is 12 bytes: the voter's index in the process-wide [`VoterTable`] and the
+//! vote's time in milliseconds. The voter's name and avatar are held once for the whole
+//! process, however many votes and bots they appear in. Positions are absolute: pruning old
+//! votes (retention) never renumbers the ones kept, so cursors and `Last-Event-ID`s stay valid.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use chrono::Duration;
+use dashmap::DashMap;
+use parking_lot::RwLock;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::time::Timestamp;
+use super::votes::{vote_window, Voter, VoterPool};
+
+/// Every voter any history holds, each with a number a stored vote refers to by.
+///
+/// Append-only: a voter whose every vote was pruned stays until the process restarts (a
+/// snapshot stores only the voters its histories refer to).
+pub struct VoterTable {
+    voters: RwLock<Vec<Arc<Voter>>>,
+    /// By name and avatar: a voter renamed and renamed back is one entry, as a file reads it.
+    numbers: DashMap<Arc<Voter>, u32, FxBuildHasher>,
+}
+
+impl VoterTable {
+    pub fn global() -> &'static VoterTable {
+        static TABLE: OnceLock<VoterTable> = OnceLock::new();
+        TABLE.get_or_init(|| VoterTable {
+            voters: RwLock::new(Vec::new()),
+            numbers: DashMap::with_hasher(FxBuildHasher),
+        })
+    }
+
+    /// The number of this voter (with this name and avatar), given one if new.
+    pub fn number(&self, voter: &Voter) -> u32 {
+        if let Some(number) = self.numbers.get(voter) {
+            return *number;
+        }
+        self.number_of_shared(VoterPool::global().intern(voter.clone()))
+    }
+
+    fn number_of_shared(&self, shared: Arc<Voter>) -> u32 {
+        if let Some(number) = self.numbers.get(&shared) {
+            return *number;
+        }
+        // The entry lock orders two threads numbering the same voter at once.
+        *self.numbers.entry(Arc::clone(&shared)).or_insert_with(|| {
+            let mut voters = self.voters.write();
+            let number = u32::try_from(voters.len()).unwrap_or(u32::MAX);
+            voters.push(shared);
+            number
+        })
+    }
+
+    pub fn get(&self, number: u32) -> Option<Arc<Voter>> {
+        self.voters.read().get(number as usize).cloned()
+    }
+
+    /// Voters the table holds.
+    pub fn len(&self) -> usize {
+        self.voters.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One stored vote: 12 bytes, 4-aligned (an `i64` field would pad it to 16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stored {
+    voter: u32,
+    at_low: u32,
+    at_high: i32,
+}
+
+impl Stored {
+    fn new(voter: u32, at: Timestamp) -> Self {
+        let millis = at.millis();
+        Self {
+            voter,
+            at_low: millis as u32,
+            at_high: (millis >> 32) as i32,
+        }
+    }
+
+    fn at(self) -> Timestamp {
+        Timestamp::from_millis((i64::from(self.at_high) << 32) | i64::from(self.at_low))
+    }
+}
+
+/// A vote as history shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// The vote's place in the bot's history: 0 for its first vote ever.
+    pub position: u64,
+    pub voter: Arc<Voter>,
+    pub voted_at: Timestamp,
+}
+
+impl HistoryEntry {
+    pub fn expires_at(&self) -> Timestamp {
+        self.voted_at.plus(vote_window())
+    }
+}
+
+/// What a page asks for: votes before `before` (a position), at or after `since`, before
+/// `until`, newest first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PageQuery {
+    pub before: Option<u64>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub limit: usize,
+}
+
+/// A page, and whether older votes match past it.
+#[derive(Clone, Debug, Default)]
+pub struct Page {
+    pub entries: Vec<HistoryEntry>,
+    pub more: bool,
+}
+
+/// Every vote the bot accepted, oldest first.
+#[derive(Clone, Debug, Default)]
+pub struct VoteHistory {
+    /// Position of the oldest vote kept.
+    first: u64,
+    votes: VecDeque<Stored>,
+}
+
+impl VoteHistory {
+    /// The position the next vote gets.
+    pub fn next_position(&self) -> u64 {
+        self.first + self.votes.len() as u64
+    }
+
+    /// Position of the oldest vote kept.
+    pub fn first_position(&self) -> u64 {
+        self.first
+    }
+
+    pub fn len(&self) -> usize {
+        self.votes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.votes.is_empty()
+    }
+
+    /// Adds a vote; returns its position.
+    pub fn append(&mut self, voter: &Voter, at: Timestamp) -> u64 {
+        let number = VoterTable::global().number(voter);
+        // Grows by a quarter, not double: a stored vote costs at most 15 bytes with the slack.
+        if self.votes.len() == self.votes.capacity() {
+            self.votes.reserve_exact((self.votes.len() / 4).max(4));
+        }
+        self.votes.push_back(Stored::new(number, at));
+        self.next_position() - 1
+    }
+
+    /// Forgets votes older than `horizon`. Positions of the votes kept do not change.
+    pub fn prune_before(&mut self, horizon: Timestamp) -> usize {
+        let mut pruned = 0;
+        while self.votes.front().is_some_and(|v| v.at() < horizon) {
+            self.votes.pop_front();
+            self.first += 1;
+            pruned += 1;
+        }
+        if pruned > 0 && self.votes.capacity() > 64 && self.votes.len() < self.votes.capacity() / 2
+        {
+            self.votes
+                .shrink_to(self.votes.len() + self.votes.len() / 4);
+        }
+        pruned
+    }
+
+    /// The vote at `position`, if kept.
+    pub fn get(&self, position: u64) -> Option<HistoryEntry> {
+        let index = usize::try_from(position.checked_sub(self.first)?).ok()?;
+        self.entry(index)
+    }
+
+    fn entry(&self, index: usize) -> Option<HistoryEntry> {
+        let stored = *self.votes.get(index)?;
+        Some(HistoryEntry {
+            position: self.first + index as u64,
+            voter: VoterTable::global().get(stored.voter)?,
+            voted_at: stored.at(),
+        })
+    }
+
+    /// Votes from `from` (a position) on, oldest first, at most `limit`; stops before `to`.
+    pub fn range(&self, from: u64, to: u64, limit: usize) -> Vec<HistoryEntry> {
+        let start = from.max(self.first);
+        let end = to.min(self.next_position());
+        (start..end)
+            .take(limit)
+            .filter_map(|position| self.get(position))
+            .collect()
+    }
+
+    /// A page, newest first. Times are in vote order unless the clock stepped back; bounds
+    /// are found by binary search on that order.
+    pub fn page(&self, query: &PageQuery) -> Page {
+        let len = self.votes.len();
+        let mut end = len;
+        if let Some(before) = query.before {
+            end = end.min(before.saturating_sub(self.first).min(len as u64) as usize);
+        }
+        if let Some(until) = query.until {
+            end = end.min(self.votes.partition_point(|v| v.at() < until));
+        }
+        let start = query
+            .since
+            .map_or(0, |since| self.votes.partition_point(|v| v.at() < since))
+            .min(end);
+        let take = query.limit.min(end - start);
+        let entries: Vec<HistoryEntry> = (end - take..end)
+            .rev()
+            .filter_map(|index| self.entry(index))
+            .collect();
+        Page {
+            entries,
+            more: end - take > start,
+        }
+    }
+
+    /// Bytes this history holds apart from the shared voters, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.votes.capacity() * std::mem::size_of::<Stored>()
+    }
+
+    /// Bytes one stored vote takes, without slack.
+    pub const fn bytes_per_vote() -> usize {
+        std::mem::size_of::<Stored>()
+    }
+}
+
+/// In files: the voters the history refers to, once each, and each vote as (voter, millis).
+#[derive(Serialize, Deserialize)]
+struct StoredHistory<V> {
+    first: u64,
+    voters: Vec<V>,
+    votes: Vec<(u32, i64)>,
+}
+
+impl Serialize for VoteHistory {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let table = VoterTable::global();
+        let mut local: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut voters: Vec<Arc<Voter>> = Vec::new();
+        let mut votes = Vec::with_capacity(self.votes.len());
+        for stored in &self.votes {
+            let number = match local.get(&stored.voter) {
+                Some(&number) => number,
+                None => {
+                    let voter = table
+                        .get(stored.voter)
+                        .ok_or_else(|| serde::ser::Error::custom("a vote of an unknown voter"))?;
+                    let number = voters.len() as u32;
+                    voters.push(voter);
+                    local.insert(stored.voter, number);
+                    number
+                }
+            };
+            votes.push((number, stored.at().millis()));
+        }
+        let voters: Vec<&Voter> = voters.iter().map(|v| &**v).collect();
+        StoredHistory {
+            first: self.first,
+            voters,
+            votes,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for VoteHistory {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let stored = StoredHistory::<Voter>::deserialize(deserializer)?;
+        let table = VoterTable::global();
+        let numbers: Vec<u32> = stored.voters.iter().map(|v| table.number(v)).collect();
+        let mut votes = VecDeque::with_capacity(stored.votes.len());
+        for (voter, at) in stored.votes {
+            let number = numbers
+                .get(voter as usize)
+                .ok_or_else(|| D::Error::custom("a vote refers to a voter not stored"))?;
+            votes.push_back(Stored::new(*number, Timestamp::from_millis(at)));
+        }
+        Ok(Self {
+            first: stored.first,
+            votes,
+        })
+    }
+}
+
+/// How long history keeps a vote; shared by the bot actors of one service.
+#[derive(Debug, Default)]
+pub struct Retention {
+    /// Milliseconds; 0 keeps everything.
+    millis: AtomicI64,
+}
+
+impl Retention {
+    pub fn set(&self, keep: Option<Duration>) {
+        let millis = keep.map_or(0, |d| d.num_milliseconds().max(1));
+        self.millis.store(millis, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> Option<Duration> {
+        match self.millis.load(Ordering::Relaxed) {
+            0 => None,
+            millis => Some(Duration::milliseconds(millis)),
+        }
+    }
+
+    /// The oldest time kept at `now`, if votes expire at all.
+    pub fn horizon(&self, now: Timestamp) -> Option<Timestamp> {
+        self.get().map(|keep| now.minus(keep))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::Snowflake;
+    use crate::domain::text::VoterName;
+
+    fn voter(id: u64) -> Voter {
+        Voter {
+            id: Snowflake::from_u64(id),
+            username: VoterName::parse(format!("h{id}")).expect("valid"),
+            avatar: None,
+        }
+    }
+
+    fn t(minutes: i64) -> Timestamp {
+        Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(minutes))
+    }
+
+    fn positions(page: &Page) -> Vec<u64> {
+        page.entries.iter().map(|e| e.position).collect()
+    }
+
+    #[test]
+    fn a_stored_vote_is_twelve_bytes() {
+        assert_eq!(VoteHistory::bytes_per_vote(), 12);
+        let at = Timestamp::from_millis(-5);
+        assert_eq!(Stored::new(1, at).at(), at);
+        let at = t(123_456);
+        assert_eq!(Stored::new(1, at).at(), at);
+    }
+
+    #[test]
+    fn pages_go_newest_first_and_bounds_hold() {
+        let mut history = VoteHistory::default();
+        for i in 0..10 {
+            history.append(&voter(i), t(i as i64));
+        }
+        let page = history.page(&PageQuery {
+            limit: 3,
+            ..PageQuery::default()
+        });
+        assert_eq!(positions(&page), [9, 8, 7]);
+        assert!(page.more);
+        let page = history.page(&PageQuery {
+            before: Some(7),
+            limit: 100,
+            since: Some(t(2)),
+            until: Some(t(6)),
+        });
+        assert_eq!(positions(&page), [5, 4, 3, 2]);
+        assert!(!page.more);
+        assert_eq!(page.entries[0].voter.username.as_str(), "h5");
+        assert_eq!(page.entries[0].voted_at, t(5));
+    }
+
+    #[test]
+    fn pruning_keeps_positions() {
+        let mut history = VoteHistory::default();
+        for i in 0..10 {
+            history.append(&voter(i), t(i as i64));
+        }
+        assert_eq!(history.prune_before(t(4)), 4);
+        assert_eq!(history.first_position(), 4);
+        assert_eq!(history.get(5).map(|e| e.voted_at), Some(t(5)));
+        assert_eq!(history.get(3), None);
+        let page = history.page(&PageQuery {
+            before: Some(6),
+            limit: 10,
+            ..PageQuery::default()
+        });
+        assert_eq!(positions(&page), [5, 4]);
+        assert_eq!(history.append(&voter(1), t(20)), 10);
+    }
+
+    #[test]
+    fn a_history_survives_a_file() {
+        let mut history = VoteHistory::default();
+        for i in 0..5 {
+            history.append(&voter(i % 2), t(i as i64));
+        }
+        history.prune_before(t(1));
+        let bytes = rmp_serde::to_vec(&history).expect("encodes");
+        let back: VoteHistory = rmp_serde::from_slice(&bytes).expect("decodes");
+        assert_eq!(back.first_position(), 1);
+        assert_eq!(back.range(0, 100, 100), history.range(0, 100, 100));
+    }
+}

@@ -1,0 +1,619 @@
+//! `GET /bots/:id/votes/history` and `GET /bots/:id/votes/stream`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app_with, test_settings, TestApp, TestBot};
+
+async fn app() -> TestApp {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.heartbeat = Duration::from_millis(100);
+    settings.vote_history.max_streams_per_bot = 2;
+    spawn_app_with(settings).await
+}
+
+async fn page(app: &TestApp, bot: &TestBot, query: &str) -> Value {
+    let response = app
+        .get_with(
+            &format!("/bots/{}/votes/history{query}", bot.id),
+            &bot.token,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK, "{query}");
+    response.json().await.expect("json")
+}
+
+fn users(page: &Value) -> Vec<u64> {
+    page["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|e| {
+            e["id"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .expect("an id")
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn history_is_every_vote_newest_first_with_its_times() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.vote_ok(&bot.id, 1).await;
+    app.clock.advance(chrono::Duration::minutes(1));
+    app.vote_ok(&bot.id, 2).await;
+    app.clock.advance(chrono::Duration::hours(12));
+    app.vote_ok(&bot.id, 1).await;
+
+    let body = page(&app, &bot, "").await;
+    assert_eq!(
+        body,
+        json!({
+            "results": [
+                { "id": "1", "username": "user1", "avatar": null,
+                  "voted_at": "2026-11-16T00:01:00.000Z", "expires_at": "2026-11-16T12:01:00.000Z" },
+                { "id": "2", "username": "user2", "avatar": null,
+                  "voted_at": "2026-11-15T12:01:00.000Z", "expires_at": "2026-11-16T00:01:00.000Z" },
+                { "id": "1", "username": "user1", "avatar": null,
+                  "voted_at": "2026-11-15T12:00:00.000Z", "expires_at": "2026-11-16T00:00:00.000Z" },
+            ],
+            "next": null,
+        })
+    );
+    let classic: Value = app
+        .get_with("/bots/votes/history", &bot.token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(classic, body, "the classic route shows the token's bot");
+}
+
+#[actix_web::test]
+async fn a_page_walk_while_votes_arrive_never_repeats_or_skips() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    for user in 1..=120 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    let writer = {
+        let client = app.client.clone();
+        let url = format!("{}/admin/bots/{}/votes", app.base, bot.id);
+        actix_web::rt::spawn(async move {
+            for user in 1000..1100u64 {
+                let response = client
+                    .post(&url)
+                    .header("Authorization", crate::helpers::ADMIN)
+                    .json(
+                        &json!({ "user_id": user.to_string(), "username": format!("user{user}") }),
+                    )
+                    .send()
+                    .await
+                    .expect("sent");
+                assert_eq!(response.status(), StatusCode::CREATED);
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    let mut query = "?limit=7".to_owned();
+    loop {
+        let body = page(&app, &bot, &query).await;
+        seen.extend(users(&body));
+        match body["next"].as_str() {
+            Some(cursor) => query = format!("?limit=7&cursor={cursor}"),
+            None => break,
+        }
+        actix_web::rt::task::yield_now().await;
+    }
+    writer.await.expect("the writer finished");
+    let top = seen[0];
+    let expected: Vec<u64> = if top >= 1000 {
+        (1000..=top).rev().chain((1..=120).rev()).collect()
+    } else {
+        (1..=120).rev().collect()
+    };
+    assert_eq!(seen, expected, "each vote once, in order, none skipped");
+    let all = users(&page(&app, &bot, "?limit=1000").await);
+    assert_eq!(all.len(), 220);
+}
+
+#[actix_web::test]
+async fn since_and_until_bound_the_history() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    for user in 1..=6 {
+        app.vote_ok(&bot.id, user).await;
+        app.clock.advance(chrono::Duration::hours(1));
+    }
+    // Votes at 12:00 (user 1) .. 17:00 (user 6).
+    let body = page(
+        &app,
+        &bot,
+        "?since=2026-11-15T13:00:00Z&until=2026-11-15T16:00:00%2B00:00",
+    )
+    .await;
+    assert_eq!(users(&body), [4, 3, 2], "since inclusive, until exclusive");
+    let body = page(&app, &bot, "?since=2026-11-15T14:30:00Z&limit=2").await;
+    assert_eq!(users(&body), [6, 5]);
+    let cursor = body["next"].as_str().expect("one more");
+    let body = page(
+        &app,
+        &bot,
+        &format!("?since=2026-11-15T14:30:00Z&limit=2&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(users(&body), [4]);
+    assert_eq!(body["next"], Value::Null);
+    for bad in [
+        "?since=yesterday",
+        "?until=2026-11-15",
+        "?limit=0",
+        "?limit=1001",
+        "?limit=ten",
+        "?limit=1&limit=2",
+    ] {
+        let response = app
+            .get_with(&format!("/bots/{}/votes/history{bad}", bot.id), &bot.token)
+            .await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(
+            message.contains("since") || message.contains("until") || message.contains("limit"),
+            "{bad}: {message}"
+        );
+    }
+    assert_eq!(users(&page(&app, &bot, "?limit=&since=").await).len(), 6);
+}
+
+#[actix_web::test]
+async fn a_forged_or_foreign_cursor_is_refused() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let other = app.create_bot(43, json!({})).await;
+    for user in 1..=3 {
+        app.vote_ok(&bot.id, user).await;
+        app.vote_ok(&other.id, user).await;
+    }
+    let body = page(&app, &bot, "?limit=1").await;
+    let cursor = body["next"].as_str().expect("a cursor").to_owned();
+    assert_eq!(
+        users(&page(&app, &bot, &format!("?limit=1&cursor={cursor}")).await),
+        [2]
+    );
+    let mut forged: Vec<char> = cursor.chars().collect();
+    // A different position, keeping the MAC: the 22nd character is in the position bytes.
+    forged[21] = if forged[21] == 'A' { 'B' } else { 'A' };
+    let forged: String = forged.into_iter().collect();
+    let foreign = page(&app, &other, "?limit=1").await["next"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    for bad in [
+        forged.as_str(),
+        foreign.as_str(),
+        "abc",
+        "!!",
+        &cursor[..30],
+    ] {
+        let response = app
+            .get_with(
+                &format!("/bots/{}/votes/history?cursor={bad}", bot.id),
+                &bot.token,
+            )
+            .await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("cursor"), "{message}");
+    }
+}
+
+#[actix_web::test]
+async fn history_keeps_votes_for_the_configured_days() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.retention = Some(chrono::Duration::days(2));
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.vote_ok(&bot.id, 1).await;
+    app.clock.advance(chrono::Duration::days(1));
+    app.vote_ok(&bot.id, 2).await;
+    assert_eq!(users(&page(&app, &bot, "").await), [2, 1]);
+    app.clock
+        .advance(chrono::Duration::days(1) + chrono::Duration::minutes(1));
+    assert_eq!(
+        users(&page(&app, &bot, "").await),
+        [2],
+        "the vote of two days ago is gone, with no vote since"
+    );
+    app.clock.advance(chrono::Duration::days(1));
+    app.vote_ok(&bot.id, 3).await;
+    assert_eq!(users(&page(&app, &bot, "").await), [3]);
+}
+
+#[actix_web::test]
+async fn history_and_stream_are_the_bots_own() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let other = app.create_bot(43, json!({})).await;
+    for route in ["history", "stream"] {
+        let path = format!("/bots/{}/votes/{route}", bot.id);
+        assert_error(
+            app.get(&path).await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+        assert_error(
+            app.get_with(&path, "not-a-token").await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+        assert_error(
+            app.get_with(&format!("/bots/999/votes/{route}"), &bot.token)
+                .await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        )
+        .await;
+        assert_error(
+            app.get_with(&path, &other.token).await,
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        )
+        .await;
+        assert_error(
+            app.get(&format!("/bots/votes/{route}")).await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        )
+        .await;
+    }
+}
+
+/// A Server-Sent Events reader over a real response.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Event {
+    id: Option<String>,
+    event: Option<String>,
+    data: String,
+    comment: bool,
+}
+
+impl Events {
+    async fn open(app: &TestApp, path: &str, token: &str, last: Option<u64>) -> reqwest::Response {
+        let mut request = app
+            .client
+            .get(format!("{}{path}", app.base))
+            .header("Authorization", token);
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last.to_string());
+        }
+        request.send().await.expect("sent")
+    }
+
+    async fn start(app: &TestApp, bot: &TestBot, last: Option<u64>) -> Events {
+        let response = Self::open(
+            app,
+            &format!("/bots/{}/votes/stream", bot.id),
+            &bot.token,
+            last,
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()["content-type"].to_str().ok(),
+            Some("text/event-stream")
+        );
+        Events {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event or comment; `None` when the stream ended.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = Event::default();
+                for line in block.lines() {
+                    if line.starts_with(':') {
+                        event.comment = true;
+                    } else if let Some((field, value)) = line.split_once(": ") {
+                        match field {
+                            "id" => event.id = Some(value.to_owned()),
+                            "event" => event.event = Some(value.to_owned()),
+                            "data" => event.data.push_str(value),
+                            _ => {}
+                        }
+                    }
+                }
+                return Some(event);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.response.chunk())
+                .await
+                .expect("the stream sends within 10 s")
+                .expect("the stream reads")?;
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+    }
+
+    /// The next vote event: (id, voter id).
+    async fn vote(&mut self) -> (u64, u64) {
+        loop {
+            let event = self.next().await.expect("the stream goes on");
+            if event.comment {
+                continue;
+            }
+            assert_eq!(event.event.as_deref(), Some("vote"), "{event:?}");
+            let data: Value = serde_json::from_str(&event.data).expect("json data");
+            let keys: HashSet<&str> = data
+                .as_object()
+                .expect("an object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(
+                keys,
+                HashSet::from(["id", "username", "avatar", "voted_at", "expires_at"])
+            );
+            return (
+                event.id.and_then(|id| id.parse().ok()).expect("an id"),
+                data["id"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+                    .expect("a user"),
+            );
+        }
+    }
+}
+
+#[actix_web::test]
+async fn the_stream_sends_votes_in_order_and_resumes_after_the_last_id() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    app.vote_ok(&bot.id, 1).await;
+    let mut events = Events::start(&app, &bot, None).await;
+    assert!(events.next().await.expect("opened").comment);
+    for user in 2..=6 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    for (position, user) in (1..=5).zip(2..=6) {
+        assert_eq!(events.vote().await, (position, user));
+    }
+    drop(events);
+
+    for user in 7..=9 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    // Resumes from the id after 3: history first, then what comes live, no gap, no repeat.
+    let mut events = Events::start(&app, &bot, Some(3)).await;
+    for (position, user) in (4..=8).zip(5..=9) {
+        assert_eq!(events.vote().await, (position, user));
+    }
+    app.vote_ok(&bot.id, 10).await;
+    assert_eq!(events.vote().await, (9, 10));
+
+    // The classic route, from the very first vote.
+    let response = Events::open(&app, "/bots/votes/stream", &bot.token, Some(0)).await;
+    let mut classic = Events {
+        response,
+        buffer: String::new(),
+    };
+    assert_eq!(classic.vote().await, (1, 2));
+}
+
+#[actix_web::test]
+async fn an_idle_stream_gets_heartbeats_and_a_bad_last_id_is_refused() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut events = Events::start(&app, &bot, None).await;
+    let opened = events.next().await.expect("opened");
+    assert!(opened.comment);
+    let beat = events.next().await.expect("a heartbeat");
+    assert!(beat.comment && beat.id.is_none(), "{beat:?}");
+    let response = app
+        .client
+        .get(format!("{}/bots/{}/votes/stream", app.base, bot.id))
+        .header("Authorization", &bot.token)
+        .header("Last-Event-ID", "seven")
+        .send()
+        .await
+        .expect("sent");
+    let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    assert!(message.contains("Last-Event-ID"), "{message}");
+}
+
+#[actix_web::test]
+async fn streams_past_the_limit_are_refused_with_429() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let first = Events::start(&app, &bot, None).await;
+    let second = Events::start(&app, &bot, None).await;
+    let path = format!("/bots/{}/votes/stream", bot.id);
+    let refused = Events::open(&app, &path, &bot.token, None).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.expect("json");
+    assert!(body["retry_after"].as_u64().is_some(), "{body}");
+    drop(first);
+    drop(second);
+    // The places come back once the server sees the readers gone.
+    let mut opened = false;
+    for _ in 0..100 {
+        let response = Events::open(&app, &path, &bot.token, None).await;
+        if response.status() == StatusCode::OK {
+            opened = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(opened, "a closed stream gives its place back");
+}
+
+/// A reader that never reads is cut off with an `overflow` event; votes go on at full speed
+/// meanwhile, measured against the same ingest with no reader, in the same run.
+#[actix_web::test]
+async fn a_stalled_reader_is_cut_off_without_slowing_votes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.buffer = 16;
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+
+    // Votes with 2 KB avatars: a few MB of events fill what the kernel buffers for a socket.
+    async fn ingest(app: &TestApp, bot: &TestBot, users: std::ops::Range<u64>) -> f64 {
+        let avatar = format!("https://cdn.example/{}", "a".repeat(2000));
+        let started = std::time::Instant::now();
+        let count = users.end - users.start;
+        for user in users {
+            let body = json!({ "user_id": user.to_string(), "username": format!("user{user}"), "avatar": avatar });
+            let response = app
+                .admin(
+                    reqwest::Method::POST,
+                    &format!("/admin/bots/{}/votes", bot.id),
+                    Some(&body),
+                )
+                .await;
+            assert_eq!(response.status(), StatusCode::CREATED);
+        }
+        count as f64 / started.elapsed().as_secs_f64()
+    }
+    // Warm up, then the same ingest alone and beside a reader that reads nothing.
+    ingest(&app, &bot, 1..201).await;
+    let alone = ingest(&app, &bot, 201..3201).await;
+    // A small receive buffer, so that what the kernel holds for the reader stays small.
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.set_recv_buffer_size(4096).expect("buffer size");
+    let mut stalled = socket
+        .connect(format!("127.0.0.1:{}", app.port).parse().expect("address"))
+        .await
+        .expect("connected");
+    let request = format!(
+        "GET /api/v1/bots/{}/votes/stream HTTP/1.1\r\nHost: localhost\r\nAuthorization: {}\r\n\r\n",
+        bot.id, bot.token
+    );
+    stalled.write_all(request.as_bytes()).await.expect("sent");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let with_stalled = ingest(&app, &bot, 3201..6201).await;
+    eprintln!(
+        "votes/s alone {alone:.0}, beside a stalled reader {with_stalled:.0} (ratio {:.2})",
+        with_stalled / alone
+    );
+    // Now read: what was buffered, then the overflow event, then the end of the stream.
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let read_all = async {
+        loop {
+            let n = stalled.read(&mut chunk).await.expect("reads");
+            text.extend_from_slice(&chunk[..n]);
+            if n == 0 || text.ends_with(b"0\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    let ended = tokio::time::timeout(Duration::from_secs(10), read_all).await;
+    let text = String::from_utf8_lossy(&text);
+    assert!(ended.is_ok(), "the stream ends after the overflow event");
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{}",
+        &text[..100.min(text.len())]
+    );
+    let overflow = text.find("event: overflow").expect("an overflow event");
+    let last: u64 = text[..overflow]
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("id: "))
+        .and_then(|id| id.parse().ok())
+        .expect("votes before the overflow");
+    assert!(last < 6199, "cut off before the end: {last}");
+    assert!(
+        text[overflow..].lines().all(|l| !l.starts_with("id: ")),
+        "nothing after it"
+    );
+    // The client resumes with its last id and gets the rest.
+    let mut resumed = Events::start(&app, &bot, Some(last)).await;
+    assert_eq!(resumed.vote().await.0, last + 1);
+}
+
+/// The stream's entry is the signed webhook's vote, flattened: same fields, same values.
+#[actix_web::test]
+async fn the_stream_entry_and_the_webhook_vote_agree() {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    use std::sync::{Arc, Mutex};
+
+    let bodies: Arc<Mutex<Vec<String>>> = Arc::default();
+    let kept = Arc::clone(&bodies);
+    let server = HttpServer::new(move || {
+        let kept = Arc::clone(&kept);
+        App::new().default_service(web::to(move |body: web::Bytes| {
+            kept.lock()
+                .expect("lock")
+                .push(String::from_utf8_lossy(&body).into_owned());
+            async { HttpResponse::Ok().finish() }
+        }))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("binds");
+    let hook = format!("http://127.0.0.1:{}/hook", server.addrs()[0].port());
+    actix_web::rt::spawn(server.run());
+
+    let mut settings = test_settings();
+    settings.allow_private_webhooks = true;
+    let app = spawn_app_with(settings).await;
+    let bot = app
+        .create_bot(
+            42,
+            json!({ "webhook_url": hook, "webhook_format": "signed" }),
+        )
+        .await;
+    let mut events = Events::start(&app, &bot, None).await;
+    let vote = json!({ "user_id": "77", "username": "ada", "avatar": "https://cdn.example/a.png" });
+    let response = app
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/bots/{}/votes", bot.id),
+            Some(&vote),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let entry: Value = loop {
+        let event = events.next().await.expect("an event");
+        if event.event.as_deref() == Some("vote") {
+            break serde_json::from_str(&event.data).expect("json");
+        }
+    };
+    let webhook: Value = loop {
+        if let Some(body) = bodies.lock().expect("lock").first() {
+            break serde_json::from_str(body).expect("json");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let data = &webhook["data"];
+    assert_eq!(
+        entry,
+        json!({
+            "id": data["user"]["id"], "username": data["user"]["username"],
+            "avatar": data["user"]["avatar"], "voted_at": data["voted_at"],
+            "expires_at": data["expires_at"],
+        })
+    );
+    assert_eq!(entry["avatar"], "https://cdn.example/a.png");
+    let page = page(&app, &bot, "").await;
+    assert_eq!(page["results"][0], entry, "history shows the same entry");
+}
