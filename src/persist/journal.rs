@@ -140,7 +140,7 @@ impl Durable {
     pub async fn wait(self) -> Result<(), JournalError> {
         match self.0 {
             Err(error) => Err(error),
-            Ok(rx) => rx.await.unwrap_or_else(|_| Err(JournalError::Stopped)),
+            Ok(rx) => rx.await.unwrap_or(Err(JournalError::Stopped)),
         }
     }
 }
