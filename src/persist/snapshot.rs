@@ -499,16 +499,21 @@ mod tests {
     use crate::demo::{self, DemoSize};
     use crate::domain::time::Timestamp;
 
+    /// A generated directory of this many bots and votes, from this many voters.
+    fn generated(seed: u64, bots: usize, voters: u64, votes: usize) -> DirectoryState {
+        let size = DemoSize {
+            seed,
+            bots,
+            profiles: 10,
+            voters,
+            votes,
+        };
+        demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state
+    }
+
     #[test]
     fn a_streamed_snapshot_decodes_to_the_state_encoded_whole() {
-        let size = DemoSize {
-            seed: 7,
-            bots: 40,
-            profiles: 10,
-            voters: 2_000,
-            votes: 5_000,
-        };
-        let mut state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        let mut state = generated(7, 40, 2_000, 5_000);
         state.seq = 41;
         state.registry_seq = 40;
         let whole = rmp_serde::to_vec(&state).expect("encodes");
@@ -534,14 +539,7 @@ mod tests {
 
     #[test]
     fn a_version_2_snapshot_reads_as_the_same_state() {
-        let size = DemoSize {
-            seed: 11,
-            bots: 70,
-            profiles: 10,
-            voters: 500,
-            votes: 4_000,
-        };
-        let mut state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        let mut state = generated(11, 70, 500, 4_000);
         state.seq = 9;
         let whole = rmp_serde::to_vec(&state).expect("encodes");
         let old = decode(&wrap_version(2, 9, &whole)).expect("a version 2 file reads");
@@ -579,14 +577,7 @@ mod tests {
 
     #[test]
     fn a_voter_number_past_the_table_is_damage() {
-        let size = DemoSize {
-            seed: 3,
-            bots: 4,
-            profiles: 2,
-            voters: 20,
-            votes: 40,
-        };
-        let state = demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+        let state = generated(3, 4, 20, 40);
         let dir = tempfile::tempdir().expect("a directory");
         let mut writer =
             SnapshotWriter::create(dir.path(), 0, 0, &state.profiles).expect("created");
