@@ -21,7 +21,7 @@ use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
-use crate::persist::state::{DirectoryState, Record, StoredBot};
+use crate::persist::state::{DirectoryState, Listed, Record, RegistryBook, StoredBot};
 use crate::persist::{BotSource, Captured, SnapshotFailed, StateSource};
 use crate::webhooks::Dispatcher;
 
@@ -101,20 +101,53 @@ struct EditInFlight {
     done: Settling,
 }
 
-pub struct Registry {
+/// Starts the actor of each listed bot, with what it needs.
+struct BotStarter {
     directory: Arc<Directory>,
     clock: Arc<dyn Clock>,
     journal: Journal,
     dispatcher: Arc<Dispatcher>,
     spawner: BotSpawner,
+}
+
+impl BotStarter {
+    fn start(&mut self, state: BotState, token: TokenHash) -> Entry {
+        let id = state.listing.id;
+        let owners = state.listing.owner_ids.clone();
+        let view = Arc::new(ArcSwap::from_pointee(state.view()));
+        let actor = BotActor::new(
+            state,
+            Arc::clone(&view),
+            Arc::clone(&self.directory),
+            Arc::clone(&self.clock),
+            self.journal.clone(),
+            Arc::clone(&self.dispatcher),
+        );
+        Entry {
+            handle: Arc::new(BotHandle {
+                id,
+                addr: self.spawner.spawn(actor),
+                view,
+            }),
+            token,
+            owners,
+        }
+    }
+}
+
+pub struct Registry {
+    directory: Arc<Directory>,
+    clock: Arc<dyn Clock>,
+    journal: Journal,
+    starter: BotStarter,
     /// The last journal record of the registry's own (profiles, listing, tokens).
     last_seq: u64,
-    bots: HashMap<BotId, Entry>,
+    /// Profiles and listed bots, changed only by applying the registry's records.
+    book: RegistryBook<Entry>,
     bot_platform_ids: PlatformIds,
     /// The registry does not wait for a bot to journal an edit; a change that depends on one
     /// (taking a platform id or deleting a profile that it released) waits for it instead.
     edits: Vec<EditInFlight>,
-    profiles: HashMap<ProfileId, Profile>,
     usernames: HashMap<ProfileUsername, ProfileId>,
     profile_platform_ids: HashMap<Snowflake, ProfileId>,
 }
@@ -128,51 +161,51 @@ impl Registry {
         spawner: BotSpawner,
     ) -> Self {
         Self {
+            starter: BotStarter {
+                directory: Arc::clone(&directory),
+                clock: Arc::clone(&clock),
+                journal: journal.clone(),
+                dispatcher,
+                spawner,
+            },
             directory,
             clock,
             journal,
-            dispatcher,
-            spawner,
             last_seq: 0,
-            bots: HashMap::new(),
+            book: RegistryBook::default(),
             bot_platform_ids: PlatformIds::default(),
             edits: Vec::new(),
-            profiles: HashMap::new(),
             usernames: HashMap::new(),
             profile_platform_ids: HashMap::new(),
         }
     }
 
-    /// Starts the bot's actor and records the bot as listed; readers see it once it is
-    /// published.
-    fn list(&mut self, state: BotState, token: TokenHash) -> Arc<BotHandle> {
-        let id = state.listing.id;
-        let platform_id = state.listing.platform_id;
-        let owners = state.listing.owner_ids.clone();
-        let view = Arc::new(ArcSwap::from_pointee(state.view()));
-        let actor = BotActor::new(
-            state,
-            Arc::clone(&view),
-            Arc::clone(&self.directory),
-            Arc::clone(&self.clock),
-            self.journal.clone(),
-            Arc::clone(&self.dispatcher),
-        );
-        let handle = Arc::new(BotHandle {
-            id,
-            addr: self.spawner.spawn(actor),
-            view,
+    /// Applies one of the registry's own records to its book, the way replay does: a listed
+    /// bot's actor starts here, and its platform id is claimed.
+    fn apply(&mut self, record: &Record) {
+        let Self {
+            book,
+            starter,
+            bot_platform_ids,
+            ..
+        } = self;
+        let applied = book.apply(record, |state, token| {
+            bot_platform_ids.claim(state.listing.id, state.listing.platform_id);
+            starter.start(state, token)
         });
-        self.bots.insert(
-            id,
-            Entry {
-                handle: Arc::clone(&handle),
-                token,
-                owners,
-            },
-        );
-        self.bot_platform_ids.claim(id, platform_id);
-        handle
+        if let Err(why) = applied {
+            // Every record the registry makes is one of its own.
+            tracing::error!(%why, "a registry change did not apply");
+        }
+        crate::telemetry::profiles_listed(self.book.profiles.len());
+    }
+
+    fn handle_of(&self, id: BotId) -> Result<Arc<BotHandle>, Rejection> {
+        self.book
+            .bots
+            .get(&id)
+            .map(|entry| Arc::clone(&entry.handle))
+            .ok_or_else(|| Self::not_found_bot(id))
     }
 
     /// Journals a registry change, to be published once durable. Called before the bot
@@ -185,7 +218,10 @@ impl Registry {
     }
 
     fn check_owners(&self, owners: &[ProfileId]) -> Result<(), Rejection> {
-        match owners.iter().find(|id| !self.profiles.contains_key(id)) {
+        match owners
+            .iter()
+            .find(|id| !self.book.profiles.contains_key(id))
+        {
             Some(missing) => Err(Rejection::Invalid(format!(
                 "owner_ids: no profile with id {missing}"
             ))),
@@ -232,16 +268,16 @@ impl Registry {
     fn save_profile(&mut self, profile: Profile, replacing: Option<&Profile>) -> Durable {
         let directory = Arc::clone(&self.directory);
         let shown = Arc::new(profile.clone());
-        let (_, durable) = self.commit(
-            &Record::ProfileSaved(profile.clone()),
-            Some(Box::new(move || directory.publish_profile(shown))),
-        );
         if let Some(old) = replacing {
             self.unindex_profile(old);
         }
         self.index_profile(&profile);
-        self.profiles.insert(profile.id, profile);
-        crate::telemetry::profiles_listed(self.profiles.len());
+        let record = Record::ProfileSaved(profile);
+        self.apply(&record);
+        let (_, durable) = self.commit(
+            &record,
+            Some(Box::new(move || directory.publish_profile(shown))),
+        );
         durable
     }
 
@@ -291,16 +327,21 @@ impl Handler<LoadDirectory> for Registry {
         for profile in state.profiles {
             self.index_profile(&profile);
             self.directory.publish_profile(Arc::new(profile.clone()));
-            self.profiles.insert(profile.id, profile);
+            self.book.profiles.insert(profile.id, profile);
         }
-        crate::telemetry::profiles_listed(self.profiles.len());
+        crate::telemetry::profiles_listed(self.book.profiles.len());
         // What was recovered is durable already: it is published at once, as one batch.
         let listed: Vec<_> = state
             .bots
             .into_iter()
             .map(|StoredBot { mut state, token }| {
                 state.restore();
-                (self.list(state, token), token)
+                let (id, platform_id) = (state.listing.id, state.listing.platform_id);
+                self.bot_platform_ids.claim(id, platform_id);
+                let entry = self.starter.start(state, token);
+                let handle = Arc::clone(&entry.handle);
+                self.book.bots.insert(id, entry);
+                (handle, token)
             })
             .collect();
         self.directory.publish_recovered(listed);
@@ -319,6 +360,7 @@ impl Handler<Capture> for Registry {
 
     fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
         let bots = self
+            .book
             .bots
             .values()
             .map(|entry| {
@@ -332,7 +374,7 @@ impl Handler<Capture> for Registry {
         MessageResult(Captured {
             seq: self.journal.last_seq(),
             registry_seq: self.last_seq,
-            profiles: self.profiles.values().cloned().collect(),
+            profiles: self.book.profiles.values().cloned().collect(),
             bots,
         })
     }
@@ -402,21 +444,29 @@ impl Handler<CreateBot> for Registry {
     }
 }
 
+impl Listed for Entry {
+    fn set_token(&mut self, token: TokenHash) {
+        self.token = token;
+    }
+}
+
 impl Registry {
     fn create_bot(&mut self, new: NewBot) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
         self.check_platform_id_free(new.platform_id, None)?;
         self.check_owners(&new.owner_ids)?;
         let token = Token::generate();
         let state = BotState::create(BotId::new_random(), new, self.clock.now());
+        let id = state.listing.id;
+        let token_hash = token.hash();
         let record = Record::BotListed {
-            state: Box::new(state.clone()),
-            token: token.hash(),
+            state: Box::new(state),
+            token: token_hash,
         };
         // The actor starts first, but nobody can reach it before its listing is published, so
         // its own records still come after this one. Until it journals one, its `last_seq`
         // stays 0: replay has nothing of its own to skip.
-        let token_hash = token.hash();
-        let handle = self.list(state, token_hash);
+        self.apply(&record);
+        let handle = self.handle_of(id)?;
         let directory = Arc::clone(&self.directory);
         let shown = Arc::clone(&handle);
         let (_, durable) = self.commit(
@@ -488,7 +538,11 @@ impl Handler<UpdateBot> for Registry {
 impl Registry {
     fn update_bot(&mut self, id: BotId, patch: BotPatch) -> Reply<Arc<BotView>> {
         let checked = (|| {
-            let entry = self.bots.get(&id).ok_or_else(|| Self::not_found_bot(id))?;
+            let entry = self
+                .book
+                .bots
+                .get(&id)
+                .ok_or_else(|| Self::not_found_bot(id))?;
             if let Some(owners) = &patch.owner_ids {
                 self.check_owners(owners)?;
             }
@@ -504,7 +558,7 @@ impl Registry {
                 releases |= self.bot_platform_ids.of(id) != Some(new);
                 self.bot_platform_ids.claim(id, new);
             }
-            if let (Some(owners), Some(entry)) = (&patch.owner_ids, self.bots.get_mut(&id)) {
+            if let (Some(owners), Some(entry)) = (&patch.owner_ids, self.book.bots.get_mut(&id)) {
                 entry.owners.clone_from(owners);
             }
             Ok((handle, releases))
@@ -549,16 +603,20 @@ impl Handler<DelistBot> for Registry {
 impl Registry {
     fn delist_bot(&mut self, id: BotId) -> Result<(Durable, ()), Rejection> {
         let entry = self
+            .book
             .bots
-            .remove(&id)
+            .get(&id)
             .ok_or_else(|| Self::not_found_bot(id))?;
+        let (handle, token) = (Arc::clone(&entry.handle), entry.token);
         self.bot_platform_ids.release(id);
+        let record = Record::BotDelisted(id);
+        self.apply(&record);
         let directory = Arc::clone(&self.directory);
         let (_, durable) = self.commit(
-            &Record::BotDelisted(id),
+            &record,
             Some(Box::new(move || {
-                directory.publish_delisted(id, entry.token);
-                entry.handle.addr.do_send(Stop);
+                directory.publish_delisted(id, token);
+                handle.addr.do_send(Stop);
             })),
         );
         Ok((durable, ()))
@@ -575,23 +633,23 @@ impl Handler<RotateToken> for Registry {
     fn handle(&mut self, RotateToken(id): RotateToken, _: &mut Self::Context) -> Self::Result {
         reply((|| {
             let old = self
+                .book
                 .bots
                 .get(&id)
                 .ok_or_else(|| Self::not_found_bot(id))?
                 .token;
             let token = Token::generate();
             let new = token.hash();
+            let record = Record::TokenRotated {
+                bot: id,
+                token: new,
+            };
+            self.apply(&record);
             let directory = Arc::clone(&self.directory);
             let (_, durable) = self.commit(
-                &Record::TokenRotated {
-                    bot: id,
-                    token: new,
-                },
+                &record,
                 Some(Box::new(move || directory.publish_token(id, old, new))),
             );
-            if let Some(entry) = self.bots.get_mut(&id) {
-                entry.token = new;
-            }
             Ok((durable, token))
         })())
     }
@@ -627,6 +685,7 @@ impl Handler<UpdateProfile> for Registry {
     ) -> Self::Result {
         reply((|| {
             let current = self
+                .book
                 .profiles
                 .get(&id)
                 .ok_or_else(|| Self::not_found_profile(id))?
@@ -661,10 +720,14 @@ impl Handler<DeleteProfile> for Registry {
 impl Registry {
     fn delete_profile(&mut self, id: ProfileId) -> Result<(Durable, ()), Rejection> {
         (|| {
-            if !self.profiles.contains_key(&id) {
-                return Err(Self::not_found_profile(id));
-            }
+            let profile = self
+                .book
+                .profiles
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| Self::not_found_profile(id))?;
             let owned = self
+                .book
                 .bots
                 .values()
                 .filter(|bot| bot.owners.contains(&id))
@@ -674,15 +737,14 @@ impl Registry {
                     "profile {id} owns {owned} listed bot(s); remove it from their owner_ids first"
                 )));
             }
+            self.unindex_profile(&profile);
+            let record = Record::ProfileDeleted(id);
+            self.apply(&record);
             let directory = Arc::clone(&self.directory);
             let (_, durable) = self.commit(
-                &Record::ProfileDeleted(id),
+                &record,
                 Some(Box::new(move || directory.publish_profile_deleted(id))),
             );
-            if let Some(profile) = self.profiles.remove(&id) {
-                self.unindex_profile(&profile);
-            }
-            crate::telemetry::profiles_listed(self.profiles.len());
             Ok((durable, ()))
         })()
     }

@@ -115,6 +115,8 @@ pub enum NotApplied {
     AlreadyVoted,
     #[error("not a record of a bot")]
     NotABotRecord,
+    #[error("not a record of the registry")]
+    NotARegistryRecord,
 }
 
 /// The effect of a bot's own records on its state, written once: the bot's actor applies each
@@ -166,6 +168,74 @@ impl ApplyRecord for BotState {
     }
 }
 
+/// The registry's durable state: the profiles, and every listed bot with its token.
+///
+/// The registry's records change it through [`RegistryBook::apply`], written once: the live
+/// registry keeps a book whose bots are running actors, replay one whose bots are stored states.
+pub struct RegistryBook<B> {
+    pub profiles: HashMap<ProfileId, Profile>,
+    pub bots: HashMap<BotId, B>,
+}
+
+/// A listed bot as a registry book holds it.
+pub trait Listed {
+    fn set_token(&mut self, token: TokenHash);
+}
+
+impl Listed for StoredBot {
+    fn set_token(&mut self, token: TokenHash) {
+        self.token = token;
+    }
+}
+
+impl<B> Default for RegistryBook<B> {
+    fn default() -> Self {
+        Self {
+            profiles: HashMap::new(),
+            bots: HashMap::new(),
+        }
+    }
+}
+
+impl<B: Listed> RegistryBook<B> {
+    /// Applies one of the registry's records; `list` makes the book's bot from a newly listed
+    /// bot's first state and token.
+    pub fn apply(
+        &mut self,
+        record: &Record,
+        list: impl FnOnce(BotState, TokenHash) -> B,
+    ) -> Result<(), NotApplied> {
+        match record {
+            Record::ProfileSaved(profile) => {
+                self.profiles.insert(profile.id, profile.clone());
+            }
+            Record::ProfileDeleted(id) => {
+                self.profiles.remove(id);
+            }
+            Record::BotListed { state, token } => {
+                let id = state.listing.id;
+                self.bots.insert(id, list(BotState::clone(state), *token));
+            }
+            Record::BotDelisted(id) => {
+                self.bots.remove(id);
+            }
+            Record::TokenRotated { bot, token } => {
+                if let Some(listed) = self.bots.get_mut(bot) {
+                    listed.set_token(*token);
+                }
+            }
+            Record::Voted { .. }
+            | Record::StatsPosted { .. }
+            | Record::StatsUpdated { .. }
+            | Record::BotEdited { .. }
+            | Record::DeliverySaved { .. }
+            | Record::DeliveryProgressed { .. }
+            | Record::OutboxOverflowed { .. } => return Err(NotApplied::NotARegistryRecord),
+        }
+        Ok(())
+    }
+}
+
 /// Applies journal records on top of a snapshot.
 ///
 /// A snapshot is taken while writes go on, so a bot's state in it may already hold records
@@ -174,8 +244,7 @@ impl ApplyRecord for BotState {
 pub struct Replayer {
     seq: u64,
     registry_seq: u64,
-    profiles: HashMap<ProfileId, Profile>,
-    bots: HashMap<BotId, StoredBot>,
+    registry: RegistryBook<StoredBot>,
     pub warnings: Vec<String>,
 }
 
@@ -184,13 +253,15 @@ impl Replayer {
         Self {
             seq: state.seq,
             registry_seq: state.registry_seq,
-            profiles: state.profiles.into_iter().map(|p| (p.id, p)).collect(),
-            bots: state
-                .bots
-                .into_iter()
-                // A snapshot's bots come restored from the file (see `snapshot::decode`).
-                .map(|bot| (bot.state.listing.id, bot))
-                .collect(),
+            registry: RegistryBook {
+                profiles: state.profiles.into_iter().map(|p| (p.id, p)).collect(),
+                bots: state
+                    .bots
+                    .into_iter()
+                    // A snapshot's bots come restored from the file (see `snapshot::decode`).
+                    .map(|bot| (bot.state.listing.id, bot))
+                    .collect(),
+            },
             warnings: Vec::new(),
         }
     }
@@ -205,7 +276,14 @@ impl Replayer {
             Some(bot) => self.on_bot(seq, bot, &record),
             None if seq > self.registry_seq => {
                 self.registry_seq = seq;
-                self.on_registry(seq, record);
+                let listed = self.registry.apply(&record, |mut state, token| {
+                    state.last_seq = seq;
+                    state.restore();
+                    StoredBot { state, token }
+                });
+                if let Err(why) = listed {
+                    self.warnings.push(format!("record {seq}: {why}"));
+                }
             }
             None => {}
         }
@@ -214,7 +292,7 @@ impl Replayer {
     fn on_bot(&mut self, seq: u64, bot: BotId, record: &Record) {
         // A record for a bot that is not here belongs to a bot delisted later in the journal
         // or before the snapshot: nothing to apply.
-        let Some(stored) = self.bots.get_mut(&bot) else {
+        let Some(stored) = self.registry.bots.get_mut(&bot) else {
             return;
         };
         if seq <= stored.state.last_seq {
@@ -227,49 +305,10 @@ impl Replayer {
         }
     }
 
-    fn on_registry(&mut self, seq: u64, record: Record) {
-        match record {
-            Record::ProfileSaved(profile) => {
-                self.profiles.insert(profile.id, profile);
-            }
-            Record::ProfileDeleted(id) => {
-                self.profiles.remove(&id);
-            }
-            Record::BotListed { mut state, token } => {
-                state.last_seq = seq;
-                state.restore();
-                let id = state.listing.id;
-                self.bots.insert(
-                    id,
-                    StoredBot {
-                        state: *state,
-                        token,
-                    },
-                );
-            }
-            Record::BotDelisted(id) => {
-                self.bots.remove(&id);
-            }
-            Record::TokenRotated { bot, token } => {
-                if let Some(stored) = self.bots.get_mut(&bot) {
-                    stored.token = token;
-                }
-            }
-            // The bots' own records are applied by `on_bot`.
-            Record::Voted { .. }
-            | Record::StatsPosted { .. }
-            | Record::StatsUpdated { .. }
-            | Record::BotEdited { .. }
-            | Record::DeliverySaved { .. }
-            | Record::DeliveryProgressed { .. }
-            | Record::OutboxOverflowed { .. } => {}
-        }
-    }
-
     pub fn finish(self) -> DirectoryState {
-        let mut profiles: Vec<Profile> = self.profiles.into_values().collect();
+        let mut profiles: Vec<Profile> = self.registry.profiles.into_values().collect();
         profiles.sort_by_key(|p| p.id);
-        let mut bots: Vec<StoredBot> = self.bots.into_values().collect();
+        let mut bots: Vec<StoredBot> = self.registry.bots.into_values().collect();
         bots.sort_by_key(|b| b.state.listing.id);
         DirectoryState {
             seq: self.seq,
