@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
-use crate::domain::history::{HistoryEntry, Page, PageQuery};
+use crate::domain::history::{HistoryEntry, Page, PageQuery, Retention};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::{VoteCounts, Voter};
@@ -22,13 +22,19 @@ use crate::domain::webhook::{Attempt, Delivery, DeliveryState, Event};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{ApplyRecord, Record};
-use crate::webhooks::{receiver_key, Dispatcher, Job, LocalFuture, Outbox, Prepared, Target};
+use crate::webhooks::{receiver_key, Dispatcher, Job, Prepared, Target};
 
-use super::directory::Directory;
 use super::when_durable;
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
+
+/// Where a bot actor publishes what readers see once a change is durable, and the
+/// directory-wide settings it reads: the directory, as a bot sees it.
+pub trait Publications: Send + Sync {
+    fn publish_view(&self, published: &Published, view: Arc<BotView>);
+    fn history_retention(&self) -> &Retention;
+}
 
 /// Requests that queue behind a busy bot wait for room instead of growing its mailbox.
 const MAILBOX_CAPACITY: usize = 1024;
@@ -36,7 +42,7 @@ const MAILBOX_CAPACITY: usize = 1024;
 pub struct BotActor {
     state: BotState,
     published: Published,
-    directory: Arc<Directory>,
+    directory: Arc<dyn Publications>,
     clock: Arc<dyn Clock>,
     journal: Journal,
     /// Set when the journal refused a change this actor had already applied: from then on its
@@ -57,7 +63,7 @@ impl BotActor {
     pub fn new(
         state: BotState,
         published: Published,
-        directory: Arc<Directory>,
+        directory: Arc<dyn Publications>,
         clock: Arc<dyn Clock>,
         journal: Journal,
         dispatcher: Arc<Dispatcher>,
@@ -189,7 +195,7 @@ impl BotActor {
 
     /// Forgets history older than the service keeps (`--vote-history-days`).
     fn prune_history(&mut self, now: Timestamp) {
-        if let Some(horizon) = self.directory.vote_history_retention.horizon(now) {
+        if let Some(horizon) = self.directory.history_retention().horizon(now) {
             self.state.votes.history.prune_before(horizon);
         }
     }
@@ -252,7 +258,7 @@ impl Handler<RecordVote> for BotActor {
         let delivery = match (&record, &self.state.webhook.url) {
             (Record::Voted { voter, .. }, Some(_)) => Some(Delivery::vote(
                 Uuid::new_v4(),
-                &self.state.listing,
+                self.state.listing.event_bot(),
                 voter,
                 at,
                 counts,
@@ -355,31 +361,6 @@ impl Handler<DeliveryOutcome> for BotActor {
     }
 }
 
-/// The dispatcher reaches a delivery's owner through the directory: a delisted bot's attempts
-/// come to nothing.
-impl Outbox for Directory {
-    fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>> {
-        let Some(bot) = self.get(job.bot) else {
-            return Box::pin(async { None });
-        };
-        let ask = bot.addr.send(PrepareAttempt {
-            delivery: job.delivery,
-            token: job.token,
-        });
-        Box::pin(async move { ask.await.ok().flatten() })
-    }
-
-    fn report(&self, job: &Job, attempt: Attempt) {
-        if let Some(bot) = self.get(job.bot) {
-            bot.addr.do_send(DeliveryOutcome {
-                delivery: job.delivery,
-                token: job.token,
-                attempt,
-            });
-        }
-    }
-}
-
 /// Queues a `webhook.test` event to the bot's receiver.
 #[derive(Message)]
 #[rtype(result = "Result<Delivery, Rejection>")]
@@ -396,7 +377,11 @@ impl Handler<SendTest> for BotActor {
                 ))
             });
         }
-        let delivery = Delivery::test(Uuid::new_v4(), &self.state.listing, self.clock.now());
+        let delivery = Delivery::test(
+            Uuid::new_v4(),
+            self.state.listing.event_bot(),
+            self.clock.now(),
+        );
         when_durable(self.save_delivery(delivery.clone()), delivery)
     }
 }
@@ -464,10 +449,7 @@ impl Handler<VoteHistoryPage> for BotActor {
         VoteHistoryPage(mut query): VoteHistoryPage,
         _: &mut Self::Context,
     ) -> Self::Result {
-        let retention = self
-            .directory
-            .vote_history_retention
-            .horizon(self.clock.now());
+        let retention = self.directory.history_retention().horizon(self.clock.now());
         query.since = query.since.max(retention);
         self.when_seen_durable(self.state.votes.history.page(&query))
     }

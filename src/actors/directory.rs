@@ -10,14 +10,17 @@ use actix::{Addr, Handler, MailboxError, Message};
 use dashmap::DashMap;
 use parking_lot::{RwLock, RwLockWriteGuard};
 
-use super::bot::{BotActor, Published};
+use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Published};
 use crate::domain::bot::BotView;
+use crate::domain::history::Retention;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 use crate::domain::profile::Profile;
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
+use crate::domain::webhook::Attempt;
 use crate::domain::Rejection;
 use crate::index::SearchIndex;
+use crate::webhooks::{Job, LocalFuture, Outbox, Prepared};
 
 /// A listed bot as the rest of the service reaches it.
 pub struct BotHandle {
@@ -198,5 +201,40 @@ impl Directory {
 
     pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
         self.profiles.remove(&id);
+    }
+}
+
+impl Publications for Directory {
+    fn publish_view(&self, published: &Published, view: Arc<BotView>) {
+        Directory::publish_view(self, published, view);
+    }
+
+    fn history_retention(&self) -> &Retention {
+        &self.vote_history_retention
+    }
+}
+
+/// The dispatcher reaches a delivery's owner through the directory: a delisted bot's attempts
+/// come to nothing.
+impl Outbox for Directory {
+    fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>> {
+        let Some(bot) = self.get(job.bot) else {
+            return Box::pin(async { None });
+        };
+        let ask = bot.addr.send(PrepareAttempt {
+            delivery: job.delivery,
+            token: job.token,
+        });
+        Box::pin(async move { ask.await.ok().flatten() })
+    }
+
+    fn report(&self, job: &Job, attempt: Attempt) {
+        if let Some(bot) = self.get(job.bot) {
+            bot.addr.do_send(DeliveryOutcome {
+                delivery: job.delivery,
+                token: job.token,
+                attempt,
+            });
+        }
     }
 }

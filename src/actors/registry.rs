@@ -11,7 +11,7 @@ use arc_swap::ArcSwap;
 use futures_util::future::{join_all, BoxFuture, FutureExt, Shared};
 use tokio::sync::oneshot;
 
-use super::bot::{ApplyPatch, BotActor, ReadState, Stop};
+use super::bot::{ApplyPatch, BotActor, Publications, ReadState, Stop};
 use super::directory::{BotHandle, Directory};
 use super::when_durable;
 use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
@@ -118,7 +118,7 @@ impl BotStarter {
         let actor = BotActor::new(
             state,
             Arc::clone(&view),
-            Arc::clone(&self.directory),
+            Arc::clone(&self.directory) as Arc<dyn Publications>,
             Arc::clone(&self.clock),
             self.journal.clone(),
             Arc::clone(&self.dispatcher),

@@ -2,45 +2,20 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ids::{BotId, ProfileId, Snowflake};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
-use super::search::fold_case;
+pub use super::stats::ServerCount;
 use super::stats::{ShardCounts, StatsUpdate};
 use super::text::{
-    BotName, HttpUrl, LanguageCode, LongDescription, PlatformUsername, Prefix, ShortDescription,
-    Tags, WebhookSecret,
+    fold_case, BotName, HttpUrl, LanguageCode, LongDescription, PlatformUsername, Prefix,
+    ShortDescription, Tags, WebhookSecret,
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
-use super::webhook::{Deliveries, WebhookFormat};
-
-/// A server count: an integer a JavaScript client can hold exactly (0 ..= 2^53 - 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
-#[serde(transparent)]
-#[schema(value_type = u64)]
-pub struct ServerCount(u64);
-
-impl ServerCount {
-    pub const MAX: u64 = (1 << 53) - 1;
-    pub const ZERO: Self = Self(0);
-
-    pub fn new(count: u64) -> Option<Self> {
-        (count <= Self::MAX).then_some(Self(count))
-    }
-
-    pub fn get(self) -> u64 {
-        self.0
-    }
-}
-
-impl<'de> Deserialize<'de> for ServerCount {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(super::stats::CountVisitor)
-    }
-}
+use super::webhook::{Deliveries, EventBot, WebhookFormat};
 
 /// Owner lists are short; a longer one is a mistake, not a team.
 pub const MAX_OWNERS: usize = 20;
@@ -80,6 +55,16 @@ pub struct Listing {
     /// not stored: [`BotState::restore`] rebuilds it with this build's folding.
     #[serde(skip)]
     pub search_text: SearchText,
+}
+
+impl Listing {
+    /// The bot as its webhook events name it.
+    pub fn event_bot(&self) -> EventBot {
+        EventBot {
+            id: self.id,
+            platform_id: self.platform_id,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::bot::BotView;
 use super::ids::BotId;
+use super::text::fold_case;
 use super::time::Timestamp;
 
 pub const DEFAULT_LIMIT: u64 = 24;
@@ -279,16 +280,6 @@ impl Ranked {
             .then(b.key.cmp(&a.key))
             .then(a.id.cmp(&b.id))
     }
-}
-
-/// Lowercases letter by letter, with final sigma as sigma. `str::to_lowercase` picks the form of
-/// sigma by position, so the lowercase of a substring would not always be a substring of the
-/// lowercase, and `ς` would never find `σ`.
-pub fn fold_case(text: &str) -> String {
-    text.chars()
-        .flat_map(char::to_lowercase)
-        .map(|c| if c == 'ς' { 'σ' } else { c })
-        .collect()
 }
 
 /// A count parameter: ASCII digits only, so `+5`, `-1`, `1.5` and `1e3` are all refused.

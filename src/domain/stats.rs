@@ -10,7 +10,30 @@ use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::ToSchema;
 
-use super::bot::ServerCount;
+/// A server count: an integer a JavaScript client can hold exactly (0 ..= 2^53 - 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = u64)]
+pub struct ServerCount(u64);
+
+impl ServerCount {
+    pub const MAX: u64 = (1 << 53) - 1;
+    pub const ZERO: Self = Self(0);
+
+    pub fn new(count: u64) -> Option<Self> {
+        (count <= Self::MAX).then_some(Self(count))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerCount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CountVisitor)
+    }
+}
 
 /// Shards a bot may post counts for; shard numbers go from 0 to this minus one.
 pub const MAX_SHARDS: usize = 10_000;

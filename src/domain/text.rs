@@ -406,6 +406,16 @@ impl utoipa::ToSchema for SocialType {
     }
 }
 
+/// Lowercases letter by letter, with final sigma as sigma. `str::to_lowercase` picks the form of
+/// sigma by position, so the lowercase of a substring would not always be a substring of the
+/// lowercase, and `ς` would never find `σ`.
+pub fn fold_case(text: &str) -> String {
+    text.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ς' { 'σ' } else { c })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
 

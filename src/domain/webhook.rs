@@ -8,9 +8,16 @@ use serde_json::json;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::bot::Listing;
+use super::ids::{BotId, Snowflake};
 use super::time::Timestamp;
 use super::votes::{vote_window, VoteCounts, Voter};
+
+/// The bot an event is about, as the event's bodies name it.
+#[derive(Clone, Copy, Debug)]
+pub struct EventBot {
+    pub id: BotId,
+    pub platform_id: Snowflake,
+}
 
 /// How deliveries to a bot's receiver are shaped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
@@ -189,7 +196,7 @@ impl Delivery {
 
     pub fn vote(
         id: Uuid,
-        listing: &Listing,
+        bot: EventBot,
         voter: &Voter,
         voted_at: Timestamp,
         counts: VoteCounts,
@@ -199,7 +206,7 @@ impl Delivery {
             "id": id,
             "created_at": voted_at,
             "data": {
-                "bot": { "id": listing.id, "platform_id": listing.platform_id },
+                "bot": { "id": bot.id, "platform_id": bot.platform_id },
                 "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
                 "voted_at": voted_at,
                 "expires_at": voted_at.plus(vote_window()),
@@ -208,7 +215,7 @@ impl Delivery {
             }
         });
         let legacy = json!({
-            "bot": listing.platform_id,
+            "bot": bot.platform_id,
             "user": voter.id,
             "type": "upvote",
             "isWeekend": false,
@@ -217,15 +224,15 @@ impl Delivery {
         Self::new(id, Event::VoteCreate, voted_at, signed, legacy)
     }
 
-    pub fn test(id: Uuid, listing: &Listing, now: Timestamp) -> Self {
+    pub fn test(id: Uuid, bot: EventBot, now: Timestamp) -> Self {
         let signed = json!({
             "type": Event::Test.name(),
             "id": id,
             "created_at": now,
-            "data": { "bot": { "id": listing.id, "platform_id": listing.platform_id } }
+            "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
         });
         let legacy = json!({
-            "bot": listing.platform_id,
+            "bot": bot.platform_id,
             "user": "0",
             "type": "test",
             "isWeekend": false,
