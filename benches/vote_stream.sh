@@ -24,7 +24,7 @@ readers=()
 cleanup() {
   for r in "${readers[@]:-}"; do [ -n "$r" ] && kill "$r" 2>/dev/null || true; done
   kill "$server" 2>/dev/null || true
-  wait 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -51,7 +51,7 @@ for n in $READERS; do
     | awk '/Requests\/sec/ {print $2}')
   sleep 1
   for r in "${readers[@]:-}"; do [ -n "$r" ] && kill "$r" 2>/dev/null || true; done
-  wait "${readers[@]}" 2>/dev/null || true
+  for r in "${readers[@]:-}"; do [ -n "$r" ] && wait "$r" 2>/dev/null || true; done
   got=""
   if [ "$n" -gt 0 ]; then
     got=$(grep -c '^event: vote' "$dir/reader.$run.1" || true)

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web::{self, Bytes, BytesMut};
 use actix_web::{HttpRequest, HttpResponse};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -26,7 +26,7 @@ use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
 use crate::actors::directory::BotHandle;
-use crate::domain::feed::{Following, StreamSlot};
+use crate::domain::feed::{FeedVote, Following, StreamSlot};
 use crate::domain::history::{HistoryEntry, PageQuery};
 use crate::domain::ids::{BotId, Snowflake};
 use crate::domain::text::{HttpUrl, VoterName};
@@ -512,9 +512,7 @@ impl Feed {
                     tokio::select! {
                         entry = following.receive.recv() => match entry {
                             Some(vote) => {
-                                if vote.entry.position >= self.skip_below {
-                                    self.queue.push_back(vote.rendered(vote_event));
-                                }
+                                self.send_live(&vote, &mut following);
                                 self.phase = Phase::Live(following);
                             }
                             None => {
@@ -533,6 +531,32 @@ impl Feed {
         }
     }
 }
+
+impl Feed {
+    /// Sends this vote and every other one already waiting as one chunk: one write for many
+    /// votes when they come fast, instead of one per vote and reader.
+    fn send_live(&mut self, first: &FeedVote, following: &mut Following) {
+        let mut chunk = BytesMut::new();
+        let mut add = |vote: &FeedVote, skip_below: u64| {
+            if vote.entry.position >= skip_below {
+                chunk.extend_from_slice(&vote.rendered(vote_event));
+            }
+        };
+        add(first, self.skip_below);
+        for _ in 0..LIVE_BATCH {
+            match following.receive.try_recv() {
+                Ok(vote) => add(&vote, self.skip_below),
+                Err(_) => break,
+            }
+        }
+        if !chunk.is_empty() {
+            self.queue.push_back(chunk.freeze());
+        }
+    }
+}
+
+/// Votes sent in one chunk at most, when a reader finds many waiting.
+const LIVE_BATCH: usize = 256;
 
 fn vote_event(entry: &HistoryEntry) -> Bytes {
     let data = serde_json::to_string(&VoteEntry::from(entry)).unwrap_or_default();
