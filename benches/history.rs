@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
-use botlist::domain::history::{PageQuery, VoteHistory, VoterTable};
 use botlist::domain::ids::Snowflake;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
+use botlist::domain::votes::history::{PageQuery, VoteHistory, VoterTable};
 use botlist::domain::votes::Voter;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 

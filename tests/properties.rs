@@ -8,11 +8,11 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use botlist::domain::bot::{BotState, BotView, NewBot, ServerCount};
-use botlist::domain::history::PageQuery;
 use botlist::domain::ids::{BotId, Snowflake};
 use botlist::domain::search::Search;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
+use botlist::domain::votes::history::PageQuery;
 use botlist::domain::votes::{VoteBook, Voter, RECENT_VOTERS};
 
 fn start() -> Timestamp {

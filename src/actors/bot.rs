@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
-use crate::domain::history::{HistoryEntry, Page, PageQuery, Retention};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
+use crate::domain::votes::history::{HistoryEntry, Page, PageQuery, Retention};
 use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Attempt, Delivery, DeliveryState, Event};
 use crate::domain::Rejection;

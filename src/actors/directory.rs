@@ -12,11 +12,11 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 
 use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Published};
 use crate::domain::bot::BotView;
-use crate::domain::history::Retention;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 use crate::domain::profile::Profile;
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
+use crate::domain::votes::history::Retention;
 use crate::domain::webhook::Attempt;
 use crate::domain::Rejection;
 use crate::index::SearchIndex;
@@ -61,7 +61,7 @@ pub struct Directory {
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
     /// How long vote history is kept (`--vote-history-days`); read by every bot actor.
-    pub vote_history_retention: crate::domain::history::Retention,
+    pub vote_history_retention: crate::domain::votes::history::Retention,
 }
 
 impl Directory {

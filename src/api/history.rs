@@ -27,10 +27,10 @@ use super::{reply, AppState};
 use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
 use crate::actors::directory::BotHandle;
 use crate::domain::feed::{FeedVote, Following, StreamSlot};
-use crate::domain::history::{HistoryEntry, PageQuery};
 use crate::domain::ids::{BotId, Snowflake};
 use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::time::Timestamp;
+use crate::domain::votes::history::{HistoryEntry, PageQuery};
 
 /// What the history and the stream are set to.
 #[derive(Clone, Debug)]

@@ -12,7 +12,7 @@ use actix_web::web::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use super::history::HistoryEntry;
+use super::votes::history::HistoryEntry;
 
 /// A vote on its way to the readers, shared by all of them: it is rendered for the wire once,
 /// by the first reader that sends it, not once per reader.

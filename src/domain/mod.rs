@@ -4,7 +4,6 @@
 
 pub mod bot;
 pub mod feed;
-pub mod history;
 pub mod ids;
 pub mod patch;
 pub mod profile;

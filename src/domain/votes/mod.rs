@@ -9,6 +9,8 @@ use dashmap::DashMap;
 use rustc_hash::FxBuildHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub mod history;
+
 use super::ids::Snowflake;
 use super::text::{HttpUrl, VoterName};
 use super::time::{Month, Timestamp};
@@ -703,7 +705,7 @@ pub struct VoteBook {
     pub monthly: MonthlyCount,
     /// Every accepted vote with its time; last, so that snapshots written without it load.
     #[serde(default)]
-    pub history: super::history::VoteHistory,
+    pub history: history::VoteHistory,
 }
 
 impl VoteBook {

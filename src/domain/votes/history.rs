@@ -16,8 +16,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::time::Timestamp;
-use super::votes::{vote_window, Voter, VoterPool};
+use super::{vote_window, Voter, VoterPool};
+use crate::domain::time::Timestamp;
 
 /// Every voter any history holds, each with a number a stored vote refers to by.
 ///
