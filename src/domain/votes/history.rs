@@ -16,7 +16,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, Voter, VoterPool};
+use super::{vote_window, SharedVoter, Voter, VoterPool};
 use crate::domain::time::Timestamp;
 
 /// Every voter any history holds, each with a number a stored vote refers to by.
@@ -245,6 +245,8 @@ impl VoteHistory {
 }
 
 /// In files: the voters the history refers to, once each, and each vote as (voter, millis).
+/// Voters are stored the way rings store theirs: in a snapshot with a voter table, as their
+/// number in it, so a voter of many bots is written and read once there too.
 #[derive(Serialize, Deserialize)]
 struct StoredHistory<V> {
     first: u64,
@@ -273,7 +275,7 @@ impl Serialize for VoteHistory {
             };
             votes.push((number, stored.at().millis()));
         }
-        let voters: Vec<&Voter> = voters.iter().map(|v| &**v).collect();
+        let voters: Vec<SharedVoter> = voters.into_iter().map(SharedVoter).collect();
         StoredHistory {
             first: self.first,
             voters,
@@ -285,9 +287,9 @@ impl Serialize for VoteHistory {
 
 impl<'de> Deserialize<'de> for VoteHistory {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let stored = StoredHistory::<Voter>::deserialize(deserializer)?;
+        let stored = StoredHistory::<SharedVoter>::deserialize(deserializer)?;
         let table = VoterTable::global();
-        let numbers: Vec<u32> = stored.voters.iter().map(|v| table.number(v)).collect();
+        let numbers: Vec<u32> = stored.voters.iter().map(|v| table.number(&v.0)).collect();
         let mut votes = VecDeque::with_capacity(stored.votes.len());
         for (voter, at) in stored.votes {
             let number = numbers
