@@ -176,14 +176,18 @@ impl TestApp {
     }
 
     pub async fn create_user(&self, username: &str) -> Value {
-        let response = self
-            .admin(
-                Method::POST,
-                "/admin/users",
-                Some(&json!({ "username": username })),
-            )
-            .await;
-        assert_eq!(response.status(), StatusCode::CREATED);
+        self.create_profile(json!({ "username": username })).await
+    }
+
+    /// Creates a profile from a whole `POST /admin/users` body.
+    pub async fn create_profile(&self, body: Value) -> Value {
+        let response = self.admin(Method::POST, "/admin/users", Some(&body)).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::CREATED,
+            "{}",
+            response.text().await.unwrap_or_default()
+        );
         response.json().await.expect("json")
     }
 

@@ -53,17 +53,6 @@ fn is_utc_millis_timestamp(text: &str) -> bool {
         && chrono::DateTime::parse_from_rfc3339(text).is_ok()
 }
 
-async fn create_profile(app: &TestApp, body: Value) -> Value {
-    let response = app.admin(Method::POST, "/admin/users", Some(&body)).await;
-    assert_eq!(
-        response.status(),
-        StatusCode::CREATED,
-        "{}",
-        response.text().await.unwrap_or_default()
-    );
-    response.json().await.expect("json")
-}
-
 async fn get_profile(app: &TestApp, id: &str) -> Value {
     let response = app.get(&format!("/users/{id}")).await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -117,9 +106,8 @@ async fn unset_optional_fields_are_null_and_socials_empty() {
 #[actix_web::test]
 async fn every_field_set_is_shown_with_avatar_present() {
     let app = spawn_app().await;
-    let created = create_profile(
-        &app,
-        json!({
+    let created = app
+        .create_profile(json!({
             "username": "carol.dev_1",
             "display_name": "Carol",
             "avatar": "https://cdn.example.com/avatars/carol.png",
@@ -133,9 +121,8 @@ async fn every_field_set_is_shown_with_avatar_present() {
             ],
             "admin": true,
             "mod": true,
-        }),
-    )
-    .await;
+        }))
+        .await;
 
     let profile = get_profile(&app, &id_of(&created)).await;
 
@@ -170,7 +157,9 @@ async fn every_field_set_is_shown_with_avatar_present() {
 #[actix_web::test]
 async fn the_moderator_flag_is_named_mod() {
     let app = spawn_app().await;
-    let created = create_profile(&app, json!({ "username": "moddy", "mod": true })).await;
+    let created = app
+        .create_profile(json!({ "username": "moddy", "mod": true }))
+        .await;
 
     let profile = get_profile(&app, &id_of(&created)).await;
 
@@ -187,11 +176,9 @@ async fn the_moderator_flag_is_named_mod() {
 #[actix_web::test]
 async fn supporter_and_certified_are_always_false() {
     let app = spawn_app().await;
-    let created = create_profile(
-        &app,
-        json!({ "username": "staff", "admin": true, "mod": true }),
-    )
-    .await;
+    let created = app
+        .create_profile(json!({ "username": "staff", "admin": true, "mod": true }))
+        .await;
 
     let profile = get_profile(&app, &id_of(&created)).await;
 
