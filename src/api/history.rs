@@ -200,7 +200,6 @@ pub struct VoteHistoryPage<'a> {
     pub next: Option<String>,
 }
 
-/// Every vote the bot accepted, newest first (its own token).
 /// The history and stream routes: for a bot by id, and for the token's own bot.
 pub fn routes() -> Vec<Route> {
     vec![
@@ -211,6 +210,7 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
+/// Every vote the bot accepted, newest first (its own token).
 #[utoipa::path(
     get, path = "/bots/{id}/votes/history", tag = "votes",
     params(
@@ -287,8 +287,8 @@ async fn history_page(
         if slot.is_some() {
             return Err(Code::BadRequest.with(format!("`{name}` is given more than once")));
         }
-        // An empty value is the same as leaving the parameter out.
-        *slot = Some(value).filter(|v| !v.is_empty());
+        // An empty cursor is the first page; an empty limit or time is not a value.
+        *slot = Some(value).filter(|v| !(v.is_empty() && name == "cursor"));
     }
     let limit = match limit {
         None => DEFAULT_LIMIT,

@@ -297,6 +297,63 @@ struct CommonResponses;
 /// which a field's own schema cannot say.
 struct StatsPostNeedsACount;
 
+/// The vote streams: `Last-Event-ID` is a vote's id (digits), and each Server-Sent Event is an
+/// object of its `event`, `id` and `data` lines, `data` holding the history entry as JSON.
+struct VoteStreams;
+
+impl Modify for VoteStreams {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.ends_with("/votes/stream") {
+                continue;
+            }
+            let Some(get) = item.get.as_mut() else {
+                continue;
+            };
+            for parameter in get.parameters.iter_mut().flatten() {
+                if parameter.name == "Last-Event-ID" {
+                    parameter.schema = Some(RefOr::T(Schema::Object(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .pattern(Some("^[0-9]{1,20}$"))
+                            .build(),
+                    )));
+                }
+            }
+            let event = ObjectBuilder::new()
+                .property(
+                    "event",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(["vote", "overflow"])),
+                )
+                .property(
+                    "id",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^[0-9]+$"))
+                        .description(Some("A vote's position in the bot's history")),
+                )
+                .property(
+                    "data",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .description(Some(
+                            "For `vote`: the vote as a history entry (`VoteEntry`) in JSON; for \
+                         `overflow`: `{\"message\": ...}`",
+                        )),
+                )
+                .required("data")
+                .build();
+            if let Some(RefOr::T(ok)) = get.responses.responses.get_mut("200") {
+                if let Some(content) = ok.content.get_mut("text/event-stream") {
+                    content.schema = Some(RefOr::T(Schema::Object(event)));
+                }
+            }
+        }
+    }
+}
+
 impl Modify for StatsPostNeedsACount {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
@@ -432,6 +489,7 @@ pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
         &Security,
         &CommonResponses,
         &StatsPostNeedsACount,
+        &VoteStreams,
     ] {
         modifier.modify(&mut doc);
     }
