@@ -396,20 +396,18 @@ async fn open_stream(
     state: &AppState,
     request: &HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let last = match request.headers().get("last-event-id") {
+    // Digits only, as the schema says; a number past u64 is past every vote there will be.
+    let last = match request.headers().get("last-event-id").map(|v| v.to_str()) {
         None => None,
-        Some(value) => {
-            let text = value.to_str().unwrap_or("").trim();
-            if text.is_empty() {
-                None
-            } else {
-                Some(text.parse::<u64>().map_err(|_| {
-                    Code::BadRequest.with(format!(
-                        "Last-Event-ID must be the id of a vote event (a whole number), got `{}`",
-                        text.chars().take(40).collect::<String>()
-                    ))
-                })?)
-            }
+        Some(Ok(text)) if text.trim().is_empty() => None,
+        Some(Ok(text)) if text.trim().bytes().all(|b| b.is_ascii_digit()) => {
+            Some(text.trim().parse::<u64>().unwrap_or(u64::MAX))
+        }
+        Some(text) => {
+            let shown: String = text.unwrap_or("").chars().take(40).collect();
+            return Err(Code::BadRequest.with(format!(
+                "Last-Event-ID must be the id of a vote event (a whole number), got `{shown}`"
+            )));
         }
     };
     let settings = &state.history.settings;

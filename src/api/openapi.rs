@@ -315,7 +315,7 @@ impl Modify for VoteStreams {
                     parameter.schema = Some(RefOr::T(Schema::Object(
                         ObjectBuilder::new()
                             .schema_type(Type::String)
-                            .pattern(Some("^[0-9]{1,20}$"))
+                            .pattern(Some("^[0-9]*$"))
                             .build(),
                     )));
                 }
