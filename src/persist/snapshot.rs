@@ -435,16 +435,28 @@ fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
 fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let parts = Parts::find(payload).map_err(undecodable)?;
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
-    let voters = in_parallel(&parts.voters, |part| {
-        let voters: Vec<Voter> = super::decode(part).map_err(undecodable)?;
-        Ok(VoterTable::adopt(voters))
+    let voters = in_parallel(&parts.voters, |share| {
+        share
+            .iter()
+            .map(|part| {
+                let voters: Vec<Voter> = super::decode(part).map_err(undecodable)?;
+                Ok(VoterTable::adopt(voters))
+            })
+            .collect()
     })?;
     let voters: Arc<[Arc<Voter>]> = voters.into_iter().flatten().collect();
-    let bots = in_parallel(&parts.bots, |bot| {
-        let mut bot: StoredBot = VoterTable::numbered(Arc::clone(&voters), || super::decode(bot))
-            .map_err(undecodable)?;
-        restore(&mut bot)?;
-        Ok(bot)
+    // One numbered decode per thread, not per bot, so that what it learns serves every bot.
+    let bots = in_parallel(&parts.bots, |share| {
+        VoterTable::numbered(Arc::clone(&voters), || {
+            share
+                .iter()
+                .map(|bot| {
+                    let mut bot: StoredBot = super::decode(bot).map_err(undecodable)?;
+                    restore(&mut bot)?;
+                    Ok(bot)
+                })
+                .collect()
+        })
     })?;
     Ok(DirectoryState {
         seq: parts.seq,
@@ -454,21 +466,21 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     })
 }
 
-/// Maps `items` in order, a contiguous share of them per core.
+/// Maps `items` in order, `each` given a contiguous share of them per core.
 fn in_parallel<T: Sync, R: Send>(
     items: &[T],
-    each: impl Fn(&T) -> Result<R, SnapshotError> + Sync,
+    each: impl Fn(&[T]) -> Result<Vec<R>, SnapshotError> + Sync,
 ) -> Result<Vec<R>, SnapshotError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     if cores == 1 || items.len() < 2 {
-        return items.iter().map(&each).collect();
+        return each(items);
     }
     let share = items.len().div_ceil(cores);
     let each = &each;
     let shares: Vec<Result<Vec<R>, SnapshotError>> = std::thread::scope(|scope| {
         let workers: Vec<_> = items
             .chunks(share)
-            .map(|share| scope.spawn(move || share.iter().map(each).collect()))
+            .map(|share| scope.spawn(move || each(share)))
             .collect();
         workers
             .into_iter()

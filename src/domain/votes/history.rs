@@ -16,7 +16,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, SharedVoter, Voter, VoterPool};
+use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM, NUMBERED};
 use crate::domain::time::Timestamp;
 
 /// Every voter any history holds, each with a number a stored vote refers to by.
@@ -285,11 +285,36 @@ impl Serialize for VoteHistory {
     }
 }
 
+/// A history's voter as read: its number in [`VoterTable`].
+struct NumberedVoter(u32);
+
+impl<'de> Deserialize<'de> for NumberedVoter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if !NUMBERED.get() {
+            let voter = SharedVoter::deserialize(deserializer)?;
+            return Ok(Self(VoterTable::global().number(&voter.0)));
+        }
+        // At startup a voter of many bots comes as the same snapshot number in each: looking
+        // it up by name and avatar once, not once per bot, was a fifth of startup's time.
+        let index = u32::deserialize(deserializer)? as usize;
+        FORM.with(|form| match &mut *form.borrow_mut() {
+            VoterForm::Numbered { voters, history } => {
+                let known = history.get_mut(index)?;
+                if *known == u32::MAX {
+                    *known = VoterTable::global().number(voters.get(index)?);
+                }
+                Some(Self(*known))
+            }
+            _ => None,
+        })
+        .ok_or_else(|| D::Error::custom("a voter number not in the voter table"))
+    }
+}
+
 impl<'de> Deserialize<'de> for VoteHistory {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let stored = StoredHistory::<SharedVoter>::deserialize(deserializer)?;
-        let table = VoterTable::global();
-        let numbers: Vec<u32> = stored.voters.iter().map(|v| table.number(&v.0)).collect();
+        let stored = StoredHistory::<NumberedVoter>::deserialize(deserializer)?;
+        let numbers: Vec<u32> = stored.voters.into_iter().map(|v| v.0).collect();
         let mut votes = VecDeque::with_capacity(stored.votes.len());
         for (voter, at) in stored.votes {
             let number = numbers
@@ -415,5 +440,34 @@ mod tests {
         let back: VoteHistory = rmp_serde::from_slice(&bytes).expect("decodes");
         assert_eq!(back.first_position(), 1);
         assert_eq!(back.range(0, 100, 100), history.range(0, 100, 100));
+    }
+
+    #[test]
+    fn histories_read_by_snapshot_number_find_their_voters() {
+        let table: Arc<[Arc<Voter>]> = (0..3).map(|i| Arc::new(voter(900 + i))).collect();
+        let stored = |voters: Vec<u32>| {
+            let votes = (0..voters.len() as u32)
+                .map(|i| (i, t(0).millis()))
+                .collect();
+            rmp_serde::to_vec(&StoredHistory {
+                first: 0,
+                voters,
+                votes,
+            })
+            .expect("encodes")
+        };
+        let (a, b, bad) = (stored(vec![2, 0]), stored(vec![0, 1, 2]), stored(vec![3]));
+        let [a, b, bad] = super::super::VoterTable::numbered(Arc::clone(&table), || {
+            [a, b, bad].map(|bytes| rmp_serde::from_slice::<VoteHistory>(&bytes))
+        });
+        assert!(bad.is_err(), "a number past the table is refused");
+        let names = |history: VoteHistory| -> Vec<String> {
+            let entries = history.range(0, 10, 10).into_iter();
+            entries
+                .map(|e| e.voter.username.as_str().to_owned())
+                .collect()
+        };
+        assert_eq!(names(a.expect("decodes")), ["h902", "h900"]);
+        assert_eq!(names(b.expect("decodes")), ["h900", "h901", "h902"]);
     }
 }

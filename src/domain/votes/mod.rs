@@ -145,7 +145,13 @@ enum VoterForm {
     /// Numbers in a table being filled as the rings are written.
     Numbering(VoterTable),
     /// Numbers in a table already read.
-    Numbered(Arc<[Arc<Voter>]>),
+    Numbered {
+        voters: Arc<[Arc<Voter>]>,
+        /// Each table voter's number in the history's table once a history has looked it up
+        /// (`u32::MAX` until then): a voter of many bots is looked up by value once per decode,
+        /// not once per bot. Dropped with the form, so it never outlives the table it indexes.
+        history: Vec<u32>,
+    },
 }
 
 thread_local! {
@@ -221,9 +227,11 @@ impl VoterTable {
         Ok(next)
     }
 
-    /// Runs `decode` (on this thread) with rings reading voters' numbers in `voters`.
+    /// Runs `decode` (on this thread) with rings reading voters' numbers in `voters`. One call
+    /// should span as many bots as it can: what histories learn about the table lasts the call.
     pub fn numbered<T>(voters: Arc<[Arc<Voter>]>, decode: impl FnOnce() -> T) -> T {
-        FORM.with(|form| *form.borrow_mut() = VoterForm::Numbered(voters));
+        let history = vec![u32::MAX; voters.len()];
+        FORM.with(|form| *form.borrow_mut() = VoterForm::Numbered { voters, history });
         NUMBERED.set(true);
         let _back = BackToInline;
         decode()
@@ -267,7 +275,7 @@ impl<'de> Deserialize<'de> for SharedVoter {
             let number = u32::deserialize(deserializer)? as usize;
             return FORM
                 .with(|form| match &*form.borrow() {
-                    VoterForm::Numbered(voters) => voters.get(number).cloned(),
+                    VoterForm::Numbered { voters, .. } => voters.get(number).cloned(),
                     _ => None,
                 })
                 .map(Self)
