@@ -47,7 +47,7 @@ for n in $READERS; do
     readers+=($!)
   done
   sleep 1
-  rate=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/vote_stream.lua "$ROOT" -- "$BOT" "$ADMIN" "$run" 2>&1 \
+  rate=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" -s benches/votes.lua "$ROOT" -- "$BOT" "$ADMIN" "${run}000000000000" 2>&1 \
     | awk '/Requests\/sec/ {print $2}')
   sleep 1
   for r in "${readers[@]:-}"; do [ -n "$r" ] && kill "$r" 2>/dev/null || true; done
