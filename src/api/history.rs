@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::Sha256;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use utoipa::ToSchema;
 
 use super::bots::{own_bot, token_bot};
@@ -508,13 +508,13 @@ impl Feed {
                 }
                 Phase::Live(mut following) => {
                     tokio::select! {
-                        entry = following.receive.recv() => match entry {
-                            Some(vote) => {
-                                self.send_live(&vote, &mut following);
-                                self.phase = Phase::Live(following);
-                            }
-                            None => {
-                                if following.overflowed.load(Ordering::Acquire) {
+                        vote = following.receive.recv() => match vote {
+                            Ok(vote) => self.send_live(vote, following),
+                            Err(RecvError::Lagged(_)) => self.queue.push_back(overflow_event()),
+                            // The feed let go of the ring: the reader was cut off, or the bot
+                            // was delisted.
+                            Err(RecvError::Closed) => {
+                                if following.progress.cut_off() {
                                     self.queue.push_back(overflow_event());
                                 }
                             }
@@ -532,23 +532,50 @@ impl Feed {
 
 impl Feed {
     /// Sends this vote and every other one already waiting as one chunk: one write for many
-    /// votes when they come fast, instead of one per vote and reader.
-    fn send_live(&mut self, first: &FeedVote, following: &mut Following) {
+    /// votes when they come fast, instead of one per vote and reader. The stream waits for the
+    /// ring again only once it has written them, so the votes published meanwhile (the
+    /// journal publishes a group commit's votes together) wake it once, not once each.
+    fn send_live(&mut self, first: Arc<FeedVote>, mut following: Following) {
         let mut chunk = BytesMut::new();
-        let mut add = |vote: &FeedVote, skip_below: u64| {
+        let skip_below = self.skip_below;
+        let mut add = |vote: &FeedVote| {
             if vote.entry.position >= skip_below {
                 chunk.extend_from_slice(&vote.rendered(vote_event));
             }
         };
-        add(first, self.skip_below);
-        for _ in 0..LIVE_BATCH {
+        add(&first);
+        let mut next = first.entry.position + 1;
+        let mut taken = 1;
+        let mut end = None;
+        while taken < LIVE_BATCH {
             match following.receive.try_recv() {
-                Ok(vote) => add(&vote, self.skip_below),
-                Err(_) => break,
+                Ok(vote) => {
+                    add(&vote);
+                    next = vote.entry.position + 1;
+                    taken += 1;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Lagged(_)) => {
+                    end = Some(true);
+                    break;
+                }
+                Err(TryRecvError::Closed) => {
+                    end = Some(following.progress.cut_off());
+                    break;
+                }
             }
         }
+        following.progress.taken(next);
         if !chunk.is_empty() {
             self.queue.push_back(chunk.freeze());
+        }
+        match end {
+            Some(overflowed) => {
+                if overflowed {
+                    self.queue.push_back(overflow_event());
+                }
+            }
+            None => self.phase = Phase::Live(following),
         }
     }
 }

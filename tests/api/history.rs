@@ -418,6 +418,56 @@ async fn the_stream_sends_votes_in_order_and_resumes_after_the_last_id() {
     assert_eq!(classic.vote().await, (1, 2));
 }
 
+/// Ten readers of one bot, and votes that arrive concurrently and faster than a stream writes:
+/// every reader gets every vote once, in order, with consecutive ids.
+#[actix_web::test]
+async fn many_readers_each_get_every_vote_in_order() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.max_streams_per_bot = 10;
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut readers = Vec::new();
+    for _ in 0..10 {
+        let mut events = Events::start(&app, &bot, None).await;
+        assert!(events.next().await.expect("opened").comment);
+        readers.push(events);
+    }
+    let voters: Vec<_> = (0..4u64)
+        .map(|lane| {
+            let app = &app;
+            let bot = &bot;
+            async move {
+                for user in (1..=50).map(|n| lane * 1000 + n) {
+                    app.vote_ok(&bot.id, user).await;
+                }
+            }
+        })
+        .collect();
+    futures_util::future::join_all(voters).await;
+    let mut first_reader = Vec::new();
+    for (number, events) in readers.iter_mut().enumerate() {
+        let mut users = Vec::new();
+        for position in 0..200 {
+            let (id, user) = events.vote().await;
+            assert_eq!(id, position, "reader {number}");
+            users.push(user);
+        }
+        if number == 0 {
+            first_reader = users;
+        } else {
+            assert_eq!(
+                users, first_reader,
+                "reader {number} saw the votes in another order"
+            );
+        }
+    }
+    let mut sorted = first_reader.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 200, "every vote once");
+}
+
 #[actix_web::test]
 async fn an_idle_stream_gets_heartbeats_and_a_bad_last_id_is_refused() {
     let app = app().await;
@@ -486,6 +536,8 @@ async fn a_stalled_reader_is_cut_off_without_slowing_votes() {
     let mut settings = test_settings();
     settings.rate_limit = 0;
     settings.vote_history.buffer = 16;
+    settings.vote_history.max_streams_per_bot = 1;
+    settings.vote_history.heartbeat = Duration::from_millis(100);
     let app = spawn_app_with(settings).await;
     let bot = app.create_bot(42, json!({})).await;
 
@@ -528,6 +580,12 @@ async fn a_stalled_reader_is_cut_off_without_slowing_votes() {
         "votes/s alone {alone:.0}, beside a stalled reader {with_stalled:.0} (ratio {:.2})",
         with_stalled / alone
     );
+    // The reader fell behind by more than its buffer: its place is given back to a new stream
+    // although its connection is still open.
+    let path = format!("/bots/{}/votes/stream", bot.id);
+    let other = Events::open(&app, &path, &bot.token, None).await;
+    assert_eq!(other.status(), StatusCode::OK, "the stalled reader's place");
+    drop(other);
     // Now read: what was buffered, then the overflow event, then the end of the stream.
     let mut text = Vec::new();
     let mut chunk = [0u8; 65536];
@@ -560,8 +618,21 @@ async fn a_stalled_reader_is_cut_off_without_slowing_votes() {
         text[overflow..].lines().all(|l| !l.starts_with("id: ")),
         "nothing after it"
     );
-    // The client resumes with its last id and gets the rest.
-    let mut resumed = Events::start(&app, &bot, Some(last)).await;
+    // The client resumes with its last id and gets the rest, once the server has seen the
+    // other stream gone (at its next heartbeat).
+    let mut resumed = None;
+    for _ in 0..100 {
+        let response = Events::open(&app, &path, &bot.token, Some(last)).await;
+        if response.status() == StatusCode::OK {
+            resumed = Some(Events {
+                response,
+                buffer: String::new(),
+            });
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut resumed = resumed.expect("a place once the other stream is gone");
     assert_eq!(resumed.vote().await.0, last + 1);
 }
 
