@@ -16,7 +16,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM, NUMBERED};
+use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM};
+use crate::domain::ids::Snowflake;
 use crate::domain::time::Timestamp;
 
 /// Every voter any history holds, each with a number a stored vote refers to by.
@@ -24,7 +25,7 @@ use crate::domain::time::Timestamp;
 /// Append-only: a voter whose every vote was pruned stays until the process restarts (a
 /// snapshot stores only the voters its histories refer to).
 pub struct VoterTable {
-    voters: RwLock<Vec<Arc<Voter>>>,
+    voters: RwLock<Numbered>,
     /// By name and avatar: a voter renamed and renamed back is one entry, as a file reads it.
     numbers: DashMap<Arc<Voter>, u32, FxBuildHasher>,
 }
@@ -33,7 +34,7 @@ impl VoterTable {
     pub fn global() -> &'static VoterTable {
         static TABLE: OnceLock<VoterTable> = OnceLock::new();
         TABLE.get_or_init(|| VoterTable {
-            voters: RwLock::new(Vec::new()),
+            voters: RwLock::new(Numbered::default()),
             numbers: DashMap::with_hasher(FxBuildHasher),
         })
     }
@@ -43,34 +44,65 @@ impl VoterTable {
         if let Some(number) = self.numbers.get(voter) {
             return *number;
         }
-        self.number_of_shared(VoterPool::global().intern(voter.clone()))
+        self.number_shared(&VoterPool::global().intern(voter.clone()))
     }
 
-    fn number_of_shared(&self, shared: Arc<Voter>) -> u32 {
-        if let Some(number) = self.numbers.get(&shared) {
+    /// The number of a voter that is already the pool's shared copy (read from a snapshot's
+    /// voter table): hashed once, not copied and interned again.
+    pub fn number_shared(&self, shared: &Arc<Voter>) -> u32 {
+        if let Some(number) = self.numbers.get(shared) {
             return *number;
         }
+        self.insert(Arc::clone(shared))
+    }
+
+    /// The number of a voter read from a snapshot's table: one lookup by value, and the
+    /// voter kept as the table's shared copy if new.
+    pub fn adopt(&self, voter: Voter) -> u32 {
+        self.insert(Arc::new(voter))
+    }
+
+    fn insert(&self, shared: Arc<Voter>) -> u32 {
         // The entry lock orders two threads numbering the same voter at once.
         *self.numbers.entry(Arc::clone(&shared)).or_insert_with(|| {
             let mut voters = self.voters.write();
-            let number = u32::try_from(voters.len()).unwrap_or(u32::MAX);
-            voters.push(shared);
+            let number = u32::try_from(voters.shared.len()).unwrap_or(u32::MAX);
+            voters.ids.push(shared.id);
+            voters.shared.push(shared);
             number
         })
     }
 
     pub fn get(&self, number: u32) -> Option<Arc<Voter>> {
-        self.voters.read().get(number as usize).cloned()
+        self.voters.read().shared.get(number as usize).cloned()
+    }
+
+    /// Runs `read` over the users of every number, in number order, under one lock: a ring
+    /// finds its voters' users there without touching each voter (a cache miss apiece).
+    pub fn with_users<R>(&self, read: impl FnOnce(&[Snowflake]) -> R) -> R {
+        read(&self.voters.read().ids)
+    }
+
+    /// Runs `read` over every voter, in number order, under one lock.
+    pub fn with_voters<R>(&self, read: impl FnOnce(&[Arc<Voter>]) -> R) -> R {
+        read(&self.voters.read().shared)
     }
 
     /// Voters the table holds.
     pub fn len(&self) -> usize {
-        self.voters.read().len()
+        self.voters.read().shared.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The table's voters by number, and their users apart (read in bulk by rings).
+#[derive(Default)]
+struct Numbered {
+    shared: Vec<Arc<Voter>>,
+    ids: Vec<Snowflake>,
 }
 
 /// One stored vote: 12 bytes, 4-aligned (an `i64` field would pad it to 16).
@@ -157,7 +189,11 @@ impl VoteHistory {
 
     /// Adds a vote; returns its position.
     pub fn append(&mut self, voter: &Voter, at: Timestamp) -> u64 {
-        let number = VoterTable::global().number(voter);
+        self.append_number(VoterTable::global().number(voter), at)
+    }
+
+    /// Adds a vote of the voter with this number in [`VoterTable`]; returns its position.
+    pub fn append_number(&mut self, number: u32, at: Timestamp) -> u64 {
         // Grows by a quarter, not double: a stored vote costs at most 15 bytes with the slack.
         if self.votes.len() == self.votes.capacity() {
             self.votes.reserve_exact((self.votes.len() / 4).max(4));
@@ -256,26 +292,43 @@ struct StoredHistory<V> {
 
 impl Serialize for VoteHistory {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let table = VoterTable::global();
+        // Each distinct voter gets a local number in the order of its first vote here.
         let mut local: FxHashMap<u32, u32> = FxHashMap::default();
-        let mut voters: Vec<Arc<Voter>> = Vec::new();
+        let mut globals: Vec<u32> = Vec::new();
         let mut votes = Vec::with_capacity(self.votes.len());
         for stored in &self.votes {
-            let number = match local.get(&stored.voter) {
-                Some(&number) => number,
-                None => {
-                    let voter = table
-                        .get(stored.voter)
-                        .ok_or_else(|| serde::ser::Error::custom("a vote of an unknown voter"))?;
-                    let number = voters.len() as u32;
-                    voters.push(voter);
-                    local.insert(stored.voter, number);
-                    number
-                }
-            };
+            let number = *local.entry(stored.voter).or_insert_with(|| {
+                globals.push(stored.voter);
+                globals.len() as u32 - 1
+            });
             votes.push((number, stored.at().millis()));
         }
-        let voters: Vec<SharedVoter> = voters.into_iter().map(SharedVoter).collect();
+        // In a snapshot, voters go by their number in its table, found from the process-wide
+        // number without touching the voter; elsewhere, in full.
+        let numbered = FORM.with(|form| match &mut *form.borrow_mut() {
+            VoterForm::Numbering(table) => Some(
+                globals
+                    .iter()
+                    .map(|&global| table.number_of_history(global))
+                    .collect::<Result<Vec<u32>, _>>(),
+            ),
+            _ => None,
+        });
+        if let Some(voters) = numbered {
+            let voters = voters.map_err(serde::ser::Error::custom)?;
+            return StoredHistory {
+                first: self.first,
+                voters,
+                votes,
+            }
+            .serialize(serializer);
+        }
+        let table = VoterTable::global();
+        let voters = globals
+            .iter()
+            .map(|&global| table.get(global).map(SharedVoter))
+            .collect::<Option<Vec<SharedVoter>>>()
+            .ok_or_else(|| serde::ser::Error::custom("a vote of an unknown voter"))?;
         StoredHistory {
             first: self.first,
             voters,
@@ -290,24 +343,7 @@ struct NumberedVoter(u32);
 
 impl<'de> Deserialize<'de> for NumberedVoter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if !NUMBERED.get() {
-            let voter = SharedVoter::deserialize(deserializer)?;
-            return Ok(Self(VoterTable::global().number(&voter.0)));
-        }
-        // At startup a voter of many bots comes as the same snapshot number in each: looking
-        // it up by name and avatar once, not once per bot, was a fifth of startup's time.
-        let index = u32::deserialize(deserializer)? as usize;
-        FORM.with(|form| match &mut *form.borrow_mut() {
-            VoterForm::Numbered { voters, history } => {
-                let known = history.get_mut(index)?;
-                if *known == u32::MAX {
-                    *known = VoterTable::global().number(voters.get(index)?);
-                }
-                Some(Self(*known))
-            }
-            _ => None,
-        })
-        .ok_or_else(|| D::Error::custom("a voter number not in the voter table"))
+        super::read_voter_number(deserializer).map(Self)
     }
 }
 
@@ -444,7 +480,8 @@ mod tests {
 
     #[test]
     fn histories_read_by_snapshot_number_find_their_voters() {
-        let table: Arc<[Arc<Voter>]> = (0..3).map(|i| Arc::new(voter(900 + i))).collect();
+        let table: Arc<[u32]> =
+            super::super::VoterTable::adopt((0..3).map(|i| voter(900 + i)).collect()).into();
         let stored = |voters: Vec<u32>| {
             let votes = (0..voters.len() as u32)
                 .map(|i| (i, t(0).millis()))
