@@ -86,12 +86,28 @@ impl Grams {
     /// The bitmaps of a run of documents given in document order from `first`, so every
     /// document is appended without a search. Each document's grams are computed once, by the
     /// thread that owns its run.
+    ///
+    /// The (gram, document) pairs are gathered and sorted, then each gram's bitmap is built from
+    /// its run of documents in one pass: appending to a bitmap per pair, in a different bitmap
+    /// each time, was a cache miss per pair and the largest cost of startup.
     pub fn build_run(texts: impl Iterator<Item = Vec<u8>>, first: u32) -> Self {
-        let mut grams = Self::default();
+        let mut pairs: Vec<u64> = Vec::new();
         for (doc, text) in (first..).zip(texts) {
-            for gram in grams_of(&text) {
-                add_doc(grams.bitmaps.entry(gram).or_default(), doc);
-            }
+            pairs.extend(
+                grams_of(&text)
+                    .into_iter()
+                    .map(|gram| (u64::from(gram) << 32) | u64::from(doc)),
+            );
+        }
+        pairs.sort_unstable();
+        let mut grams = Self::default();
+        for run in pairs.chunk_by(|a, b| a >> 32 == b >> 32) {
+            let gram = (run[0] >> 32) as u32;
+            let docs = run.iter().map(|&pair| pair as u32);
+            // Sorted and distinct by construction; collected in any order all the same.
+            let bitmap =
+                RoaringBitmap::from_sorted_iter(docs.clone()).unwrap_or_else(|_| docs.collect());
+            grams.bitmaps.insert(gram, bitmap);
         }
         grams
     }

@@ -133,8 +133,8 @@ impl VoterPool {
     }
 }
 
-/// A voter as a ring holds it: the pool's shared copy. Stored in files as the voter itself, or,
-/// in a snapshot that has a voter table, as its number in that table.
+/// A voter as files older than the voter table store it, and as history writes it outside
+/// snapshots: the pool's shared copy, written in full.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SharedVoter(Arc<Voter>);
 
@@ -166,45 +166,19 @@ impl Drop for BackToInline {
 }
 
 /// The voters of a snapshot, each once: a voter (a user with one name and avatar) gets a number
-/// the first time a ring that holds it is written, and rings store that number. At 5 million
-/// votes from 500,000 voters this stores and parses each name and avatar once instead of nine
-/// times, and reading needs no lookup per ring entry.
+/// the first time a ring or a history that holds it is written, and they store that number. At
+/// 5 million votes from 500,000 voters this stores and parses each name and avatar once instead
+/// of nine times, and reading needs no lookup per ring entry.
 ///
-/// Voters are told apart by value, not by shared copy: a user whose avatar changed back and forth
-/// may be held by rings as several copies of the same name and avatar, which the table stores,
-/// and a restart then shares, as one.
+/// Rings and histories hold their voters' numbers in the process-wide table, which holds each
+/// name and avatar once; this table maps those numbers to its own with an array, so numbering
+/// a ring entry costs an array read, and a voter is never compared by value.
 #[derive(Default)]
 pub struct VoterTable {
-    /// The latest number given to each user.
-    by_user: HashMap<Snowflake, u32, FxBuildHasher>,
     voters: Vec<Arc<Voter>>,
-    /// For each number, the number given before to the same user (another name or avatar).
-    earlier: Vec<Link>,
-    /// By shared copy: rings of many bots hold the pool's one copy of a voter, so all but its
-    /// first entry are found by pointer, without comparing names and avatars (that comparison
-    /// was a third of a snapshot's time). The key holds its copy, so an address is never reused
-    /// while the table stands.
-    by_copy: HashMap<ByCopy, u32, FxBuildHasher>,
     /// For each number in the history's process-wide table, the number here (`u32::MAX` until
-    /// known): a voter of many histories is looked up once per snapshot.
+    /// known).
     by_history: Vec<u32>,
-}
-
-/// A shared voter, told apart by its address.
-struct ByCopy(Arc<Voter>);
-
-impl PartialEq for ByCopy {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for ByCopy {}
-
-impl std::hash::Hash for ByCopy {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        Arc::as_ptr(&self.0).hash(state);
-    }
 }
 
 impl VoterTable {
@@ -227,51 +201,24 @@ impl VoterTable {
         &self.voters
     }
 
-    fn number(&mut self, voter: &Arc<Voter>) -> Result<u32, &'static str> {
-        let copy = ByCopy(Arc::clone(voter));
-        if let Some(&number) = self.by_copy.get(&copy) {
-            return Ok(number);
-        }
-        let number = self.number_by_value(voter)?;
-        self.by_copy.insert(copy, number);
-        Ok(number)
-    }
-
     /// The number of the voter with this number in the history's table.
     fn number_of_history(&mut self, global: u32) -> Result<u32, &'static str> {
         let at = global as usize;
         if let Some(&number) = self.by_history.get(at).filter(|&&n| n != u32::MAX) {
             return Ok(number);
         }
-        let voter = history::VoterTable::global()
-            .get(global)
-            .ok_or("a vote of an unknown voter")?;
-        let number = self.number(&voter)?;
-        if self.by_history.len() <= at {
-            self.by_history.resize(at + 1, u32::MAX);
-        }
-        self.by_history[at] = number;
-        Ok(number)
-    }
-
-    fn number_by_value(&mut self, voter: &Arc<Voter>) -> Result<u32, &'static str> {
-        let latest = self.by_user.get(&voter.id).copied();
-        let mut at = latest;
-        while let Some(number) = at {
-            let known = &self.voters[number as usize];
-            if Arc::ptr_eq(known, voter) || **known == **voter {
-                return Ok(number);
-            }
-            at = self.earlier[number as usize].get();
-        }
-        let next = u32::try_from(self.voters.len())
+        let table = history::VoterTable::global();
+        let voter = table.get(global).ok_or("a vote of an unknown voter")?;
+        let number = u32::try_from(self.voters.len())
             .ok()
             .filter(|&n| n != u32::MAX)
             .ok_or("more voters than a table holds")?;
-        self.voters.push(Arc::clone(voter));
-        self.earlier.push(latest.into());
-        self.by_user.insert(voter.id, next);
-        Ok(next)
+        self.voters.push(voter);
+        if self.by_history.len() <= at {
+            self.by_history.resize((at + 1).max(table.len()), u32::MAX);
+        }
+        self.by_history[at] = number;
+        Ok(number)
     }
 
     /// Runs `decode` (on this thread) with rings and histories reading voters' numbers in a
@@ -293,17 +240,10 @@ impl VoterTable {
     }
 }
 
+/// Written in full: rings and histories write numbers themselves where a table is kept.
 impl Serialize for SharedVoter {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let number = FORM.with(|form| match &mut *form.borrow_mut() {
-            VoterForm::Numbering(table) => Some(table.number(&self.0)),
-            _ => None,
-        });
-        match number {
-            Some(Ok(number)) => serializer.serialize_u32(number),
-            Some(Err(why)) => Err(serde::ser::Error::custom(why)),
-            None => self.0.serialize(serializer),
-        }
+        self.0.serialize(serializer)
     }
 }
 
