@@ -31,13 +31,14 @@ pub struct Voter {
     pub avatar: Option<HttpUrl>,
 }
 
-/// Every voter the service holds, once: a user who voted for 50 bots has one copy of their
-/// name and avatar, shared by the 50 recent-voters rings (and by replay and snapshots).
+/// Each user's latest voter (name and avatar), shared: the copy a new voter in the voter table
+/// (`history::VoterTable`, which rings and histories refer to by number) is made from, and what a
+/// voter read in full from a file (journal records, older snapshots) is matched against without
+/// building a new one.
 ///
-/// Keyed by user: the entry is the user's latest name and avatar. A ring that still shows an older
-/// name keeps its own copy of that older voter until it is replaced. Entries no ring holds any
-/// more are swept when the pool has doubled since the last sweep, so the pool follows the voters
-/// still shown, at O(1) amortised work per vote.
+/// Keyed by user: the entry is the user's latest name and avatar. Entries nothing else holds any
+/// more are swept when the pool has doubled since the last sweep, at O(1) amortised work per
+/// vote.
 pub struct VoterPool {
     voters: DashMap<Snowflake, Arc<Voter>, FxBuildHasher>,
     sweep_at: AtomicUsize,
