@@ -532,11 +532,8 @@ impl Handler<RecentVoters> for BotActor {
             self.state
                 .votes
                 .recent
-                .iter_shared()
-                .map(|(voter, voted_at)| RecentVoter {
-                    voter: Arc::clone(voter),
-                    voted_at,
-                })
+                .iter()
+                .map(|(voter, voted_at)| RecentVoter { voter, voted_at })
                 .collect()
         });
         let voters = Arc::clone(voters);

@@ -47,11 +47,6 @@ pub fn grams_of(text: &[u8]) -> Vec<u32> {
     grams
 }
 
-/// Which of `parts` shares a gram belongs to: hashed, since the key's low bits are its length.
-fn share(gram: u32, parts: usize) -> usize {
-    (gram.wrapping_mul(0x9E37_79B9) >> 16) as usize % parts
-}
-
 /// The trigrams of a needle longer than [`MAX_GRAM`] bytes, each once.
 fn trigrams_of(needle: &[u8]) -> Vec<u32> {
     let mut grams: Vec<u32> = needle.windows(MAX_GRAM).map(key).collect();
@@ -88,27 +83,52 @@ impl Grams {
         }
     }
 
-    /// The bitmaps of one share of the grams (those that hash to `part` of `parts`) for texts
-    /// given in document order, so every document is appended without a search.
-    pub fn build_part(texts: impl Iterator<Item = Vec<u8>>, part: usize, parts: usize) -> Self {
+    /// The bitmaps of a run of documents given in document order from `first`, so every
+    /// document is appended without a search. Each document's grams are computed once, by the
+    /// thread that owns its run.
+    ///
+    /// The (gram, document) pairs are gathered and sorted, then each gram's bitmap is built from
+    /// its run of documents in one pass: appending to a bitmap per pair, in a different bitmap
+    /// each time, was a cache miss per pair and the largest cost of startup.
+    pub fn build_run(texts: impl Iterator<Item = Vec<u8>>, first: u32) -> Self {
+        let mut pairs: Vec<u64> = Vec::new();
+        for (doc, text) in (first..).zip(texts) {
+            pairs.extend(
+                grams_of(&text)
+                    .into_iter()
+                    .map(|gram| (u64::from(gram) << 32) | u64::from(doc)),
+            );
+        }
+        pairs.sort_unstable();
         let mut grams = Self::default();
-        for (doc, text) in texts.enumerate() {
-            for gram in grams_of(&text) {
-                if share(gram, parts) == part {
-                    add_doc(grams.bitmaps.entry(gram).or_default(), doc as u32);
-                }
-            }
+        for run in pairs.chunk_by(|a, b| a >> 32 == b >> 32) {
+            let gram = (run[0] >> 32) as u32;
+            let docs = run.iter().map(|&pair| pair as u32);
+            // Sorted and distinct by construction; collected in any order all the same.
+            let bitmap =
+                RoaringBitmap::from_sorted_iter(docs.clone()).unwrap_or_else(|_| docs.collect());
+            grams.bitmaps.insert(gram, bitmap);
         }
         grams
     }
 
-    /// Joins shares built by [`Grams::build_part`]: their grams are disjoint.
-    pub fn merge(shares: Vec<Grams>) -> Self {
-        let mut all = Self::default();
-        all.bitmaps
-            .reserve(shares.iter().map(|s| s.bitmaps.len()).sum());
-        for share in shares {
-            all.bitmaps.extend(share.bitmaps);
+    /// Joins runs built by [`Grams::build_run`], given in document order: a gram's documents in
+    /// a later run all come after those in an earlier one.
+    pub fn merge(runs: Vec<Grams>) -> Self {
+        let mut runs = runs.into_iter();
+        let mut all = runs.next().unwrap_or_default();
+        for run in runs {
+            all.bitmaps.reserve(run.bitmaps.len());
+            for (gram, docs) in run.bitmaps {
+                match all.bitmaps.entry(gram) {
+                    std::collections::hash_map::Entry::Occupied(mut known) => {
+                        *known.get_mut() |= docs
+                    }
+                    std::collections::hash_map::Entry::Vacant(new) => {
+                        new.insert(docs);
+                    }
+                }
+            }
         }
         all
     }

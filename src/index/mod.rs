@@ -126,18 +126,19 @@ impl SearchIndex {
     }
 
     /// Builds the index of a whole directory at once (startup). The n-gram bitmaps, most of the
-    /// cost, are built on every core, each thread owning a share of the grams, while this thread
-    /// builds everything else.
+    /// cost, are built on every core, each thread owning a run of the documents (so each
+    /// document's grams are computed once), while this thread builds everything else.
     pub fn build(month: Month, views: Vec<Arc<BotView>>) -> Self {
         let mut index = Self::new(month);
         let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let run = views.len().div_ceil(parts).max(1);
         let grams = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..parts)
-                .map(|part| {
-                    let views = &views;
-                    scope.spawn(move || {
-                        Grams::build_part(views.iter().map(|v| text_of(v)), part, parts)
-                    })
+            let workers: Vec<_> = views
+                .chunks(run)
+                .enumerate()
+                .map(|(part, views)| {
+                    let first = (part * run) as u32;
+                    scope.spawn(move || Grams::build_run(views.iter().map(|v| text_of(v)), first))
                 })
                 .collect();
             for view in &views {

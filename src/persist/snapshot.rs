@@ -444,10 +444,9 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
             })
             .collect()
     })?;
-    let voters: Arc<[Arc<Voter>]> = voters.into_iter().flatten().collect();
-    // One numbered decode per thread, not per bot, so that what it learns serves every bot.
+    let numbers: Arc<[u32]> = voters.into_iter().flatten().collect();
     let bots = in_parallel(&parts.bots, |share| {
-        VoterTable::numbered(Arc::clone(&voters), || {
+        VoterTable::numbered(Arc::clone(&numbers), || {
             share
                 .iter()
                 .map(|bot| {
@@ -574,14 +573,7 @@ mod tests {
             state
                 .bots
                 .iter()
-                .find_map(|bot| {
-                    bot.state
-                        .votes
-                        .recent
-                        .iter_shared()
-                        .next()
-                        .map(|(v, _)| Arc::clone(v))
-                })
+                .find_map(|bot| bot.state.votes.recent.iter().next().map(|(v, _)| v))
                 .expect("a voter")
         };
         assert!(Arc::ptr_eq(&first(&old), &first(&new)));

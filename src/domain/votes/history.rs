@@ -5,7 +5,9 @@
 //! process, however many votes and bots they appear in. Positions are absolute: pruning old
 //! votes (retention) never renumbers the ones kept, so cursors and `Last-Event-ID`s stay valid.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -16,7 +18,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM, NUMBERED};
+use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM};
+use crate::domain::ids::Snowflake;
 use crate::domain::time::Timestamp;
 
 /// Every voter any history holds, each with a number a stored vote refers to by.
@@ -24,53 +27,176 @@ use crate::domain::time::Timestamp;
 /// Append-only: a voter whose every vote was pruned stays until the process restarts (a
 /// snapshot stores only the voters its histories refer to).
 pub struct VoterTable {
-    voters: RwLock<Vec<Arc<Voter>>>,
+    voters: RwLock<Numbered>,
     /// By name and avatar: a voter renamed and renamed back is one entry, as a file reads it.
-    numbers: DashMap<Arc<Voter>, u32, FxBuildHasher>,
+    numbers: DashMap<KeyedVoter, u32, FxBuildHasher>,
 }
 
 impl VoterTable {
     pub fn global() -> &'static VoterTable {
         static TABLE: OnceLock<VoterTable> = OnceLock::new();
         TABLE.get_or_init(|| VoterTable {
-            voters: RwLock::new(Vec::new()),
+            voters: RwLock::new(Numbered::default()),
             numbers: DashMap::with_hasher(FxBuildHasher),
         })
     }
 
     /// The number of this voter (with this name and avatar), given one if new.
     pub fn number(&self, voter: &Voter) -> u32 {
-        if let Some(number) = self.numbers.get(voter) {
+        let hash = voter_hash(voter);
+        if let Some(number) = self
+            .numbers
+            .get(&VoterProbe { hash, voter } as &dyn VoterKey)
+        {
             return *number;
         }
-        self.number_of_shared(VoterPool::global().intern(voter.clone()))
+        self.insert(hash, VoterPool::global().intern(voter.clone()))
     }
 
-    fn number_of_shared(&self, shared: Arc<Voter>) -> u32 {
-        if let Some(number) = self.numbers.get(&shared) {
+    /// The number of a voter that is already the pool's shared copy (read from a snapshot's
+    /// voter table): hashed once, not copied and interned again.
+    pub fn number_shared(&self, shared: &Arc<Voter>) -> u32 {
+        let hash = voter_hash(shared);
+        let probe = VoterProbe {
+            hash,
+            voter: shared,
+        };
+        if let Some(number) = self.numbers.get(&probe as &dyn VoterKey) {
             return *number;
         }
+        self.insert(hash, Arc::clone(shared))
+    }
+
+    /// The number of a voter read from a snapshot's table: one lookup by value, and the
+    /// voter kept as the table's shared copy if new.
+    pub fn adopt(&self, voter: Voter) -> u32 {
+        self.insert(voter_hash(&voter), Arc::new(voter))
+    }
+
+    fn insert(&self, hash: u64, shared: Arc<Voter>) -> u32 {
+        let key = KeyedVoter {
+            hash,
+            voter: Arc::clone(&shared),
+        };
         // The entry lock orders two threads numbering the same voter at once.
-        *self.numbers.entry(Arc::clone(&shared)).or_insert_with(|| {
+        *self.numbers.entry(key).or_insert_with(|| {
             let mut voters = self.voters.write();
-            let number = u32::try_from(voters.len()).unwrap_or(u32::MAX);
-            voters.push(shared);
+            let number = u32::try_from(voters.shared.len()).unwrap_or(u32::MAX);
+            voters.ids.push(shared.id);
+            voters.shared.push(shared);
             number
         })
     }
 
     pub fn get(&self, number: u32) -> Option<Arc<Voter>> {
-        self.voters.read().get(number as usize).cloned()
+        self.voters.read().shared.get(number as usize).cloned()
+    }
+
+    /// Runs `read` over the users of every number, in number order, under one lock: a ring
+    /// finds its voters' users there without touching each voter (a cache miss apiece).
+    pub fn with_users<R>(&self, read: impl FnOnce(&[Snowflake]) -> R) -> R {
+        read(&self.voters.read().ids)
+    }
+
+    /// Runs `read` over every voter, in number order, under one lock.
+    pub fn with_voters<R>(&self, read: impl FnOnce(&[Arc<Voter>]) -> R) -> R {
+        read(&self.voters.read().shared)
     }
 
     /// Voters the table holds.
     pub fn len(&self) -> usize {
-        self.voters.read().len()
+        self.voters.read().shared.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The hash a voter is filed under in [`VoterTable`]'s index.
+fn voter_hash(voter: &Voter) -> u64 {
+    FxBuildHasher.hash_one(voter)
+}
+
+/// A voter in [`VoterTable`]'s index, with its hash computed once: when a shard of the index
+/// grows, it rehashes the stored hash instead of reading each voter's name and avatar again
+/// (a cache miss apiece, half a million of them when a snapshot's table is numbered).
+struct KeyedVoter {
+    hash: u64,
+    voter: Arc<Voter>,
+}
+
+/// What the index is searched by: a stored key, or a voter and its hash (no `Arc` needed).
+trait VoterKey {
+    fn key_hash(&self) -> u64;
+    fn voter(&self) -> &Voter;
+}
+
+struct VoterProbe<'a> {
+    hash: u64,
+    voter: &'a Voter,
+}
+
+impl VoterKey for KeyedVoter {
+    fn key_hash(&self) -> u64 {
+        self.hash
+    }
+
+    fn voter(&self) -> &Voter {
+        &self.voter
+    }
+}
+
+impl VoterKey for VoterProbe<'_> {
+    fn key_hash(&self) -> u64 {
+        self.hash
+    }
+
+    fn voter(&self) -> &Voter {
+        self.voter
+    }
+}
+
+impl<'a> Borrow<dyn VoterKey + 'a> for KeyedVoter {
+    fn borrow(&self) -> &(dyn VoterKey + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn VoterKey + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.key_hash());
+    }
+}
+
+impl PartialEq for dyn VoterKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.key_hash() == other.key_hash() && self.voter() == other.voter()
+    }
+}
+
+impl Eq for dyn VoterKey + '_ {}
+
+/// Hashed and compared as the [`VoterKey`] it is, so that a probe finds it.
+impl Hash for KeyedVoter {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for KeyedVoter {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && *self.voter == *other.voter
+    }
+}
+
+impl Eq for KeyedVoter {}
+
+/// The table's voters by number, and their users apart (read in bulk by rings).
+#[derive(Default)]
+struct Numbered {
+    shared: Vec<Arc<Voter>>,
+    ids: Vec<Snowflake>,
 }
 
 /// One stored vote: 12 bytes, 4-aligned (an `i64` field would pad it to 16).
@@ -157,7 +283,11 @@ impl VoteHistory {
 
     /// Adds a vote; returns its position.
     pub fn append(&mut self, voter: &Voter, at: Timestamp) -> u64 {
-        let number = VoterTable::global().number(voter);
+        self.append_number(VoterTable::global().number(voter), at)
+    }
+
+    /// Adds a vote of the voter with this number in [`VoterTable`]; returns its position.
+    pub fn append_number(&mut self, number: u32, at: Timestamp) -> u64 {
         // Grows by a quarter, not double: a stored vote costs at most 15 bytes with the slack.
         if self.votes.len() == self.votes.capacity() {
             self.votes.reserve_exact((self.votes.len() / 4).max(4));
@@ -256,26 +386,43 @@ struct StoredHistory<V> {
 
 impl Serialize for VoteHistory {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let table = VoterTable::global();
+        // Each distinct voter gets a local number in the order of its first vote here.
         let mut local: FxHashMap<u32, u32> = FxHashMap::default();
-        let mut voters: Vec<Arc<Voter>> = Vec::new();
+        let mut globals: Vec<u32> = Vec::new();
         let mut votes = Vec::with_capacity(self.votes.len());
         for stored in &self.votes {
-            let number = match local.get(&stored.voter) {
-                Some(&number) => number,
-                None => {
-                    let voter = table
-                        .get(stored.voter)
-                        .ok_or_else(|| serde::ser::Error::custom("a vote of an unknown voter"))?;
-                    let number = voters.len() as u32;
-                    voters.push(voter);
-                    local.insert(stored.voter, number);
-                    number
-                }
-            };
+            let number = *local.entry(stored.voter).or_insert_with(|| {
+                globals.push(stored.voter);
+                globals.len() as u32 - 1
+            });
             votes.push((number, stored.at().millis()));
         }
-        let voters: Vec<SharedVoter> = voters.into_iter().map(SharedVoter).collect();
+        // In a snapshot, voters go by their number in its table, found from the process-wide
+        // number without touching the voter; elsewhere, in full.
+        let numbered = FORM.with(|form| match &mut *form.borrow_mut() {
+            VoterForm::Numbering(table) => Some(
+                globals
+                    .iter()
+                    .map(|&global| table.number_of_history(global))
+                    .collect::<Result<Vec<u32>, _>>(),
+            ),
+            _ => None,
+        });
+        if let Some(voters) = numbered {
+            let voters = voters.map_err(serde::ser::Error::custom)?;
+            return StoredHistory {
+                first: self.first,
+                voters,
+                votes,
+            }
+            .serialize(serializer);
+        }
+        let table = VoterTable::global();
+        let voters = globals
+            .iter()
+            .map(|&global| table.get(global).map(SharedVoter))
+            .collect::<Option<Vec<SharedVoter>>>()
+            .ok_or_else(|| serde::ser::Error::custom("a vote of an unknown voter"))?;
         StoredHistory {
             first: self.first,
             voters,
@@ -290,24 +437,7 @@ struct NumberedVoter(u32);
 
 impl<'de> Deserialize<'de> for NumberedVoter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if !NUMBERED.get() {
-            let voter = SharedVoter::deserialize(deserializer)?;
-            return Ok(Self(VoterTable::global().number(&voter.0)));
-        }
-        // At startup a voter of many bots comes as the same snapshot number in each: looking
-        // it up by name and avatar once, not once per bot, was a fifth of startup's time.
-        let index = u32::deserialize(deserializer)? as usize;
-        FORM.with(|form| match &mut *form.borrow_mut() {
-            VoterForm::Numbered { voters, history } => {
-                let known = history.get_mut(index)?;
-                if *known == u32::MAX {
-                    *known = VoterTable::global().number(voters.get(index)?);
-                }
-                Some(Self(*known))
-            }
-            _ => None,
-        })
-        .ok_or_else(|| D::Error::custom("a voter number not in the voter table"))
+        super::read_voter_number(deserializer).map(Self)
     }
 }
 
@@ -443,8 +573,33 @@ mod tests {
     }
 
     #[test]
+    fn the_table_numbers_a_voter_by_name_and_avatar() {
+        let table = VoterTable::global();
+        let first = table.number(&voter(950));
+        let renamed = Voter {
+            username: VoterName::parse("h950-renamed".to_owned()).expect("valid"),
+            ..voter(950)
+        };
+        let second = table.number(&renamed);
+        assert_ne!(first, second, "another name is another entry");
+        assert_eq!(
+            table.number(&voter(950)),
+            first,
+            "renamed back: the first entry"
+        );
+        assert_eq!(table.number_shared(&Arc::new(renamed.clone())), second);
+        assert_eq!(
+            table.adopt(renamed),
+            second,
+            "a snapshot's copy finds the entry"
+        );
+        assert_eq!(table.get(first).as_deref(), Some(&voter(950)));
+    }
+
+    #[test]
     fn histories_read_by_snapshot_number_find_their_voters() {
-        let table: Arc<[Arc<Voter>]> = (0..3).map(|i| Arc::new(voter(900 + i))).collect();
+        let table: Arc<[u32]> =
+            super::super::VoterTable::adopt((0..3).map(|i| voter(900 + i)).collect()).into();
         let stored = |voters: Vec<u32>| {
             let votes = (0..voters.len() as u32)
                 .map(|i| (i, t(0).millis()))
