@@ -233,6 +233,10 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
         recent_voter: recent_id,
         profile_id: profiles[0].id,
     };
+    // In id order, as a running server writes its snapshots.
+    bots.sort_unstable_by_key(|(state, _)| state.listing.id);
+    let mut profiles = profiles;
+    profiles.sort_unstable_by_key(|p| p.id);
     Demo {
         state: DirectoryState {
             profiles,
@@ -373,9 +377,12 @@ mod tests {
         );
         assert!(a.state.bots.iter().any(|b| b.state.listing.featured));
         assert!(a.state.bots.iter().any(|b| b.state.listing.certified));
-        assert!(a.state.bots[0]
+        let demo_bot = a
             .state
-            .votes
-            .has_voted(a.info.recent_voter, now));
+            .bots
+            .iter()
+            .find(|b| b.state.listing.id == a.info.bot_id)
+            .expect("the demo's bot is listed");
+        assert!(demo_bot.state.votes.has_voted(a.info.recent_voter, now));
     }
 }

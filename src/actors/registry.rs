@@ -359,10 +359,13 @@ impl Handler<Capture> for Registry {
     type Result = MessageResult<Capture>;
 
     fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
-        let bots = self
-            .book
-            .bots
-            .values()
+        // In id order, as a start hands bots on (a start from this file then need not sort).
+        let mut listed: Vec<_> = self.book.bots.values().collect();
+        listed.sort_unstable_by_key(|entry| entry.handle.id);
+        let mut profiles: Vec<Profile> = self.book.profiles.values().cloned().collect();
+        profiles.sort_unstable_by_key(|p| p.id);
+        let bots = listed
+            .into_iter()
             .map(|entry| {
                 Box::new(ListedBot {
                     handle: Arc::clone(&entry.handle),
@@ -374,7 +377,7 @@ impl Handler<Capture> for Registry {
         MessageResult(Captured {
             seq: self.journal.last_seq(),
             registry_seq: self.last_seq,
-            profiles: self.book.profiles.values().cloned().collect(),
+            profiles,
             bots,
         })
     }
