@@ -6,7 +6,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app, TestApp, TestBot};
+use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp, TestBot};
 
 async fn check(app: &TestApp, bot: &TestBot, id: &str) -> reqwest::Response {
     app.get_with(&format!("/bots/{id}/check?userId=7"), &bot.token)
@@ -227,4 +227,32 @@ async fn routes_with_an_id_are_counted_under_their_pattern() {
         r#"botlist_http_requests_total{route="/api/v1/admin/bots/{id}/webhook/deliveries",method="GET",status="200"}"#,
         1.0,
     );
+}
+
+#[actix_web::test]
+async fn the_reference_and_the_api_are_both_served_whatever_the_base_path() {
+    for base in ["", "/v1", "/docs/api"] {
+        let mut settings = test_settings();
+        settings.base_path = base.into();
+        let app = spawn_app_with(settings).await;
+        let bot = app.create_bot(42, json!({})).await;
+        app.vote_ok(&bot.id, 7).await;
+        let response = check(&app, &bot, &bot.id).await;
+        assert_eq!(response.status(), StatusCode::OK, "{base}");
+        let response = app.get(&format!("/bots/{}", bot.id)).await;
+        assert_eq!(response.status(), StatusCode::OK, "{base}");
+        let page = app
+            .client
+            .get(format!("{}/docs/", app.root))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(page.status(), StatusCode::OK, "{base}");
+        let response = app.get("/bots/nobody/nothing").await;
+        let message = assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
+        assert_eq!(
+            message,
+            format!("no route for GET {base}/bots/nobody/nothing")
+        );
+    }
 }
