@@ -108,7 +108,8 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
             .into_iter()
             .partition(|route| under(&route.path, "/users"));
         let docs_first = base_path.is_empty();
-        cfg.configure(|cfg| routes::mount(cfg, "", "", root_routes()));
+        cfg.configure(|cfg| routes::resources(cfg, "", root_routes()))
+            .default_service(web::to(routes::no_route));
         if docs_first {
             cfg.configure(docs_routes(base_path));
         }

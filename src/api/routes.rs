@@ -93,11 +93,10 @@ fn document<D: Declared>(paths: &mut Paths, schemas: &mut Schemas) {
     D::schemas(schemas);
 }
 
-/// The order routes are matched in: paths without parameters first (actix matches them by
-/// comparison, before the table of the others is tried, so `/bots/stats` is never read as a bot
-/// id), then the check route, which bots call all day (docs/PERFORMANCE.md, "The check route
-/// first"), then the rest as declared. The patterns do not overlap otherwise, so the order
-/// changes nothing but speed.
+/// The order routes are matched in: paths without parameters first (so `/bots/stats` is
+/// never read as a bot id), then the check route, which bots call all day (docs/PERFORMANCE.md,
+/// "The check route first"), then the rest as declared. The patterns do not overlap
+/// otherwise, so the order changes nothing but speed.
 pub fn matching_order(routes: &mut [Route]) {
     routes.sort_by_key(|route| {
         if !route.path.contains('{') {
@@ -110,31 +109,45 @@ pub fn matching_order(routes: &mut [Route]) {
     });
 }
 
-/// Mounts `routes` (all under `prefix`, served under `base`) on `cfg`, in the order given:
-/// the paths without parameters as one actix resource each, and the paths with parameters
-/// in a [`ParamTable`], which answers whatever the resources do not (it is the scope's default
-/// service, and falls back to [`no_route`]). actix would match each of those with a regex
-/// (docs/PERFORMANCE.md, "check10: the check path").
+/// Mounts `routes` (all under `prefix`, served under `base`) on a scope's `cfg`, in the order
+/// given, as one [`RouteTable`]: the scope's default service, which matches each path segment
+/// by segment and answers [`no_route`] when none fits. actix would try a resource per path in
+/// turn, each with a regex when it has a parameter (docs/PERFORMANCE.md, "check10: the check
+/// path"). A path the table cannot read (a parameter with a regex of its own) is left to
+/// actix as a resource.
 pub fn mount(cfg: &mut web::ServiceConfig, base: &str, prefix: &str, routes: Vec<Route>) {
-    let mut fixed: Vec<(String, Vec<Service>)> = Vec::new();
-    let mut table = ParamTable::default();
+    let mut table = RouteTable::default();
+    let mut others = Vec::new();
+    for route in routes {
+        let path = route.path.strip_prefix(prefix).unwrap_or(&route.path);
+        match Shape::of(path) {
+            Some(shape) => {
+                let pattern = format!("{base}{}", route.path);
+                table.add(shape, &pattern, route.method.clone(), route.into_service());
+            }
+            None => others.push(route),
+        }
+    }
+    resources(cfg, prefix, others);
+    cfg.default_service(table);
+}
+
+/// Mounts `routes` (all under `prefix`) on `cfg` as actix resources, one per path, in the order
+/// given: for the operational routes, matched before anything else.
+pub fn resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
+    let mut resources: Vec<(String, Vec<Service>)> = Vec::new();
     for route in routes {
         let path = route
             .path
             .strip_prefix(prefix)
             .unwrap_or(&route.path)
             .to_owned();
-        let pattern = format!("{base}{}", route.path);
-        if let Some(shape) = Shape::of(&path) {
-            table.add(shape, &pattern, route.method.clone(), route.into_service());
-            continue;
-        }
-        match fixed.iter_mut().find(|(known, _)| *known == path) {
+        match resources.iter_mut().find(|(known, _)| *known == path) {
             Some((_, services)) => services.push(route.into_service()),
-            None => fixed.push((path, vec![route.into_service()])),
+            None => resources.push((path, vec![route.into_service()])),
         }
     }
-    for (path, services) in fixed {
+    for (path, services) in resources {
         let resource = services
             .into_iter()
             .fold(web::resource(path), |resource, service| {
@@ -142,7 +155,6 @@ pub fn mount(cfg: &mut web::ServiceConfig, base: &str, prefix: &str, routes: Vec
             });
         cfg.service(resource);
     }
-    cfg.default_service(table);
 }
 
 /// The answer to a path no route has: 404 with the envelope.
@@ -163,15 +175,19 @@ enum Segment {
     Param(&'static str),
 }
 
-/// A path below its scope made of whole segments, each fixed or a plain `{name}`.
+/// A path below its scope made of whole segments, each fixed or a plain `{name}`; no segment
+/// at all is the scope's own path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Shape(Vec<Segment>);
 
 impl Shape {
-    /// `None` for a path without parameters, or with one that is not a whole segment or that
-    /// has its own regex (`{file:.*}`): those are left to actix.
+    /// `None` for a path with a parameter that is not a whole segment or that has a regex of
+    /// its own (`{file:.*}`): those are left to actix.
     fn of(path: &str) -> Option<Self> {
-        let segments = path.strip_prefix('/')?.split('/').map(|segment| {
+        let Some(path) = path.strip_prefix('/') else {
+            return path.is_empty().then(|| Self(Vec::new()));
+        };
+        let segments = path.split('/').map(|segment| {
             match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
                 Some(name) if !name.is_empty() && !name.contains([':', '{', '}']) => {
                     Some(Segment::Param(interned(name)))
@@ -181,24 +197,22 @@ impl Shape {
                 None => Some(Segment::Fixed(segment.into())),
             }
         });
-        let segments: Vec<Segment> = segments.collect::<Option<_>>()?;
-        segments
-            .iter()
-            .any(|segment| matches!(segment, Segment::Param(_)))
-            .then_some(Self(segments))
+        segments.collect::<Option<_>>().map(Self)
     }
 
     /// Whether `path` (what is left of the request's path below the scope) has this shape.
     fn fits(&self, path: &str) -> bool {
         let Some(path) = path.strip_prefix('/') else {
-            return false;
+            return path.is_empty() && self.0.is_empty();
         };
         let mut parts = path.split('/');
-        self.0.iter().all(|segment| match (segment, parts.next()) {
-            (Segment::Fixed(fixed), Some(part)) => **fixed == *part,
-            (Segment::Param(_), Some(part)) => !part.is_empty(),
-            (_, None) => false,
-        }) && parts.next().is_none()
+        !self.0.is_empty()
+            && self.0.iter().all(|segment| match (segment, parts.next()) {
+                (Segment::Fixed(fixed), Some(part)) => **fixed == *part,
+                (Segment::Param(_), Some(part)) => !part.is_empty(),
+                (_, None) => false,
+            })
+            && parts.next().is_none()
     }
 
     /// The parameters of a `path` that [`fits`](Self::fits), by name.
@@ -210,6 +224,13 @@ impl Shape {
                 Segment::Param(name) => Some((*name, part)),
                 Segment::Fixed(_) => None,
             })
+    }
+
+    fn param_count(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|segment| matches!(segment, Segment::Param(_)))
+            .count()
     }
 }
 
@@ -236,16 +257,16 @@ struct Entry {
     routes: Vec<(Method, Service)>,
 }
 
-/// The routes of a scope whose paths have parameters, matched segment by segment without a
-/// regex. A path no entry fits goes to [`no_route`]; a path that fits with a method its entry
+/// The routes of a scope, matched segment by segment without a regex, in the order they were
+/// added. A path no entry fits goes to [`no_route`]; a path that fits with a method its entry
 /// does not answer is 405, as actix answers it for a resource (the `Allow` header is added
 /// from the route pattern by [`super::http::semantics`]).
 #[derive(Default)]
-pub struct ParamTable {
+pub struct RouteTable {
     entries: Vec<Entry>,
 }
 
-impl ParamTable {
+impl RouteTable {
     fn add(&mut self, shape: Shape, pattern: &str, method: Method, service: Service) {
         match self.entries.iter_mut().find(|entry| entry.shape == shape) {
             Some(entry) => entry.routes.push((method, service)),
@@ -260,13 +281,13 @@ impl ParamTable {
 
 type RouteService = <Service as ServiceFactory<ServiceRequest>>::Service;
 
-impl ServiceFactory<ServiceRequest> for ParamTable {
+impl ServiceFactory<ServiceRequest> for RouteTable {
     type Response = ServiceResponse;
     type Error = actix_web::Error;
     type Config = ();
-    type Service = ParamTableService;
+    type Service = RouteTableService;
     type InitError = ();
-    type Future = LocalBoxFuture<'static, Result<ParamTableService, ()>>;
+    type Future = LocalBoxFuture<'static, Result<RouteTableService, ()>>;
 
     fn new_service(&self, _: ()) -> Self::Future {
         let fallback = web::to(no_route).new_service(());
@@ -297,7 +318,7 @@ impl ServiceFactory<ServiceRequest> for ParamTable {
                     routes: methods.into_iter().zip(services).collect(),
                 });
             }
-            Ok(ParamTableService {
+            Ok(RouteTableService {
                 entries: built,
                 fallback: fallback.await?,
             })
@@ -311,12 +332,12 @@ struct EntryService {
     routes: Vec<(Method, RouteService)>,
 }
 
-pub struct ParamTableService {
+pub struct RouteTableService {
     entries: Vec<EntryService>,
     fallback: RouteService,
 }
 
-impl ActixService<ServiceRequest> for ParamTableService {
+impl ActixService<ServiceRequest> for RouteTableService {
     type Response = ServiceResponse;
     type Error = actix_web::Error;
     type Future = LocalBoxFuture<'static, Result<ServiceResponse, actix_web::Error>>;
@@ -328,14 +349,16 @@ impl ActixService<ServiceRequest> for ParamTableService {
         let Some(entry) = self.entries.iter().find(|entry| entry.shape.fits(path)) else {
             return self.fallback.call(request);
         };
-        let params: Vec<(&'static str, String)> = entry
-            .shape
-            .params(path)
-            .map(|(name, value)| (name, value.to_owned()))
-            .collect();
-        let matched = request.match_info_mut();
-        for (name, value) in params {
-            matched.add_static(name, value);
+        // One parameter at a time: each value is read from the path, then added beside it.
+        for index in 0..entry.shape.param_count() {
+            let param = entry
+                .shape
+                .params(request.match_info().unprocessed())
+                .nth(index)
+                .map(|(name, value)| (name, value.to_owned()));
+            if let Some((name, value)) = param {
+                request.match_info_mut().add_static(name, value);
+            }
         }
         request
             .extensions_mut()
@@ -359,8 +382,15 @@ mod tests {
 
     #[test]
     fn a_shape_is_made_of_whole_segments_and_plain_parameters() {
-        assert_eq!(Shape::of("/check"), None, "no parameter: left to actix");
-        assert_eq!(Shape::of(""), None);
+        assert_eq!(
+            Shape::of("/check"),
+            Some(Shape(vec![Segment::Fixed("check".into())]))
+        );
+        assert_eq!(
+            Shape::of(""),
+            Some(Shape(Vec::new())),
+            "the scope's own path"
+        );
         assert_eq!(Shape::of("/{file:.*}"), None, "a regex of its own");
         assert_eq!(Shape::of("/file.{ext}"), None, "not a whole segment");
         assert_eq!(Shape::of("/{}"), None);
@@ -392,6 +422,14 @@ mod tests {
             "/7/Deliveries/x/redeliver",
         ] {
             assert!(!shape.fits(path), "{path}");
+        }
+        let root = Shape::of("").expect("a shape");
+        assert!(root.fits(""));
+        assert!(!root.fits("/"));
+        let check = Shape::of("/check").expect("a shape");
+        assert!(check.fits("/check"));
+        for path in ["", "/", "/check/", "//check", "/checks"] {
+            assert!(!check.fits(path), "{path}");
         }
     }
 
