@@ -5,6 +5,7 @@
 //! bounded: routes are patterns (unmatched paths share `unmatched`), methods are the known nine
 //! or `other`, outcomes and key kinds are fixed words.
 
+use std::borrow::Cow;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -15,7 +16,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::HttpMessage;
+use actix_web::{HttpMessage, HttpRequest};
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
@@ -418,6 +419,19 @@ pub fn webhook_outcome(bot: impl std::fmt::Display, delivery: &Delivery) {
 #[derive(Clone, Debug)]
 pub struct RequestId(pub HeaderValue);
 
+/// The pattern of the route a request was matched to, when the API's own table of routes with
+/// parameters matched it (`api::routes::ParamTable`); actix's router keeps its own.
+#[derive(Clone, Copy, Debug)]
+pub struct RoutePattern(pub &'static str);
+
+/// The pattern of the route that answered `request`, as declared (base path included).
+pub fn route_pattern(request: &HttpRequest) -> Option<Cow<'static, str>> {
+    if let Some(pattern) = request.extensions().get::<RoutePattern>() {
+        return Some(Cow::Borrowed(pattern.0));
+    }
+    request.match_pattern().map(Cow::Owned)
+}
+
 /// The rate-limit key kind a request was counted under, in its extensions.
 #[derive(Clone, Copy, Debug)]
 pub struct RateKeyKind(pub &'static str);
@@ -506,7 +520,7 @@ pub async fn observe(
             let request = response.request();
             (
                 response.status(),
-                request.match_pattern(),
+                route_pattern(request),
                 request.extensions().get::<RateKeyKind>().map(|k| k.0),
             )
         }

@@ -16,6 +16,7 @@ use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
 use sha2::{Digest, Sha256};
 
 use super::error::Code;
+use crate::telemetry::route_pattern;
 
 /// Bodies smaller than this go out as they are: compressing them saves a few bytes at best.
 pub const MIN_COMPRESSED_BYTES: usize = 1024;
@@ -82,7 +83,7 @@ pub async fn semantics(
     }
     let cacheable = status == StatusCode::OK
         && response.request().method() == Method::GET
-        && response.request().match_pattern().is_some_and(|pattern| {
+        && route_pattern(response.request()).is_some_and(|pattern| {
             let base_path = base_path.as_ref().map_or("", |b| b.0.as_str());
             pattern
                 .strip_prefix(base_path)
@@ -99,7 +100,7 @@ fn with_allow(
     mut response: ServiceResponse<BoxBody>,
     allowed: Option<&AllowedMethods>,
 ) -> ServiceResponse<BoxBody> {
-    let pattern = response.request().match_pattern();
+    let pattern = route_pattern(response.request());
     if let Some(value) = pattern.and_then(|p| allowed.and_then(|a| a.get(&p)).cloned()) {
         response.headers_mut().insert(ALLOW, value);
     }

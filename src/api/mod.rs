@@ -24,14 +24,13 @@ use actix::Addr;
 use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
 use actix_web::http::Method;
 use actix_web::middleware::from_fn;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::Persistence;
-use error::{ApiError, Code};
 use routes::Route;
 
 /// What every handler can reach.
@@ -97,7 +96,9 @@ fn under(path: &str, scope: &str) -> bool {
 }
 
 /// The router, from the routes the resource modules declare. `/bots` and `/users` are scopes
-/// of their own for their rate limits.
+/// of their own for their rate limits. The reference's files (`{file:.*}`, a regex) are tried
+/// after the API when the API has a base path of its own, so API requests never run it (and a
+/// base path under `/docs` is not taken for a file).
 pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
         let (bot_routes, rest): (Vec<Route>, Vec<Route>) = api_routes()
@@ -106,31 +107,42 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
         let (user_routes, rest): (Vec<Route>, Vec<Route>) = rest
             .into_iter()
             .partition(|route| under(&route.path, "/users"));
-        cfg.configure(|cfg| routes::mount(cfg, "", root_routes()))
-            .service(web::resource(docs::PATH).get(docs::redirect))
+        let docs_first = base_path.is_empty();
+        cfg.configure(|cfg| routes::resources(cfg, "", root_routes()))
+            .default_service(web::to(routes::no_route));
+        if docs_first {
+            cfg.configure(docs_routes(base_path));
+        }
+        cfg.service(
+            web::scope(base_path)
+                .service(web::resource("/openapi.json").get(openapi_json))
+                .service(
+                    web::scope("/bots")
+                        .wrap(from_fn(limits::limit_bots))
+                        .configure(|cfg| routes::mount(cfg, base_path, "/bots", bot_routes)),
+                )
+                .service(
+                    web::scope("/users")
+                        .wrap(from_fn(limits::limit_users))
+                        .configure(|cfg| routes::mount(cfg, base_path, "/users", user_routes)),
+                )
+                .configure(|cfg| routes::mount(cfg, base_path, "", rest)),
+        );
+        if !docs_first {
+            cfg.configure(docs_routes(base_path));
+        }
+    }
+}
+
+/// `/docs` and the reference's files.
+fn docs_routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+    move |cfg| {
+        cfg.service(web::resource(docs::PATH).get(docs::redirect))
             .service(
                 web::resource(format!("{}/{{file:.*}}", docs::PATH))
                     .app_data(web::Data::new(docs::Docs::new(base_path)))
                     .get(docs::file),
-            )
-            .service(
-                web::scope(base_path)
-                    .service(web::resource("/openapi.json").get(openapi_json))
-                    .service(
-                        web::scope("/bots")
-                            .wrap(from_fn(limits::limit_bots))
-                            .configure(|cfg| routes::mount(cfg, "/bots", bot_routes))
-                            .default_service(web::to(no_route)),
-                    )
-                    .service(
-                        web::scope("/users")
-                            .wrap(from_fn(limits::limit_users))
-                            .configure(|cfg| routes::mount(cfg, "/users", user_routes))
-                            .default_service(web::to(no_route)),
-                    )
-                    .configure(|cfg| routes::mount(cfg, "", rest)),
-            )
-            .default_service(web::to(no_route));
+            );
     }
 }
 
@@ -138,12 +150,4 @@ async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, HeaderValue::from_static(reply::JSON_UTF8)))
         .body(state.openapi_json.clone())
-}
-
-async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(Code::NotFound.with(format!(
-        "no route for {} {}",
-        request.method(),
-        request.path()
-    )))
 }

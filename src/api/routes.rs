@@ -3,12 +3,23 @@
 //! ([`super::routes`]) and the OpenAPI document ([`super::openapi::document`]) are both built
 //! from these lists, so a route cannot be served undocumented or documented unserved.
 
-use actix_web::dev::Handler;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use actix_web::dev::{
+    Handler, Service as ActixService, ServiceFactory, ServiceRequest, ServiceResponse,
+};
 use actix_web::http::Method;
-use actix_web::{web, FromRequest, Responder, Route as Service};
+use actix_web::{
+    web, FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder, Route as Service,
+};
+use futures_util::future::{join_all, LocalBoxFuture};
 use utoipa::openapi::path::{HttpMethod, Paths};
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::RefOr;
+
+use super::error::{ApiError, Code};
+use crate::telemetry;
 
 /// The schemas an operation refers to, by name.
 pub type Schemas = Vec<(String, RefOr<Schema>)>;
@@ -82,11 +93,10 @@ fn document<D: Declared>(paths: &mut Paths, schemas: &mut Schemas) {
     D::schemas(schemas);
 }
 
-/// The order routes are matched in. actix tries the patterns of a scope in order and each one
-/// with a `{param}` is a regex: paths without parameters come first (so `/bots/stats` is never
-/// read as a bot id), then the check route, which bots call all day (docs/PERFORMANCE.md, "The
-/// check route first"), then the rest as declared. The patterns do not overlap otherwise, so
-/// the order changes nothing but speed.
+/// The order routes are matched in: paths without parameters first (so `/bots/stats` is
+/// never read as a bot id), then the check route, which bots call all day (docs/PERFORMANCE.md,
+/// "The check route first"), then the rest as declared. The patterns do not overlap
+/// otherwise, so the order changes nothing but speed.
 pub fn matching_order(routes: &mut [Route]) {
     routes.sort_by_key(|route| {
         if !route.path.contains('{') {
@@ -99,24 +109,32 @@ pub fn matching_order(routes: &mut [Route]) {
     });
 }
 
-/// Mounts `routes` (all under `prefix`) on `cfg`, one resource per path, in the order given.
-/// The routes below `{prefix}/{id}` go into one scope: a single regex match selects the bot,
-/// and its sub-resources are then told apart by plain comparisons.
-pub fn mount(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
-    let by_id = format!("{prefix}/{{id}}");
-    let (under_id, direct): (Vec<Route>, Vec<Route>) = routes.into_iter().partition(|route| {
-        route
-            .path
-            .strip_prefix(&by_id)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    });
-    mount_resources(cfg, prefix, direct);
-    if !under_id.is_empty() {
-        cfg.service(web::scope("/{id}").configure(|cfg| mount_resources(cfg, &by_id, under_id)));
+/// Mounts `routes` (all under `prefix`, served under `base`) on a scope's `cfg`, in the order
+/// given, as one [`RouteTable`]: the scope's default service, which matches each path segment
+/// by segment and answers [`no_route`] when none fits. actix would try a resource per path in
+/// turn, each with a regex when it has a parameter (docs/PERFORMANCE.md, "check10: the check
+/// path"). A path the table cannot read (a parameter with a regex of its own) is left to
+/// actix as a resource.
+pub fn mount(cfg: &mut web::ServiceConfig, base: &str, prefix: &str, routes: Vec<Route>) {
+    let mut table = RouteTable::default();
+    let mut others = Vec::new();
+    for route in routes {
+        let path = route.path.strip_prefix(prefix).unwrap_or(&route.path);
+        match Shape::of(path) {
+            Some(shape) => {
+                let pattern = format!("{base}{}", route.path);
+                table.add(shape, &pattern, route.method.clone(), route.into_service());
+            }
+            None => others.push(route),
+        }
     }
+    resources(cfg, prefix, others);
+    cfg.default_service(table);
 }
 
-fn mount_resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
+/// Mounts `routes` (all under `prefix`) on `cfg` as actix resources, one per path, in the order
+/// given: for the operational routes, matched before anything else.
+pub fn resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>) {
     let mut resources: Vec<(String, Vec<Service>)> = Vec::new();
     for route in routes {
         let path = route
@@ -139,8 +157,282 @@ fn mount_resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route
     }
 }
 
+/// The answer to a path no route has: 404 with the envelope.
+pub async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(Code::NotFound.with(format!(
+        "no route for {} {}",
+        request.method(),
+        request.path()
+    )))
+}
+
+/// One segment of a route's path below its scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Segment {
+    /// Matched as written (against the path as actix decoded it, as its own patterns are).
+    Fixed(Box<str>),
+    /// `{name}`: any segment that is not empty, as actix's `[^/]+`.
+    Param(&'static str),
+}
+
+/// A path below its scope made of whole segments, each fixed or a plain `{name}`; no segment
+/// at all is the scope's own path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Shape(Vec<Segment>);
+
+impl Shape {
+    /// `None` for a path with a parameter that is not a whole segment or that has a regex of
+    /// its own (`{file:.*}`): those are left to actix.
+    fn of(path: &str) -> Option<Self> {
+        let Some(path) = path.strip_prefix('/') else {
+            return path.is_empty().then(|| Self(Vec::new()));
+        };
+        let segments = path.split('/').map(|segment| {
+            match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) if !name.is_empty() && !name.contains([':', '{', '}']) => {
+                    Some(Segment::Param(interned(name)))
+                }
+                Some(_) => None,
+                None if segment.contains(['{', '}']) => None,
+                None => Some(Segment::Fixed(segment.into())),
+            }
+        });
+        segments.collect::<Option<_>>().map(Self)
+    }
+
+    /// Whether `path` (what is left of the request's path below the scope) has this shape.
+    fn fits(&self, path: &str) -> bool {
+        let Some(path) = path.strip_prefix('/') else {
+            return path.is_empty() && self.0.is_empty();
+        };
+        let mut parts = path.split('/');
+        !self.0.is_empty()
+            && self.0.iter().all(|segment| match (segment, parts.next()) {
+                (Segment::Fixed(fixed), Some(part)) => **fixed == *part,
+                (Segment::Param(_), Some(part)) => !part.is_empty(),
+                (_, None) => false,
+            })
+            && parts.next().is_none()
+    }
+
+    /// The parameters of a `path` that [`fits`](Self::fits), by name.
+    fn params<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
+        self.0
+            .iter()
+            .zip(path.trim_start_matches('/').split('/'))
+            .filter_map(|(segment, part)| match segment {
+                Segment::Param(name) => Some((*name, part)),
+                Segment::Fixed(_) => None,
+            })
+    }
+
+    fn param_count(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|segment| matches!(segment, Segment::Param(_)))
+            .count()
+    }
+}
+
+/// One string kept for the life of the process, once per distinct value: route patterns and
+/// parameter names, of which there are a few dozen, whatever the number of apps built.
+fn interned(text: &str) -> &'static str {
+    static KNOWN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut known = KNOWN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(found) = known.get(text) {
+        return found;
+    }
+    let leaked: &'static str = Box::leak(text.into());
+    known.insert(leaked);
+    leaked
+}
+
+/// One path with parameters and the methods it answers.
+struct Entry {
+    shape: Shape,
+    /// The route pattern as documented (base path included), for logs, metrics and `Allow`.
+    pattern: &'static str,
+    routes: Vec<(Method, Service)>,
+}
+
+/// The routes of a scope, matched segment by segment without a regex, in the order they were
+/// added. A path no entry fits goes to [`no_route`]; a path that fits with a method its entry
+/// does not answer is 405, as actix answers it for a resource (the `Allow` header is added
+/// from the route pattern by [`super::http::semantics`]).
+#[derive(Default)]
+pub struct RouteTable {
+    entries: Vec<Entry>,
+}
+
+impl RouteTable {
+    fn add(&mut self, shape: Shape, pattern: &str, method: Method, service: Service) {
+        match self.entries.iter_mut().find(|entry| entry.shape == shape) {
+            Some(entry) => entry.routes.push((method, service)),
+            None => self.entries.push(Entry {
+                shape,
+                pattern: interned(pattern),
+                routes: vec![(method, service)],
+            }),
+        }
+    }
+}
+
+type RouteService = <Service as ServiceFactory<ServiceRequest>>::Service;
+
+impl ServiceFactory<ServiceRequest> for RouteTable {
+    type Response = ServiceResponse;
+    type Error = actix_web::Error;
+    type Config = ();
+    type Service = RouteTableService;
+    type InitError = ();
+    type Future = LocalBoxFuture<'static, Result<RouteTableService, ()>>;
+
+    fn new_service(&self, _: ()) -> Self::Future {
+        let fallback = web::to(no_route).new_service(());
+        let entries: Vec<_> = self
+            .entries
+            .iter()
+            .map(|entry| {
+                let routes = entry
+                    .routes
+                    .iter()
+                    .map(|(method, service)| (method.clone(), service.new_service(())));
+                let (methods, services): (Vec<Method>, Vec<_>) = routes.unzip();
+                (
+                    entry.shape.clone(),
+                    entry.pattern,
+                    methods,
+                    join_all(services),
+                )
+            })
+            .collect();
+        Box::pin(async move {
+            let mut built = Vec::with_capacity(entries.len());
+            for (shape, pattern, methods, services) in entries {
+                let services = services.await.into_iter().collect::<Result<Vec<_>, _>>()?;
+                built.push(EntryService {
+                    shape,
+                    pattern,
+                    routes: methods.into_iter().zip(services).collect(),
+                });
+            }
+            Ok(RouteTableService {
+                entries: built,
+                fallback: fallback.await?,
+            })
+        })
+    }
+}
+
+struct EntryService {
+    shape: Shape,
+    pattern: &'static str,
+    routes: Vec<(Method, RouteService)>,
+}
+
+pub struct RouteTableService {
+    entries: Vec<EntryService>,
+    fallback: RouteService,
+}
+
+impl ActixService<ServiceRequest> for RouteTableService {
+    type Response = ServiceResponse;
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<ServiceResponse, actix_web::Error>>;
+
+    actix_web::dev::always_ready!();
+
+    fn call(&self, mut request: ServiceRequest) -> Self::Future {
+        let path = request.match_info().unprocessed();
+        let Some(entry) = self.entries.iter().find(|entry| entry.shape.fits(path)) else {
+            return self.fallback.call(request);
+        };
+        // One parameter at a time: each value is read from the path, then added beside it.
+        for index in 0..entry.shape.param_count() {
+            let param = entry
+                .shape
+                .params(request.match_info().unprocessed())
+                .nth(index)
+                .map(|(name, value)| (name, value.to_owned()));
+            if let Some((name, value)) = param {
+                request.match_info_mut().add_static(name, value);
+            }
+        }
+        request
+            .extensions_mut()
+            .insert(telemetry::RoutePattern(entry.pattern));
+        match entry
+            .routes
+            .iter()
+            .find(|(method, _)| method == request.method())
+        {
+            Some((_, service)) => service.call(request),
+            None => Box::pin(std::future::ready(Ok(
+                request.into_response(HttpResponse::MethodNotAllowed())
+            ))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{Segment, Shape};
+
+    #[test]
+    fn a_shape_is_made_of_whole_segments_and_plain_parameters() {
+        assert_eq!(
+            Shape::of("/check"),
+            Some(Shape(vec![Segment::Fixed("check".into())]))
+        );
+        assert_eq!(
+            Shape::of(""),
+            Some(Shape(Vec::new())),
+            "the scope's own path"
+        );
+        assert_eq!(Shape::of("/{file:.*}"), None, "a regex of its own");
+        assert_eq!(Shape::of("/file.{ext}"), None, "not a whole segment");
+        assert_eq!(Shape::of("/{}"), None);
+        assert_eq!(
+            Shape::of("/{id}/votes/history"),
+            Some(Shape(vec![
+                Segment::Param("id"),
+                Segment::Fixed("votes".into()),
+                Segment::Fixed("history".into()),
+            ]))
+        );
+    }
+
+    #[test]
+    fn a_path_fits_a_shape_segment_by_segment() {
+        let shape = Shape::of("/{id}/deliveries/{delivery_id}/redeliver").expect("a shape");
+        assert!(shape.fits("/7/deliveries/x%2Fy/redeliver"));
+        let params: Vec<_> = shape.params("/7/deliveries/x%2Fy/redeliver").collect();
+        assert_eq!(params, [("id", "7"), ("delivery_id", "x%2Fy")]);
+        for path in [
+            "",
+            "/",
+            "7/deliveries/x/redeliver",
+            "//deliveries/x/redeliver",
+            "/7/deliveries//redeliver",
+            "/7/deliveries/x/redeliver/",
+            "/7/deliveries/x/redeliver/more",
+            "/7/deliveries/x",
+            "/7/Deliveries/x/redeliver",
+        ] {
+            assert!(!shape.fits(path), "{path}");
+        }
+        let root = Shape::of("").expect("a shape");
+        assert!(root.fits(""));
+        assert!(!root.fits("/"));
+        let check = Shape::of("/check").expect("a shape");
+        assert!(check.fits("/check"));
+        for path in ["", "/", "/check/", "//check", "/checks"] {
+            assert!(!check.fits(path), "{path}");
+        }
+    }
+
     #[test]
     fn paths_without_parameters_then_the_check_route_are_matched_first() {
         let paths: Vec<String> = crate::api::api_routes()

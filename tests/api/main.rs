@@ -13,6 +13,7 @@ mod limits;
 mod logs;
 mod openapi;
 mod operations;
+mod routing;
 mod search;
 mod search_concurrency;
 mod stats;
