@@ -334,8 +334,7 @@ impl Handler<LoadDirectory> for Registry {
         let listed: Vec<_> = state
             .bots
             .into_iter()
-            .map(|StoredBot { mut state, token }| {
-                state.restore();
+            .map(|StoredBot { state, token }| {
                 let (id, platform_id) = (state.listing.id, state.listing.platform_id);
                 self.bot_platform_ids.claim(id, platform_id);
                 let entry = self.starter.start(state, token);

@@ -1,6 +1,6 @@
 //! What is stored: the whole directory (a snapshot's payload) and the journal's records.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +22,8 @@ pub struct DirectoryState {
     /// The last registry record (profiles, listing, delisting, tokens) applied.
     pub registry_seq: u64,
     pub profiles: Vec<Profile>,
+    /// Restored (`BotState::restore`) by whoever made the state, on as many threads as it had:
+    /// the registry starts them as they are.
     pub bots: Vec<StoredBot>,
 }
 
@@ -249,6 +251,8 @@ pub struct Replayer {
     /// then sorting them, was a sixth of such a start).
     loaded: Option<Loaded>,
     registry: RegistryBook<StoredBot>,
+    /// Bots a record was applied to: their derived indexes are rebuilt once, at the end.
+    replayed: HashSet<BotId>,
     pub warnings: Vec<String>,
 }
 
@@ -267,6 +271,7 @@ impl Replayer {
                 bots: state.bots,
             }),
             registry: RegistryBook::default(),
+            replayed: HashSet::new(),
             warnings: Vec::new(),
         }
     }
@@ -323,15 +328,24 @@ impl Replayer {
             self.warnings
                 .push(format!("record {seq} for bot {bot}: {why}"));
         }
+        self.replayed.insert(bot);
     }
 
     pub fn finish(self) -> DirectoryState {
         let (mut profiles, mut bots) = match self.loaded {
             Some(Loaded { profiles, bots }) => (profiles, bots),
-            None => (
-                self.registry.profiles.into_values().collect(),
-                self.registry.bots.into_values().collect(),
-            ),
+            None => {
+                let mut bots = self.registry.bots;
+                for id in &self.replayed {
+                    if let Some(bot) = bots.get_mut(id) {
+                        bot.state.restore();
+                    }
+                }
+                (
+                    self.registry.profiles.into_values().collect(),
+                    bots.into_values().collect(),
+                )
+            }
         };
         // Snapshots are written in id order, so this is usually a check, not a sort.
         if !profiles.is_sorted_by_key(|p| p.id) {
