@@ -8,6 +8,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::files::{self, HeaderFault, Numbered};
@@ -465,7 +466,9 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     })
 }
 
-/// Maps `items` in order, `each` given a contiguous share of them per core.
+/// Maps `items` in order, `each` given contiguous shares of them on every core. There are many
+/// more shares than cores, taken in turn: parts differ in size, and one equal share per core
+/// left a core idle at the end of each phase of a start (a tenth of its time).
 fn in_parallel<T: Sync, R: Send>(
     items: &[T],
     each: impl Fn(&[T]) -> Result<Vec<R>, SnapshotError> + Sync,
@@ -474,24 +477,32 @@ fn in_parallel<T: Sync, R: Send>(
     if cores == 1 || items.len() < 2 {
         return each(items);
     }
-    let share = items.len().div_ceil(cores);
-    let each = &each;
-    let shares: Vec<Result<Vec<R>, SnapshotError>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = items
-            .chunks(share)
-            .map(|share| scope.spawn(move || each(share)))
-            .collect();
+    let shares: Vec<&[T]> = items.chunks(items.len().div_ceil(cores * 16)).collect();
+    let next = AtomicUsize::new(0);
+    let take_shares = || {
+        let mut taken = Vec::new();
+        loop {
+            let number = next.fetch_add(1, Ordering::Relaxed);
+            let Some(share) = shares.get(number) else {
+                return taken;
+            };
+            taken.push((number, each(share)));
+        }
+    };
+    let mut done: Vec<(usize, Result<Vec<R>, SnapshotError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..cores).map(|_| scope.spawn(take_shares)).collect();
         workers
             .into_iter()
-            .map(|worker| {
+            .flat_map(|worker| {
                 worker
                     .join()
-                    .unwrap_or_else(|_| Err(undecodable("a decoding thread panicked")))
+                    .unwrap_or_else(|_| vec![(0, Err(undecodable("a decoding thread panicked")))])
             })
             .collect()
     });
+    done.sort_unstable_by_key(|(number, _)| *number);
     let mut all = Vec::with_capacity(items.len());
-    for share in shares {
+    for (_, share) in done {
         all.extend(share?);
     }
     Ok(all)
