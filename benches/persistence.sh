@@ -7,7 +7,7 @@
 #
 # Prints, for this build (and BEFORE's): startup to `listening on`; resident memory after start;
 # peak resident memory (VmHWM, reset just before) across one POST /admin/snapshot; the snapshot's
-# time; the longest and p99 check latency during the snapshot beside those without one; bytes
+# time; the longest and p99 check latency while the snapshot ran, beside the median of the longest in stretches as long without one (10 s of probing before it, and the probe after it); bytes
 # per bot and per stored voter (recent-voters entry) from resident memory with and without the
 # votes. Then vote-ingest throughput with --fsync always and never (SKIP_INGEST=1 skips it).
 # Needs wrk (apt-get install wrk) and python3. Uses loopback only.
@@ -72,31 +72,53 @@ measure() { # name bin
   local startup=$STARTUP_MS full; full=$(kb "$SERVER" VmRSS)
   local start_hwm; start_hwm=$(kb "$SERVER" VmHWM)
   local url="http://127.0.0.1:18300/api/v1/bots/$bot/check?userId=1"
-  python3 benches/probe.py "$url" 3 2 "$token" > "$WORK/baseline-$name.json"
+  python3 benches/probe.py "$url" 10 2 "$token" > "$WORK/baseline-$name.json"
   python3 benches/probe.py "$url" 12 2 "$token" > "$WORK/during-$name.json" &
   local probe=$!
   sleep 1
   echo 5 > /proc/"$SERVER"/clear_refs   # resets VmHWM: the peak below is the snapshot's
   local t0; t0=$(ms)
   curl -s -X POST -H "Authorization: $ADMIN" "http://127.0.0.1:18300/api/v1/admin/snapshot" > /dev/null
-  local snap=$(( $(ms) - t0 ))
+  local t1; t1=$(ms)
+  local snap=$(( t1 - t0 ))
   local snap_hwm; snap_hwm=$(kb "$SERVER" VmHWM)
   wait $probe
   local after; after=$(kb "$SERVER" VmRSS)
   stop_server
   python3 - "$name" "$startup" "$start_hwm" "$full" "$snap_hwm" "$after" "$snap" "$empty" "$bots" \
-    "$BOTS" "$STORED" "$WORK/baseline-$name.json" "$WORK/during-$name.json" <<'PY' | tee -a "$WORK/table"
+    "$BOTS" "$STORED" "$WORK/baseline-$name.json" "$WORK/during-$name.json" "$t0" "$t1" <<'PY' | tee -a "$WORK/table"
 import json, sys
 (name, startup, start_hwm, full, snap_hwm, after, snap, empty, bots, nbots, stored,
- base, during) = sys.argv[1:]
-base, during = json.load(open(base)), json.load(open(during))
+ base, during, t0, t1) = sys.argv[1:]
+base, probe = json.load(open(base)), json.load(open(during))
+t0, t1 = float(t0), float(t1)
+# The worst check while the snapshot ran, against the worst in each stretch of the same length
+# without one (the baseline probe's and the rest of this probe's), so that both maxima are
+# taken over equal windows: a longer window has a longer worst case, snapshot or not.
+def worst(samples):
+    return max((ms for _, ms in samples), default=0.0)
+def p99(samples):
+    ordered = sorted(ms for _, ms in samples)
+    return ordered[int(len(ordered) * 0.99)] if ordered else 0.0
+inside = [s for s in probe["samples"] if t0 <= s[0] <= t1]
+quiet = base["samples"] + [s for s in probe["samples"] if s[0] > t1 + 500 or s[0] < t0 - 500]
+span = max(t1 - t0, 1.0)
+stretches = {}
+for at, ms in quiet:
+    stretches.setdefault(int(at // span), []).append((at, ms))
+maxima = sorted(worst(s) for s in stretches.values() if len(s) > 10)
+median = maxima[len(maxima) // 2] if maxima else 0.0
+during = {"max_ms": worst(inside), "p99_ms": p99(inside)}
+base = {"max_ms": median, "p99_ms": p99(quiet), "highest": maxima[-1] if maxima else 0.0,
+        "stretches": len(maxima)}
 mib = lambda kb: f"{int(kb) / 1024:.0f} MiB"
 per_bot = (int(bots) - int(empty)) * 1024 / int(nbots)
 per_voter = (int(full) - int(bots)) * 1024 / int(stored)
 print(f"{name}: startup {int(startup)} ms | RSS after start {mib(full)} (peak {mib(start_hwm)}) | "
       f"peak RSS across snapshot {mib(snap_hwm)} | RSS after {mib(after)} | snapshot {snap} ms | "
-      f"check max {base['max_ms']:.1f} ms (p99 {base['p99_ms']:.1f}) without, "
-      f"max {during['max_ms']:.1f} ms (p99 {during['p99_ms']:.1f}) during the snapshot | "
+      f"check max {during['max_ms']:.1f} ms (p99 {during['p99_ms']:.1f}) during the snapshot, "
+      f"max {base['max_ms']:.1f} ms (median of {base['stretches']} stretches as long without one; "
+      f"highest {base['highest']:.1f}; p99 {base['p99_ms']:.1f}) | "
       f"{per_bot:.0f} B per bot, {per_voter:.0f} B per stored voter")
 PY
 }
