@@ -7,7 +7,8 @@
 #
 # Prints, for this build (and BEFORE's): startup to `listening on`; resident memory after start;
 # peak resident memory (VmHWM, reset just before) across one POST /admin/snapshot; the snapshot's
-# time; the longest and p99 check latency while the snapshot ran, beside the median of the longest in stretches as long without one (10 s of probing before it, and the probe after it); bytes
+# time; the longest and p99 check latency while the snapshot ran, beside the median of the
+# longest in stretches as long without one (10 s of probing before it, and the probe after); bytes
 # per bot and per stored voter (recent-voters entry) from resident memory with and without the
 # votes. Then vote-ingest throughput with --fsync always and never (SKIP_INGEST=1 skips it).
 # Needs wrk (apt-get install wrk) and python3. Uses loopback only.
