@@ -22,6 +22,39 @@ fn key(gram: &[u8]) -> u32 {
     (bytes << 2) | gram.len() as u32
 }
 
+/// Bits of a gram's key: 3 bytes and a 2-bit length.
+const KEY_BITS: u32 = 26;
+
+/// Sorts (gram << 32 | document) pairs, gathered in document order, by gram, keeping that
+/// order among equal grams, so that they end sorted by gram then document: a radix sort on
+/// the key's 26 bits, in three passes of 9. Sorting the millions of pairs of a start by
+/// comparison took a tenth of its CPU time.
+fn sort_by_gram(pairs: &mut Vec<u64>) {
+    const DIGIT: u32 = 9;
+    const PASSES: u32 = KEY_BITS.div_ceil(DIGIT);
+    const MASK: u64 = (1 << DIGIT) - 1;
+    let mut from = std::mem::take(pairs);
+    let mut to = vec![0u64; from.len()];
+    for pass in 0..PASSES {
+        let shift = 32 + pass * DIGIT;
+        let mut starts = [0usize; 1 << DIGIT];
+        for &pair in &from {
+            starts[((pair >> shift) & MASK) as usize] += 1;
+        }
+        let mut next = 0;
+        for start in &mut starts {
+            (*start, next) = (next, next + *start);
+        }
+        for &pair in &from {
+            let digit = ((pair >> shift) & MASK) as usize;
+            to[starts[digit]] = pair;
+            starts[digit] += 1;
+        }
+        std::mem::swap(&mut from, &mut to);
+    }
+    *pairs = from;
+}
+
 /// The text a bot is found by: the folded name and short description, joined.
 pub fn searched_text(name: &str, short_description: &str) -> Vec<u8> {
     let mut text = Vec::with_capacity(name.len() + 1 + short_description.len());
@@ -99,7 +132,7 @@ impl Grams {
                     .map(|gram| (u64::from(gram) << 32) | u64::from(doc)),
             );
         }
-        pairs.sort_unstable();
+        sort_by_gram(&mut pairs);
         let mut grams = Self::default();
         for run in pairs.chunk_by(|a, b| a >> 32 == b >> 32) {
             let gram = (run[0] >> 32) as u32;
@@ -203,6 +236,32 @@ impl Grams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_in_document_order_end_sorted_by_gram_then_document() {
+        // Gram keys up to the widest a text can make (3 bytes of 0xFE: 0xFF is the separator),
+        // over documents in order, as `build_run` gathers them.
+        let widest = key(&[0xFE, 0xFE, 0xFE]);
+        assert!(widest < 1 << KEY_BITS);
+        let mut seed = 7u64;
+        let mut pairs = Vec::new();
+        for doc in 0..2_000u64 {
+            for _ in 0..20 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let gram = match seed % 5 {
+                    0 => widest,
+                    _ => (seed >> 33) as u32 % (1 << KEY_BITS),
+                };
+                pairs.push((u64::from(gram) << 32) | doc);
+            }
+        }
+        let mut expected = pairs.clone();
+        expected.sort_unstable();
+        sort_by_gram(&mut pairs);
+        assert_eq!(pairs, expected);
+    }
 
     #[test]
     fn grams_never_span_the_two_fields() {
