@@ -18,7 +18,7 @@ CONNECTIONS=${2:-32}
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
 if [ -z "${BIN:-}" ]; then cargo build --release --quiet; BIN=target/release/botlist; fi
 WORK=$(mktemp -d /tmp/botlist-load.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
 # Webhooks to loopback are allowed so that a bot can point at a closed local port (a dead receiver).
 "$BIN" serve --demo --bind 127.0.0.1:18500 --data-dir "$WORK/data" --rate-limit 0 \
   --allow-private-webhooks > "$WORK/out" 2> "$WORK/err" &
