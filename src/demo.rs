@@ -173,7 +173,7 @@ fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 
 pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     let mut rng = Rng(size.seed);
-    let profiles = profiles(&mut rng, now, size.profiles);
+    let mut profiles = profiles(&mut rng, now, size.profiles);
     let mut bots: Vec<(BotState, Token)> = (0..size.bots)
         .map(|i| bot(&mut rng, now, i, &profiles))
         .collect();
@@ -235,7 +235,6 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     };
     // In id order, as a running server writes its snapshots.
     bots.sort_unstable_by_key(|(state, _)| state.listing.id);
-    let mut profiles = profiles;
     profiles.sort_unstable_by_key(|p| p.id);
     Demo {
         state: DirectoryState {
