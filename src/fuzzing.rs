@@ -86,8 +86,24 @@ pub fn snapshot_file(data: &[u8]) {
     let _ = snapshot::decode(&snapshot::wrap(0, data));
 }
 
-/// A journal segment: as it comes, and as the payload of a well-framed record.
+/// Between the parts of one `journal_segment` input. A short MessagePack record reaches a new
+/// decoder branch by a single marker byte, so a corpus of one record per input needs thousands
+/// of files that each add one edge; one input holding many parts keeps that coverage in a few.
+/// `0xc1` is never used by MessagePack, so no well-formed record holds the separator.
+pub const JOURNAL_PART_SEPARATOR: &[u8] = b"\xc1\xc1botlist-part\xc1\xc1";
+
+/// Journal segments: each part of the input (see [`JOURNAL_PART_SEPARATOR`]) as it comes, and
+/// as the payload of a well-framed record.
 pub fn journal_segment(data: &[u8]) {
+    let mut rest = data;
+    while let Some(at) = memchr::memmem::find(rest, JOURNAL_PART_SEPARATOR) {
+        journal_part(&rest[..at]);
+        rest = &rest[at + JOURNAL_PART_SEPARATOR.len()..];
+    }
+    journal_part(rest);
+}
+
+fn journal_part(data: &[u8]) {
     let path = Path::new("journal-00000000000000000001.log");
     let _ = journal::scan_segment(path, data);
     let mut segment = journal::segment_header(1);
