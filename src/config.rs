@@ -168,8 +168,15 @@ fn parse_base_path(raw: &str) -> Result<String, String> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
     });
+    let base_path = format!("/{trimmed}");
+    if base_path == crate::api::docs::PATH {
+        // The API's scope would take every path of the reference, which could then not be read.
+        return Err(format!(
+            "`{raw}` is where the API reference is served: choose another prefix, like /api/v1"
+        ));
+    }
     if valid {
-        Ok(format!("/{trimmed}"))
+        Ok(base_path)
     } else {
         Err(format!(
             "`{raw}` is not a path of plain segments like /api/v1"
@@ -314,6 +321,9 @@ mod tests {
         let args = Cli::parse_from(["botlist", "--bind", "127.0.0.1:0"]).into_serve_args();
         assert_eq!(args.bind.port(), 0);
         assert!(Cli::try_parse_from(["botlist", "--base-path", "/a b"]).is_err());
+        assert!(Cli::try_parse_from(["botlist", "--base-path", "/docs/"]).is_err());
+        let args = Cli::parse_from(["botlist", "--base-path", "/docs/api"]).into_serve_args();
+        assert_eq!(args.base_path, "/docs/api");
         assert!(args.cors_origins.is_empty());
         assert_eq!(args.log_format, LogFormat::Text);
         let args = Cli::parse_from([
