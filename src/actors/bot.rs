@@ -5,11 +5,11 @@
 //! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
 //! therefore see every acknowledged write and never one that was refused.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::prelude::*;
 use arc_swap::ArcSwap;
+use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
@@ -51,7 +51,7 @@ pub struct BotActor {
     dispatcher: Arc<Dispatcher>,
     /// The token of each delivery's one scheduled attempt: an attempt that comes due or
     /// reports back with another token is stale (redelivered, given up) and does nothing.
-    attempts: HashMap<Uuid, u64>,
+    attempts: FxHashMap<Uuid, u64>,
     next_attempt_token: u64,
     /// The webhook URL last scheduled for and the receiver it names.
     receiver: Option<(String, Arc<str>)>,
@@ -80,7 +80,7 @@ impl BotActor {
             journal,
             refused: false,
             dispatcher,
-            attempts: HashMap::new(),
+            attempts: FxHashMap::default(),
             next_attempt_token: 0,
             receiver: None,
             recent_voters: None,

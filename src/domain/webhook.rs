@@ -1,10 +1,11 @@
 //! Vote webhooks: the formats, one delivery and its retries, and a bot's outbox.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::Duration;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -409,7 +410,8 @@ impl Delivery {
 pub struct Deliveries {
     /// By arrival, oldest first.
     items: BTreeMap<u64, Delivery>,
-    ids: HashMap<Uuid, u64>,
+    /// Delivery ids are random (made here, never by clients): Fx hashing needs no defence.
+    ids: FxHashMap<Uuid, u64>,
     open: BTreeSet<u64>,
     finished: BTreeSet<u64>,
     next: u64,

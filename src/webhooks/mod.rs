@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::ids::BotId;
@@ -166,7 +167,7 @@ struct Gate {
     /// The same, by when their tries run out.
     deadlines: BTreeSet<(i64, u64)>,
     /// The same, by delivery: one waiting attempt per delivery.
-    index: HashMap<Uuid, u64>,
+    index: FxHashMap<Uuid, u64>,
     /// Operators' attempts, which do not wait for a probe.
     forced: VecDeque<Job>,
 }
@@ -338,7 +339,8 @@ impl Dispatcher {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues an attempt for when `job.due` has come on the clock.
+    /// Queues an attempt for when `job.due` has come on the clock. Called for every vote of a
+    /// bot with a webhook: the queue's gauge is set by the loop, every tick, not here.
     pub fn schedule(&self, job: Job) {
         let mut queue = self.queue();
         queue.order += 1;
@@ -348,7 +350,6 @@ impl Dispatcher {
             order,
             job,
         }));
-        crate::telemetry::webhook_queue(queue.depth());
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
