@@ -409,7 +409,9 @@ impl Delivery {
 #[derive(Clone, Debug, Default)]
 pub struct Deliveries {
     /// By arrival, oldest first.
-    items: BTreeMap<u64, Delivery>,
+    /// Boxed: a vote past the open limit inserts one and removes one, and the tree's nodes
+    /// then move pointers, not 150-byte deliveries.
+    items: BTreeMap<u64, Box<Delivery>>,
     /// Delivery ids are random (made here, never by clients): Fx hashing needs no defence.
     ids: FxHashMap<Uuid, u64>,
     open: BTreeSet<u64>,
@@ -432,7 +434,7 @@ impl Deliveries {
             }
         };
         self.file(at, delivery.is_open());
-        self.items.insert(at, delivery);
+        self.items.insert(at, Box::new(delivery));
         self.trim();
     }
 
@@ -525,16 +527,24 @@ impl Deliveries {
     }
 
     pub fn get(&self, id: Uuid) -> Option<&Delivery> {
-        self.items.get(self.ids.get(&id)?)
+        self.items
+            .get(self.ids.get(&id)?)
+            .map(|delivery| &**delivery)
     }
 
     pub fn open(&self) -> impl Iterator<Item = &Delivery> {
-        self.open.iter().filter_map(|at| self.items.get(at))
+        self.open
+            .iter()
+            .filter_map(|at| self.items.get(at).map(|delivery| &**delivery))
     }
 
     /// The newest [`KEPT_DELIVERIES`], newest first.
     pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
-        self.items.values().rev().take(KEPT_DELIVERIES)
+        self.items
+            .values()
+            .rev()
+            .take(KEPT_DELIVERIES)
+            .map(|delivery| &**delivery)
     }
 }
 
@@ -552,7 +562,7 @@ struct StoredDeliveries<'a> {
     given_up_full: u64,
 }
 
-struct Newest<'a>(&'a BTreeMap<u64, Delivery>);
+struct Newest<'a>(&'a BTreeMap<u64, Box<Delivery>>);
 
 impl Serialize for Newest<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

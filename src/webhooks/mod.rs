@@ -296,6 +296,9 @@ struct Queue {
     gates: HashMap<Arc<str>, Gate>,
     in_flight: usize,
     held: usize,
+    /// Deliveries given up by their owner since the last tick, whose waiting attempts the loop
+    /// drops: a vote past the open limit costs its bot's actor a push here, not a search.
+    forgotten: Vec<Uuid>,
 }
 
 impl Queue {
@@ -389,6 +392,13 @@ impl Dispatcher {
                 queue.held = queue.held.saturating_add_signed(added);
             }
         }
+        for delivery in std::mem::take(&mut queue.forgotten) {
+            for gate in queue.gates.values_mut() {
+                if gate.forget(delivery).is_some() {
+                    queue.held -= 1;
+                }
+            }
+        }
         let (mut send, mut expired) = (Vec::new(), Vec::new());
         for gate in queue.gates.values_mut() {
             let gone = gate.expired(now);
@@ -409,18 +419,12 @@ impl Dispatcher {
         (send, expired)
     }
 
-    /// Drops the waiting attempts of deliveries given up by their owner (a full outbox), so a
-    /// dead receiver's queue holds at most the open deliveries.
+    /// Drops the waiting attempts of deliveries given up by their owner (a full outbox), at the
+    /// loop's next tick, so a dead receiver's queue holds at most the open deliveries (and those
+    /// given up in the last tick). An attempt that goes meanwhile finds itself stale at its
+    /// owner and sends nothing.
     pub fn forget(&self, deliveries: &[Uuid]) {
-        let mut guard = self.queue();
-        let queue = &mut *guard;
-        for gate in queue.gates.values_mut() {
-            for delivery in deliveries {
-                if gate.forget(*delivery).is_some() {
-                    queue.held -= 1;
-                }
-            }
-        }
+        self.queue().forgotten.extend_from_slice(deliveries);
     }
 
     /// Tells the gate what the attempt said of its receiver, then the owner.
