@@ -391,7 +391,7 @@ pub fn webhook_queue(depth: usize) {
 pub fn webhook_outcome(bot: impl std::fmt::Display, delivery: &Delivery) {
     let id = delivery.id;
     let attempts = delivery.attempts;
-    let event = delivery.event.name();
+    let event = delivery.event().name();
     match delivery.state {
         DeliveryState::Delivered => {
             counter!("botlist_webhook_deliveries_total", "outcome" => "delivered").increment(1);

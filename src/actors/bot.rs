@@ -5,11 +5,11 @@
 //! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
 //! therefore see every acknowledged write and never one that was refused.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::prelude::*;
 use arc_swap::ArcSwap;
+use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
@@ -51,8 +51,10 @@ pub struct BotActor {
     dispatcher: Arc<Dispatcher>,
     /// The token of each delivery's one scheduled attempt: an attempt that comes due or
     /// reports back with another token is stale (redelivered, given up) and does nothing.
-    attempts: HashMap<Uuid, u64>,
+    attempts: FxHashMap<Uuid, u64>,
     next_attempt_token: u64,
+    /// The webhook URL last scheduled for and the receiver it names.
+    receiver: Option<(String, Arc<str>)>,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
     /// The live vote stream's readers, fed once each vote is durable.
@@ -78,8 +80,9 @@ impl BotActor {
             journal,
             refused: false,
             dispatcher,
-            attempts: HashMap::new(),
+            attempts: FxHashMap::default(),
             next_attempt_token: 0,
+            receiver: None,
             recent_voters: None,
         }
     }
@@ -89,7 +92,7 @@ impl BotActor {
     fn save_delivery(&mut self, delivery: Delivery) -> Durable {
         let bot = self.state.listing.id;
         // An operator's test event goes out at once, even to a receiver that is failing.
-        self.schedule(&delivery, delivery.event == Event::Test);
+        self.schedule(&delivery, delivery.event() == Event::Test);
         let durable = self.apply_and_journal(Record::DeliverySaved { bot, delivery });
         let given_up = self.state.deliveries.overflowing();
         if given_up.is_empty() {
@@ -123,22 +126,61 @@ impl BotActor {
             self.attempts.remove(&delivery.id);
             return;
         };
-        let receiver = match &self.state.webhook.url {
-            Some(url) => receiver_key(url.as_str()),
-            None => Arc::from(""),
-        };
+        self.schedule_attempt(delivery.id, due, delivery.tries_run_out_at(), forced);
+    }
+
+    fn schedule_attempt(
+        &mut self,
+        delivery: Uuid,
+        due: Timestamp,
+        give_up_at: Option<Timestamp>,
+        forced: bool,
+    ) {
+        let receiver = self.receiver();
         self.next_attempt_token += 1;
         let token = self.next_attempt_token;
-        self.attempts.insert(delivery.id, token);
+        self.attempts.insert(delivery, token);
         self.dispatcher.schedule(Job {
             bot: self.state.listing.id,
-            delivery: delivery.id,
+            delivery,
             token,
             due,
             receiver,
-            give_up_at: delivery.tries_run_out_at(),
+            give_up_at,
             forced,
         });
+    }
+
+    /// The receiver the bot's URL names (the key of its gate), parsed once per URL rather than
+    /// once per vote.
+    fn receiver(&mut self) -> Arc<str> {
+        let url = self.state.webhook.url.as_ref().map(|url| url.as_str());
+        match &self.receiver {
+            Some((known, key)) if Some(known.as_str()) == url => Arc::clone(key),
+            _ => {
+                let key = url.map_or_else(|| Arc::from(""), receiver_key);
+                self.receiver = url.map(|url| (url.to_owned(), Arc::clone(&key)));
+                key
+            }
+        }
+    }
+
+    /// Schedules the first attempt of the delivery a vote's record queued, and forgets the
+    /// attempts of the deliveries it gave up to make room.
+    fn queued_by_vote(&mut self, delivery: Uuid, given_up: &[Uuid]) {
+        if !given_up.is_empty() {
+            for id in given_up {
+                self.attempts.remove(id);
+            }
+            self.dispatcher.forget(given_up);
+        }
+        let Some(queued) = self.state.deliveries.get(delivery) else {
+            return;
+        };
+        if let Some(due) = queued.next_attempt_at {
+            let give_up_at = queued.tries_run_out_at();
+            self.schedule_attempt(delivery, due, give_up_at, false);
+        }
     }
 
     fn is_current(&self, delivery: Uuid, token: u64) -> bool {
@@ -250,26 +292,33 @@ impl Handler<RecordVote> for BotActor {
         }
         let bot = self.state.listing.id;
         let user = voter.id;
-        let record = Record::Voted { bot, voter, at };
+        // With a webhook, the vote's record also queues its delivery (and gives up the oldest
+        // open ones past the outbox's limit): one record, rendered into bodies only when sent.
+        let (record, queued) = if self.state.webhook.url.is_some() {
+            let delivery = Uuid::new_v4();
+            let given_up = self.state.deliveries.making_room();
+            let record = Record::VotedWithDelivery {
+                bot,
+                voter,
+                at,
+                delivery,
+            };
+            (record, Some((delivery, given_up)))
+        } else {
+            (Record::Voted { bot, voter, at }, None)
+        };
         self.apply(&record);
+        if let Some((delivery, given_up)) = queued {
+            self.queued_by_vote(delivery, &given_up);
+        }
         self.prune_history(at);
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
-        let delivery = match (&record, &self.state.webhook.url) {
-            (Record::Voted { voter, .. }, Some(_)) => Some(Delivery::vote(
-                Uuid::new_v4(),
-                self.state.listing.event_bot(),
-                voter,
-                at,
-                counts,
-            )),
-            _ => None,
-        };
         let checks = Arc::clone(self.state.votes.window.published());
         let history = &self.state.votes.history;
         let entry = history.get(history.next_position().saturating_sub(1));
         let feed = Arc::clone(&self.feed);
-        let (mut durable, _) = self.commit(
+        let (durable, _) = self.commit(
             record,
             Some(Box::new(move || {
                 checks.publish(user, at);
@@ -279,10 +328,6 @@ impl Handler<RecordVote> for BotActor {
                 }
             })),
         );
-        if let Some(delivery) = delivery {
-            // Journaled after the vote: its being durable means the vote is too.
-            durable = self.save_delivery(delivery);
-        }
         when_durable(durable, counts)
     }
 }
@@ -303,10 +348,10 @@ impl Handler<PrepareAttempt> for BotActor {
         if !self.is_current(ask.delivery, ask.token) {
             return None;
         }
-        let delivery = self.state.deliveries.get(ask.delivery)?.clone();
+        let delivery = self.state.deliveries.get(ask.delivery)?;
         let Some(url) = self.state.webhook.url.clone() else {
             // The URL was removed while the delivery waited: nothing will ever take it.
-            let mut given_up = delivery;
+            let mut given_up = delivery.clone();
             given_up.record(
                 Attempt::Refused("the bot no longer has a webhook_url".into()),
                 self.clock.now(),
@@ -326,8 +371,8 @@ impl Handler<PrepareAttempt> for BotActor {
                     .map(|s| s.as_str().to_owned()),
                 format,
             },
-            event: delivery.event,
-            body: delivery.body(format).to_owned(),
+            event: delivery.event(),
+            body: delivery.body(format).into_owned(),
         })
     }
 }

@@ -1,8 +1,11 @@
 //! Vote webhooks: the formats, one delivery and its retries, and a bot's outbox.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::Duration;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -13,7 +16,7 @@ use super::time::Timestamp;
 use super::votes::{vote_window, VoteCounts, Voter};
 
 /// The bot an event is about, as the event's bodies name it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventBot {
     pub id: BotId,
     pub platform_id: Snowflake,
@@ -115,6 +118,8 @@ pub const KEPT_DELIVERIES: usize = 100;
 /// The error of a delivery given up at its receiver's gate.
 pub const EXPIRED: &str =
     "given up: its receiver failed every probe until this delivery's tries ran out";
+/// The error of a delivery given up because its bot's outbox held [`MAX_PENDING`] open ones.
+pub const OUTBOX_FULL: &str = "given up: the outbox of this bot held 10000 open deliveries";
 
 /// The wait after the `attempts`-th failed try: 1 s, 2 s, 4 s ... capped at 15 minutes. The gate
 /// of a failing receiver waits as long between its probes (`attempts` is then its failures).
@@ -125,30 +130,66 @@ pub fn backoff_seconds(attempts: u32) -> i64 {
 /// Pending deliveries per bot past which the oldest are given up (a receiver dead for hours).
 pub const MAX_PENDING: usize = 10_000;
 
-/// One event for one bot's receiver, with the bodies of both formats fixed when it was queued, so
-/// every retry sends the same bytes whatever happens to the bot meanwhile.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One event for one bot's receiver.
+///
+/// Its bodies are not kept: they are rendered from what they are made of ([`Content`]) each
+/// time an attempt is sent, so a vote's delivery costs the vote's path neither the rendering
+/// nor the bytes of two bodies in memory and in the journal. The rendering depends only on what
+/// is stored (the voter, the vote's time, the counts just after it), so every retry, and every
+/// retry after a restart, sends the same bytes whatever happens to the bot meanwhile.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
     pub id: Uuid,
-    pub event: Event,
     pub created_at: Timestamp,
-    pub signed_body: String,
-    pub legacy_body: String,
+    pub content: Content,
     pub state: DeliveryState,
     pub attempts: u32,
     pub last_status: Option<u16>,
-    pub last_error: Option<String>,
+    pub last_error: Option<Cow<'static, str>>,
     pub next_attempt_at: Option<Timestamp>,
     pub delivered_at: Option<Timestamp>,
 }
 
-/// What changes in a delivery after it is queued: journaled alone, without the bodies.
+/// What a delivery's bodies are made of.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    /// A vote at the delivery's `created_at`, with the bot's counts just after it.
+    Vote {
+        bot: EventBot,
+        voter: Arc<Voter>,
+        counts: VoteCounts,
+    },
+    /// An operator's test event.
+    Test { bot: EventBot },
+    /// Bodies rendered when the delivery was queued, by a build that stored them so (journals
+    /// and snapshots of format versions up to 3): sent as they are.
+    Rendered(Arc<RenderedBodies>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedBodies {
+    pub event: Event,
+    pub signed: String,
+    pub legacy: String,
+}
+
+impl Content {
+    pub fn event(&self) -> Event {
+        match self {
+            Content::Vote { .. } => Event::VoteCreate,
+            Content::Test { .. } => Event::Test,
+            Content::Rendered(bodies) => bodies.event,
+        }
+    }
+}
+
+/// What changes in a delivery after it is queued: journaled alone, without its content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     pub state: DeliveryState,
     pub attempts: u32,
     pub last_status: Option<u16>,
-    pub last_error: Option<String>,
+    pub last_error: Option<Cow<'static, str>>,
     pub next_attempt_at: Option<Timestamp>,
     pub delivered_at: Option<Timestamp>,
 }
@@ -172,73 +213,89 @@ pub enum Attempt {
 }
 
 impl Delivery {
-    fn new(
-        id: Uuid,
-        event: Event,
-        now: Timestamp,
-        signed: serde_json::Value,
-        legacy: serde_json::Value,
-    ) -> Self {
+    fn new(id: Uuid, created_at: Timestamp, content: Content) -> Self {
         Self {
             id,
-            event,
-            created_at: now,
-            signed_body: signed.to_string(),
-            legacy_body: legacy.to_string(),
+            created_at,
+            content,
             state: DeliveryState::Pending,
             attempts: 0,
             last_status: None,
             last_error: None,
-            next_attempt_at: Some(now),
+            next_attempt_at: Some(created_at),
             delivered_at: None,
         }
     }
 
+    /// The delivery of a vote taken at `voted_at`, `counts` being the bot's just after it.
     pub fn vote(
         id: Uuid,
         bot: EventBot,
-        voter: &Voter,
+        voter: Arc<Voter>,
         voted_at: Timestamp,
         counts: VoteCounts,
     ) -> Self {
-        let signed = json!({
-            "type": Event::VoteCreate.name(),
-            "id": id,
-            "created_at": voted_at,
-            "data": {
-                "bot": { "id": bot.id, "platform_id": bot.platform_id },
-                "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
-                "voted_at": voted_at,
-                "expires_at": voted_at.plus(vote_window()),
-                "vote_count": counts.vote_count,
-                "monthly_vote_count": counts.monthly_vote_count,
-            }
-        });
-        let legacy = json!({
-            "bot": bot.platform_id,
-            "user": voter.id,
-            "type": "upvote",
-            "isWeekend": false,
-            "query": "",
-        });
-        Self::new(id, Event::VoteCreate, voted_at, signed, legacy)
+        Self::new(id, voted_at, Content::Vote { bot, voter, counts })
     }
 
     pub fn test(id: Uuid, bot: EventBot, now: Timestamp) -> Self {
-        let signed = json!({
-            "type": Event::Test.name(),
-            "id": id,
-            "created_at": now,
-            "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
-        });
-        let legacy = json!({
-            "bot": bot.platform_id,
-            "user": "0",
-            "type": "test",
-            "isWeekend": false,
-            "query": "",
-        });
-        Self::new(id, Event::Test, now, signed, legacy)
+        Self::new(id, now, Content::Test { bot })
+    }
+
+    pub fn event(&self) -> Event {
+        self.content.event()
+    }
+
+    /// The body an attempt sends in this format: the same bytes every time.
+    pub fn body(&self, format: WebhookFormat) -> Cow<'_, str> {
+        let bot = match &self.content {
+            Content::Rendered(bodies) => {
+                return Cow::Borrowed(match format {
+                    WebhookFormat::Signed => &bodies.signed,
+                    WebhookFormat::Legacy => &bodies.legacy,
+                })
+            }
+            Content::Vote { bot, .. } | Content::Test { bot } => bot,
+        };
+        let body = match (&self.content, format) {
+            (Content::Vote { voter, counts, .. }, WebhookFormat::Signed) => {
+                let voted_at = self.created_at;
+                json!({
+                    "type": Event::VoteCreate.name(),
+                    "id": self.id,
+                    "created_at": voted_at,
+                    "data": {
+                        "bot": { "id": bot.id, "platform_id": bot.platform_id },
+                        "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
+                        "voted_at": voted_at,
+                        "expires_at": voted_at.plus(vote_window()),
+                        "vote_count": counts.vote_count,
+                        "monthly_vote_count": counts.monthly_vote_count,
+                    }
+                })
+            }
+            (Content::Vote { voter, .. }, WebhookFormat::Legacy) => json!({
+                "bot": bot.platform_id,
+                "user": voter.id,
+                "type": "upvote",
+                "isWeekend": false,
+                "query": "",
+            }),
+            (_, WebhookFormat::Signed) => json!({
+                "type": Event::Test.name(),
+                "id": self.id,
+                "created_at": self.created_at,
+                "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
+            }),
+            (_, WebhookFormat::Legacy) => json!({
+                "bot": bot.platform_id,
+                "user": "0",
+                "type": "test",
+                "isWeekend": false,
+                "query": "",
+            }),
+        };
+        Cow::Owned(body.to_string())
     }
 
     pub fn is_open(&self) -> bool {
@@ -269,16 +326,7 @@ impl Delivery {
     fn give_up_full(&mut self) {
         self.state = DeliveryState::Failed;
         self.next_attempt_at = None;
-        self.last_error = Some(format!(
-            "given up: the outbox of this bot held {MAX_PENDING} open deliveries"
-        ));
-    }
-
-    pub fn body(&self, format: WebhookFormat) -> &str {
-        match format {
-            WebhookFormat::Signed => &self.signed_body,
-            WebhookFormat::Legacy => &self.legacy_body,
-        }
+        self.last_error = Some(Cow::Borrowed(OUTBOX_FULL));
     }
 
     /// Records an attempt's outcome and decides whether and when to try again.
@@ -301,12 +349,12 @@ impl Delivery {
             } => {
                 let retryable = status == 408 || status == 429 || status >= 500;
                 let error = format!("the receiver answered {status}");
-                (Some(status), error, retryable.then_some(retry_after))
+                (Some(status), error.into(), retryable.then_some(retry_after))
             }
-            Attempt::Unreachable(error) => (None, error, Some(None)),
-            Attempt::Refused(error) => (None, error, None),
+            Attempt::Unreachable(error) => (None, error.into(), Some(None)),
+            Attempt::Refused(error) => (None, error.into(), None),
             // Not a try: the receiver's probes failed for it all along.
-            Attempt::Expired => (self.last_status, EXPIRED.to_owned(), None),
+            Attempt::Expired => (self.last_status, Cow::Borrowed(EXPIRED), None),
         };
         self.last_status = status;
         self.last_error = Some(error);
@@ -361,8 +409,11 @@ impl Delivery {
 #[derive(Clone, Debug, Default)]
 pub struct Deliveries {
     /// By arrival, oldest first.
-    items: BTreeMap<u64, Delivery>,
-    ids: HashMap<Uuid, u64>,
+    /// Boxed: a vote past the open limit inserts one and removes one, and the tree's nodes
+    /// then move pointers, not 150-byte deliveries.
+    items: BTreeMap<u64, Box<Delivery>>,
+    /// Delivery ids are random (made here, never by clients): Fx hashing needs no defence.
+    ids: FxHashMap<Uuid, u64>,
     open: BTreeSet<u64>,
     finished: BTreeSet<u64>,
     next: u64,
@@ -383,7 +434,7 @@ impl Deliveries {
             }
         };
         self.file(at, delivery.is_open());
-        self.items.insert(at, delivery);
+        self.items.insert(at, Box::new(delivery));
         self.trim();
     }
 
@@ -435,6 +486,26 @@ impl Deliveries {
             .collect()
     }
 
+    /// The oldest open deliveries that one more open one would give up (see [`Self::queue`]).
+    pub fn making_room(&self) -> Vec<Uuid> {
+        let over = (self.open.len() + 1).saturating_sub(MAX_PENDING);
+        self.open
+            .iter()
+            .take(over)
+            .filter_map(|at| self.items.get(at).map(|delivery| delivery.id))
+            .collect()
+    }
+
+    /// Adds a new open delivery, giving up the oldest open ones past [`MAX_PENDING`] (those
+    /// [`Self::making_room`] names), so a vote's record alone says what its delivery changed.
+    pub fn queue(&mut self, delivery: Delivery) {
+        let room = self.making_room();
+        if !room.is_empty() {
+            self.give_up_full(&room);
+        }
+        self.save(delivery);
+    }
+
     /// Gives up these deliveries for a full outbox, as the record says.
     pub fn give_up_full(&mut self, ids: &[Uuid]) {
         for id in ids {
@@ -456,16 +527,24 @@ impl Deliveries {
     }
 
     pub fn get(&self, id: Uuid) -> Option<&Delivery> {
-        self.items.get(self.ids.get(&id)?)
+        self.items
+            .get(self.ids.get(&id)?)
+            .map(|delivery| &**delivery)
     }
 
     pub fn open(&self) -> impl Iterator<Item = &Delivery> {
-        self.open.iter().filter_map(|at| self.items.get(at))
+        self.open
+            .iter()
+            .filter_map(|at| self.items.get(at).map(|delivery| &**delivery))
     }
 
     /// The newest [`KEPT_DELIVERIES`], newest first.
     pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
-        self.items.values().rev().take(KEPT_DELIVERIES)
+        self.items
+            .values()
+            .rev()
+            .take(KEPT_DELIVERIES)
+            .map(|delivery| &**delivery)
     }
 }
 
@@ -483,7 +562,7 @@ struct StoredDeliveries<'a> {
     given_up_full: u64,
 }
 
-struct Newest<'a>(&'a BTreeMap<u64, Delivery>);
+struct Newest<'a>(&'a BTreeMap<u64, Box<Delivery>>);
 
 impl Serialize for Newest<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -520,18 +599,187 @@ impl<'de> Deserialize<'de> for Deliveries {
     }
 }
 
+/// What a delivery is made of, as files store it: the bot as the event names it, and for a vote
+/// the voter and the counts.
+#[derive(Serialize, Deserialize)]
+struct StoredContent {
+    bot: BotId,
+    platform_id: Snowflake,
+    vote: Option<StoredVote>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredVote {
+    voter: Arc<Voter>,
+    vote_count: u64,
+    monthly_vote_count: u64,
+}
+
+/// Stored as a sequence: `[id, event, created_at, content, state, attempts, last_status,
+/// last_error, next_attempt_at, delivered_at]`. Deliveries read from files of earlier builds,
+/// which stored both bodies where `content` is (`..., created_at, signed_body, legacy_body,
+/// state, ...`), are written back the same way.
+impl Serialize for Delivery {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let rendered = match &self.content {
+            Content::Rendered(bodies) => Some(bodies),
+            _ => None,
+        };
+        let mut seq = serializer.serialize_seq(Some(10 + usize::from(rendered.is_some())))?;
+        seq.serialize_element(&self.id)?;
+        seq.serialize_element(&self.event())?;
+        seq.serialize_element(&self.created_at)?;
+        match &self.content {
+            Content::Rendered(bodies) => {
+                seq.serialize_element(&bodies.signed)?;
+                seq.serialize_element(&bodies.legacy)?;
+            }
+            Content::Vote { bot, voter, counts } => seq.serialize_element(&StoredContent {
+                bot: bot.id,
+                platform_id: bot.platform_id,
+                vote: Some(StoredVote {
+                    voter: Arc::clone(voter),
+                    vote_count: counts.vote_count,
+                    monthly_vote_count: counts.monthly_vote_count,
+                }),
+            })?,
+            Content::Test { bot } => seq.serialize_element(&StoredContent {
+                bot: bot.id,
+                platform_id: bot.platform_id,
+                vote: None,
+            })?,
+        }
+        seq.serialize_element(&self.state)?;
+        seq.serialize_element(&self.attempts)?;
+        seq.serialize_element(&self.last_status)?;
+        seq.serialize_element(&self.last_error)?;
+        seq.serialize_element(&self.next_attempt_at)?;
+        seq.serialize_element(&self.delivered_at)?;
+        seq.end()
+    }
+}
+
+/// The fourth element of a stored delivery: the signed body (earlier builds) or the content.
+enum BodyOrContent {
+    Body(String),
+    Content(StoredContent),
+}
+
+impl<'de> Deserialize<'de> for BodyOrContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = BodyOrContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a delivery's body or content")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BodyOrContent, E> {
+                Ok(BodyOrContent::Body(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<BodyOrContent, E> {
+                Ok(BodyOrContent::Body(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<BodyOrContent, A::Error> {
+                StoredContent::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(BodyOrContent::Content)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Delivery {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Delivery;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a webhook delivery")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Delivery, A::Error> {
+                use serde::de::Error;
+                fn next<'de, T: Deserialize<'de>, A: serde::de::SeqAccess<'de>>(
+                    seq: &mut A,
+                ) -> Result<T, A::Error> {
+                    seq.next_element()?
+                        .ok_or_else(|| A::Error::custom("a webhook delivery cut short"))
+                }
+                let id: Uuid = next(&mut seq)?;
+                let event: Event = next(&mut seq)?;
+                let created_at: Timestamp = next(&mut seq)?;
+                let content = match (next(&mut seq)?, event) {
+                    (BodyOrContent::Body(signed), event) => {
+                        Content::Rendered(Arc::new(RenderedBodies {
+                            event,
+                            signed,
+                            legacy: next(&mut seq)?,
+                        }))
+                    }
+                    (BodyOrContent::Content(stored), Event::VoteCreate) => {
+                        let vote = stored.vote.ok_or_else(|| {
+                            A::Error::custom("a vote's delivery without its vote")
+                        })?;
+                        Content::Vote {
+                            bot: EventBot {
+                                id: stored.bot,
+                                platform_id: stored.platform_id,
+                            },
+                            voter: vote.voter,
+                            counts: VoteCounts {
+                                vote_count: vote.vote_count,
+                                monthly_vote_count: vote.monthly_vote_count,
+                            },
+                        }
+                    }
+                    (BodyOrContent::Content(stored), Event::Test) => {
+                        if stored.vote.is_some() {
+                            return Err(A::Error::custom("a test event's delivery with a vote"));
+                        }
+                        Content::Test {
+                            bot: EventBot {
+                                id: stored.bot,
+                                platform_id: stored.platform_id,
+                            },
+                        }
+                    }
+                };
+                Ok(Delivery {
+                    id,
+                    created_at,
+                    content,
+                    state: next(&mut seq)?,
+                    attempts: next(&mut seq)?,
+                    last_status: next(&mut seq)?,
+                    last_error: next(&mut seq)?,
+                    next_attempt_at: next(&mut seq)?,
+                    delivered_at: next(&mut seq)?,
+                })
+            }
+        }
+        deserializer.deserialize_seq(Visitor)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn delivery() -> Delivery {
-        Delivery::new(
-            Uuid::new_v4(),
-            Event::Test,
-            Timestamp::from_millis(0),
-            json!({}),
-            json!({}),
-        )
+        Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(0))
+    }
+
+    fn bot() -> EventBot {
+        EventBot {
+            id: BotId::parse("0eb87e52-6e64-4636-be84-37bfa0718f05").expect("an id"),
+            platform_id: Snowflake::from_u64(4242),
+        }
     }
 
     #[test]
@@ -644,6 +892,30 @@ mod tests {
     }
 
     #[test]
+    fn queueing_past_the_open_limit_gives_up_the_oldest_that_making_room_names() {
+        let mut all = Deliveries::default();
+        let oldest = delivery();
+        all.queue(oldest.clone());
+        for _ in 1..MAX_PENDING {
+            all.queue(delivery());
+        }
+        assert_eq!(all.open().count(), MAX_PENDING);
+        assert_eq!(all.given_up_full(), 0);
+        assert_eq!(all.making_room(), [oldest.id]);
+        let newest = delivery();
+        all.queue(newest.clone());
+        assert_eq!(all.open().count(), MAX_PENDING);
+        assert_eq!(all.given_up_full(), 1);
+        // Finished, and older than the last 100: no longer kept.
+        assert!(all.get(oldest.id).is_none());
+        assert!(all.get(newest.id).is_some_and(Delivery::is_open));
+        let mut given_up = oldest;
+        given_up.give_up_full();
+        assert_eq!(given_up.state, DeliveryState::Failed);
+        assert_eq!(given_up.last_error.as_deref(), Some(OUTBOX_FULL));
+    }
+
+    #[test]
     fn past_the_open_limit_the_oldest_are_given_up_and_counted() {
         let mut all = Deliveries::default();
         let oldest = delivery();
@@ -667,6 +939,167 @@ mod tests {
         assert!(all.update(retried.id, retried.progress()));
         assert_eq!(all.get(retried.id), Some(&retried));
         assert!(!all.update(oldest.id, oldest.progress()), "trimmed");
+    }
+}
+
+#[cfg(test)]
+mod rendering_tests {
+    use super::*;
+    use crate::domain::text::{HttpUrl, VoterName};
+
+    fn bot() -> EventBot {
+        EventBot {
+            id: BotId::parse("0eb87e52-6e64-4636-be84-37bfa0718f05").expect("an id"),
+            platform_id: Snowflake::from_u64(4242),
+        }
+    }
+
+    fn ada() -> Arc<Voter> {
+        Arc::new(Voter {
+            id: Snowflake::from_u64(7),
+            username: VoterName::parse("ada \"the\" <first>".to_owned()).expect("a name"),
+            avatar: Some(HttpUrl::parse("https://cdn.example/a.png".to_owned()).expect("a URL")),
+        })
+    }
+
+    /// What build 843a63ae rendered and journaled when this vote was taken (its journal is
+    /// tests/durability/fixtures/843a63ae-journal).
+    const SIGNED_843A63AE: &str = r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"},"expires_at":"2026-11-23T20:45:22.410Z","monthly_vote_count":1,"user":{"avatar":"https://cdn.example/a.png","id":"7","username":"ada \"the\" <first>"},"vote_count":1,"voted_at":"2026-11-23T08:45:22.410Z"},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"vote.create"}"#;
+    const LEGACY_843A63AE: &str =
+        r#"{"bot":"4242","isWeekend":false,"query":"","type":"upvote","user":"7"}"#;
+
+    fn at(text: &str) -> Timestamp {
+        let parsed = chrono::DateTime::parse_from_rfc3339(text).expect("a time");
+        Timestamp::from_datetime(parsed.with_timezone(&chrono::Utc))
+    }
+
+    fn voted() -> Delivery {
+        let at = at("2026-11-23T08:45:22.410Z");
+        Delivery::vote(
+            Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id"),
+            bot(),
+            ada(),
+            at,
+            VoteCounts {
+                vote_count: 1,
+                monthly_vote_count: 1,
+            },
+        )
+    }
+
+    #[test]
+    fn a_vote_renders_the_bytes_earlier_builds_stored_when_it_was_queued() {
+        let delivery = voted();
+        assert_eq!(delivery.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(delivery.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        assert_eq!(delivery.event(), Event::VoteCreate);
+    }
+
+    #[test]
+    fn a_test_event_renders_its_bot_only() {
+        let at = at("2026-11-23T08:45:22.410Z");
+        let id = Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id");
+        let delivery = Delivery::test(id, bot(), at);
+        assert_eq!(
+            delivery.body(WebhookFormat::Signed),
+            r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"}},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"webhook.test"}"#
+        );
+        assert_eq!(
+            delivery.body(WebhookFormat::Legacy),
+            r#"{"bot":"4242","isWeekend":false,"query":"","type":"test","user":"0"}"#
+        );
+    }
+
+    #[test]
+    fn the_bodies_are_the_same_after_each_try_and_a_round_trip_through_a_file() {
+        let mut delivery = voted();
+        delivery.record(
+            Attempt::Unreachable("refused".into()),
+            Timestamp::from_millis(1),
+        );
+        delivery.record(
+            Attempt::Status {
+                status: 503,
+                retry_after: None,
+            },
+            Timestamp::from_millis(2),
+        );
+        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
+        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(back, delivery);
+        assert_eq!(back.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(back.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        let test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
+        let packed = rmp_serde::to_vec(&test).expect("encodes");
+        assert_eq!(
+            crate::persist::decode::<Delivery>(&packed).expect("decodes"),
+            test
+        );
+    }
+
+    /// A delivery as earlier builds stored it, bodies and all.
+    #[derive(Serialize)]
+    struct Stored843a63ae {
+        id: Uuid,
+        event: Event,
+        created_at: Timestamp,
+        signed_body: String,
+        legacy_body: String,
+        state: DeliveryState,
+        attempts: u32,
+        last_status: Option<u16>,
+        last_error: Option<String>,
+        next_attempt_at: Option<Timestamp>,
+        delivered_at: Option<Timestamp>,
+    }
+
+    #[test]
+    fn a_delivery_stored_with_its_bodies_reads_sends_them_and_is_written_back_the_same() {
+        let old = Stored843a63ae {
+            id: Uuid::new_v4(),
+            event: Event::VoteCreate,
+            created_at: Timestamp::from_millis(5),
+            signed_body: SIGNED_843A63AE.to_owned(),
+            legacy_body: LEGACY_843A63AE.to_owned(),
+            state: DeliveryState::Retrying,
+            attempts: 2,
+            last_status: Some(503),
+            last_error: Some("the receiver answered 503".into()),
+            next_attempt_at: Some(Timestamp::from_millis(9)),
+            delivered_at: None,
+        };
+        let packed = rmp_serde::to_vec(&old).expect("encodes");
+        let read: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(read.event(), Event::VoteCreate);
+        assert_eq!(read.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(read.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        assert_eq!(read.attempts, 2);
+        assert_eq!(read.next_attempt_at, Some(Timestamp::from_millis(9)));
+        assert_eq!(rmp_serde::to_vec(&read).expect("encodes"), packed);
+    }
+
+    #[test]
+    fn a_stored_delivery_whose_event_and_content_disagree_is_refused() {
+        let mut test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
+        test.content = voted().content;
+        let packed = rmp_serde::to_vec(&test).expect("encodes");
+        // Written as a vote's content under the test event's name: not a delivery.
+        let mut tampered = packed.clone();
+        let at = tampered
+            .windows(b"vote.create".len())
+            .position(|w| w == b"vote.create")
+            .expect("the event's name");
+        tampered[at..at + b"vote.create".len()].copy_from_slice(b"webhook.tes");
+        assert!(crate::persist::decode::<Delivery>(&tampered).is_err());
+        assert!(crate::persist::decode::<Delivery>(&packed[..packed.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn the_outbox_full_error_names_the_limit() {
+        assert_eq!(
+            OUTBOX_FULL,
+            format!("given up: the outbox of this bot held {MAX_PENDING} open deliveries")
+        );
     }
 }
 

@@ -63,9 +63,12 @@ pub enum SnapshotFailed {
 /// The format version of snapshot and journal files this build writes (and the newest it reads).
 /// Version 2 added the small delivery records and the count of deliveries given up for a full
 /// outbox; version 3 changed only snapshots, to store each voter once in a table and each bot
-/// as a part of its own (see [`snapshot::SnapshotWriter`]). Files of versions 1 and 2 read as
-/// they are.
-pub const FORMAT_VERSION: u32 = 3;
+/// as a part of its own (see [`snapshot::SnapshotWriter`]); version 4 added the journal record
+/// of a vote that queues a webhook delivery (`VotedWithDelivery`) and stores deliveries by what
+/// their bodies are made of instead of the bodies (a snapshot's layout is version 3's). Files
+/// of versions 1 to 3 read as they are; a build of version 3 refuses files of version 4 as
+/// written by a newer botlist instead of reading them as damaged.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.

@@ -10,7 +10,7 @@ use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::profile::Profile;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
-use crate::domain::votes::Voter;
+use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Delivery, Progress};
 use uuid::Uuid;
 
@@ -64,8 +64,8 @@ pub enum Record {
         count: ServerCount,
         at: Timestamp,
     },
-    /// A webhook delivery queued (and, in files of earlier builds, each change to it): its whole
-    /// new state.
+    /// A test event's delivery queued (and, in files of earlier builds, a vote's delivery and
+    /// each change to a delivery, with both bodies): its whole new state.
     DeliverySaved {
         bot: BotId,
         delivery: Delivery,
@@ -82,10 +82,23 @@ pub enum Record {
         delivery: Uuid,
         progress: Progress,
     },
-    /// The oldest open deliveries given up because the bot's outbox was full.
+    /// The oldest open deliveries given up because the bot's outbox was full (after a test
+    /// event's delivery, and in files of earlier builds after a vote's).
     OutboxOverflowed {
         bot: BotId,
         given_up: Vec<Uuid>,
+    },
+    /// A vote for a bot with a `webhook_url`, and the id of the delivery it queues. The
+    /// delivery's bodies are made from this record (the voter, the time and the bot's counts
+    /// just after the vote) and the oldest open deliveries past the outbox's limit are given up
+    /// by it, so nothing more is journaled for the vote's delivery until an attempt's outcome.
+    /// Earlier builds journaled the delivery whole, bodies and all, as a `DeliverySaved` after
+    /// the `Voted`, and each give-up as an `OutboxOverflowed`.
+    VotedWithDelivery {
+        bot: BotId,
+        voter: Voter,
+        at: Timestamp,
+        delivery: Uuid,
     },
 }
 
@@ -95,6 +108,7 @@ impl Record {
     pub fn bot(&self) -> Option<BotId> {
         match self {
             Record::Voted { bot, .. }
+            | Record::VotedWithDelivery { bot, .. }
             | Record::StatsPosted { bot, .. }
             | Record::StatsUpdated { bot, .. }
             | Record::BotEdited { bot, .. }
@@ -137,6 +151,18 @@ impl ApplyRecord for BotState {
                 .vote(voter.clone(), *at)
                 .map(drop)
                 .map_err(|_| NotApplied::AlreadyVoted)?,
+            Record::VotedWithDelivery {
+                voter,
+                at,
+                delivery,
+                ..
+            } => {
+                let counts = self
+                    .votes
+                    .vote(voter.clone(), *at)
+                    .map_err(|_| NotApplied::AlreadyVoted)?;
+                queue_vote_delivery(self, *delivery, voter, *at, counts);
+            }
             Record::StatsPosted { count, at, .. } => {
                 self.post_stats(&StatsUpdate::Whole(*count), *at)
             }
@@ -168,6 +194,26 @@ impl ApplyRecord for BotState {
         }
         Ok(())
     }
+}
+
+/// Queues the delivery of the vote just taken, giving up the oldest open deliveries past the
+/// outbox's limit: all of it follows from the vote's record and the state before it.
+fn queue_vote_delivery(
+    state: &mut BotState,
+    id: Uuid,
+    voter: &Voter,
+    at: Timestamp,
+    counts: VoteCounts,
+) {
+    // The history's shared copy of the voter, which it has just taken.
+    let history = &state.votes.history;
+    let shared = history
+        .get(history.next_position().saturating_sub(1))
+        .map(|entry| entry.voter)
+        .filter(|shared| **shared == *voter)
+        .unwrap_or_else(|| Arc::new(voter.clone()));
+    let delivery = Delivery::vote(id, state.listing.event_bot(), shared, at, counts);
+    state.deliveries.queue(delivery);
 }
 
 /// The registry's durable state: the profiles, and every listed bot with its token.
@@ -227,6 +273,7 @@ impl<B: Listed> RegistryBook<B> {
                 }
             }
             Record::Voted { .. }
+            | Record::VotedWithDelivery { .. }
             | Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }
             | Record::BotEdited { .. }

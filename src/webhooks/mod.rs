@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::ids::BotId;
@@ -166,7 +167,7 @@ struct Gate {
     /// The same, by when their tries run out.
     deadlines: BTreeSet<(i64, u64)>,
     /// The same, by delivery: one waiting attempt per delivery.
-    index: HashMap<Uuid, u64>,
+    index: FxHashMap<Uuid, u64>,
     /// Operators' attempts, which do not wait for a probe.
     forced: VecDeque<Job>,
 }
@@ -295,6 +296,9 @@ struct Queue {
     gates: HashMap<Arc<str>, Gate>,
     in_flight: usize,
     held: usize,
+    /// Deliveries given up by their owner since the last tick, whose waiting attempts the loop
+    /// drops: a vote past the open limit costs its bot's actor a push here, not a search.
+    forgotten: Vec<Uuid>,
 }
 
 impl Queue {
@@ -338,7 +342,8 @@ impl Dispatcher {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues an attempt for when `job.due` has come on the clock.
+    /// Queues an attempt for when `job.due` has come on the clock. Called for every vote of a
+    /// bot with a webhook: the queue's gauge is set by the loop, every tick, not here.
     pub fn schedule(&self, job: Job) {
         let mut queue = self.queue();
         queue.order += 1;
@@ -348,7 +353,6 @@ impl Dispatcher {
             order,
             job,
         }));
-        crate::telemetry::webhook_queue(queue.depth());
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
@@ -388,6 +392,13 @@ impl Dispatcher {
                 queue.held = queue.held.saturating_add_signed(added);
             }
         }
+        for delivery in std::mem::take(&mut queue.forgotten) {
+            for gate in queue.gates.values_mut() {
+                if gate.forget(delivery).is_some() {
+                    queue.held -= 1;
+                }
+            }
+        }
         let (mut send, mut expired) = (Vec::new(), Vec::new());
         for gate in queue.gates.values_mut() {
             let gone = gate.expired(now);
@@ -408,18 +419,12 @@ impl Dispatcher {
         (send, expired)
     }
 
-    /// Drops the waiting attempts of deliveries given up by their owner (a full outbox), so a
-    /// dead receiver's queue holds at most the open deliveries.
+    /// Drops the waiting attempts of deliveries given up by their owner (a full outbox), at the
+    /// loop's next tick, so a dead receiver's queue holds at most the open deliveries (and those
+    /// given up in the last tick). An attempt that goes meanwhile finds itself stale at its
+    /// owner and sends nothing.
     pub fn forget(&self, deliveries: &[Uuid]) {
-        let mut guard = self.queue();
-        let queue = &mut *guard;
-        for gate in queue.gates.values_mut() {
-            for delivery in deliveries {
-                if gate.forget(*delivery).is_some() {
-                    queue.held -= 1;
-                }
-            }
-        }
+        self.queue().forgotten.extend_from_slice(deliveries);
     }
 
     /// Tells the gate what the attempt said of its receiver, then the owner.

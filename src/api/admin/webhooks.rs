@@ -50,7 +50,7 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
     fn from(d: &'a Delivery) -> Self {
         Self {
             id: d.id,
-            event: d.event,
+            event: d.event(),
             state: d.state,
             attempts: d.attempts,
             last_status: d.last_status,
