@@ -153,7 +153,7 @@ pub struct ServeArgs {
 
     /// Least milliseconds between two writes of votes to one live vote stream (0: every vote
     /// as soon as it is durable): the votes of that time go out in one write.
-    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = 5,
+    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub stream_write_interval_ms: u32,
 

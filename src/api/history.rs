@@ -40,7 +40,8 @@ pub struct HistorySettings {
     pub max_streams_per_bot: usize,
     /// Time between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
-    /// Votes a stream may have waiting to be sent before it is cut off.
+    /// Votes a stream may have waiting to be sent before it is cut off. The bot's streams
+    /// share what they wait for, so this bounds the bot's memory once, not once per stream.
     pub buffer: usize,
     /// Least time between two writes of votes to a stream: a vote that finds the stream idle
     /// goes out at once, the votes that follow it within this time go out together after it.
@@ -53,7 +54,7 @@ impl Default for HistorySettings {
             retention: None,
             max_streams_per_bot: 5,
             heartbeat: Duration::from_secs(15),
-            buffer: 1024,
+            buffer: 4096,
             write_interval: WRITE_INTERVAL,
         }
     }
@@ -61,8 +62,8 @@ impl Default for HistorySettings {
 
 /// The default least time between two writes of votes to a stream: short beside a vote's own
 /// path to durability, and long enough that a bot taking thousands of votes a second costs each
-/// stream a few hundred writes a second, not one or more per vote.
-pub const WRITE_INTERVAL: Duration = Duration::from_millis(5);
+/// stream a hundred writes a second, not one or more per vote.
+pub const WRITE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The settings, and the key that signs cursors.
 pub struct History {
