@@ -11,6 +11,7 @@
 #   BIN=/tmp/before/botlist benches/vote_stream.sh      # another build, same reader
 #   PERF=/tmp/vote_stream.perf PERF_READERS=100 benches/vote_stream.sh  # profile that round
 #   SYSCALLS=1 benches/vote_stream.sh   # also the server's sends, writes and epoll waits per vote
+#   SERVER_ARGS="--stream-write-interval-ms 10" benches/vote_stream.sh   # more server options
 #
 # Needs wrk (apt-get install -y wrk), curl, python3, and perf (linux-perf) for PERF.
 set -euo pipefail
@@ -24,12 +25,13 @@ READERS=${READERS:-0 1 100 0}
 PERF=${PERF:-}
 PERF_READERS=${PERF_READERS:-100}
 SYSCALLS=${SYSCALLS:-}
+SERVER_ARGS=${SERVER_ARGS:-}
 ADMIN=bench-admin
 [ -x "$READER" ] || { echo "build the reader first: cargo build --release --example stream_reader" >&2; exit 1; }
 
 dir=$(mktemp -d)
 "$BIN" serve --bind 127.0.0.1:0 --data-dir "$dir/data" --admin-token "$ADMIN" --rate-limit 0 \
-  --max-streams-per-bot 200 --fsync "$FSYNC" --snapshot-interval 0 >"$dir/out" 2>"$dir/err" &
+  --max-streams-per-bot 200 --fsync "$FSYNC" --snapshot-interval 0 $SERVER_ARGS >"$dir/out" 2>"$dir/err" &
 server=$!
 reader=""
 cleanup() {

@@ -151,6 +151,12 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_streams_per_bot: u32,
 
+    /// Least milliseconds between two writes of votes to one live vote stream (0: every vote
+    /// as soon as it is durable): the votes of that time go out in one write.
+    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub stream_write_interval_ms: u32,
+
     /// Threads the bot actors are spread over (default: one per core).
     #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
     pub actor_threads: Option<NonZeroUsize>,
@@ -298,6 +304,7 @@ impl Settings {
                     .vote_history_days
                     .map(|days| chrono::Duration::days(i64::from(days))),
                 max_streams_per_bot: args.max_streams_per_bot as usize,
+                write_interval: Duration::from_millis(u64::from(args.stream_write_interval_ms)),
                 ..Default::default()
             },
         }

@@ -15,7 +15,6 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::Sha256;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use utoipa::ToSchema;
 
 use super::bots::{own_bot, token_bot};
@@ -26,7 +25,7 @@ use super::routes::Route;
 use super::{reply, AppState};
 use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
 use crate::actors::directory::BotHandle;
-use crate::domain::feed::{FeedVote, Following, StreamSlot};
+use crate::domain::feed::{Following, StreamSlot, Taken};
 use crate::domain::ids::{BotId, Snowflake};
 use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::time::Timestamp;
@@ -41,8 +40,12 @@ pub struct HistorySettings {
     pub max_streams_per_bot: usize,
     /// Time between heartbeat comments on an idle stream.
     pub heartbeat: Duration,
-    /// Votes a stream may have waiting to be sent before it is cut off.
+    /// Votes a stream may have waiting to be sent before it is cut off. The bot's streams
+    /// share what they wait for, so this bounds the bot's memory once, not once per stream.
     pub buffer: usize,
+    /// Least time between two writes of votes to a stream: a vote that finds the stream idle
+    /// goes out at once, the votes that follow it within this time go out together after it.
+    pub write_interval: Duration,
 }
 
 impl Default for HistorySettings {
@@ -51,10 +54,16 @@ impl Default for HistorySettings {
             retention: None,
             max_streams_per_bot: 5,
             heartbeat: Duration::from_secs(15),
-            buffer: 1024,
+            buffer: 4096,
+            write_interval: WRITE_INTERVAL,
         }
     }
 }
+
+/// The default least time between two writes of votes to a stream: short beside a vote's own
+/// path to durability, and long enough that a bot taking thousands of votes a second costs each
+/// stream a hundred writes a second, not one or more per vote.
+pub const WRITE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The settings, and the key that signs cursors.
 pub struct History {
@@ -430,13 +439,18 @@ async fn open_stream(
         None => (u64::MAX, 0),
     };
     let heartbeat = settings.heartbeat.max(Duration::from_millis(10));
+    let mut heartbeat =
+        tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let feed = Feed {
         bot,
         next,
         skip_below,
         buffer: settings.buffer,
+        write_interval: settings.write_interval,
+        last_write: None,
         phase: Phase::CatchUp(slot),
-        heartbeat: tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat),
+        heartbeat,
         queue: VecDeque::from([Bytes::from_static(b": votes stream open\n\n")]),
     };
     let body = futures_util::stream::unfold(feed, |mut feed| async move {
@@ -469,7 +483,11 @@ struct Feed {
     /// Live votes below this position were sent already (or the client had them).
     skip_below: u64,
     buffer: usize,
+    write_interval: Duration,
+    /// When votes were last written, while they come faster than the write interval.
+    last_write: Option<tokio::time::Instant>,
     phase: Phase,
+    /// Ticks when nothing was sent for its period.
     heartbeat: tokio::time::Interval,
     queue: VecDeque<Bytes>,
 }
@@ -496,8 +514,12 @@ impl Feed {
                             next,
                             slot,
                         } => {
+                            let mut backlog = BytesMut::new();
                             for entry in &entries {
-                                self.queue.push_back(vote_event(entry));
+                                vote_event(entry, &mut backlog);
+                            }
+                            if !backlog.is_empty() {
+                                self.queue.push_back(backlog.freeze());
                             }
                             self.next = next;
                             self.skip_below = self.skip_below.max(next);
@@ -506,89 +528,67 @@ impl Feed {
                         FollowReply::Live(following) => self.phase = Phase::Live(following),
                     }
                 }
-                Phase::Live(mut following) => {
-                    tokio::select! {
-                        vote = following.receive.recv() => match vote {
-                            Ok(vote) => self.send_live(vote, following),
-                            Err(RecvError::Lagged(_)) => self.queue.push_back(overflow_event()),
-                            // The feed let go of the ring: the reader was cut off, or the bot
-                            // was delisted.
-                            Err(RecvError::Closed) => {
-                                if following.progress.cut_off() {
-                                    self.queue.push_back(overflow_event());
-                                }
-                            }
-                        },
-                        _ = self.heartbeat.tick() => {
-                            self.queue.push_back(Bytes::from_static(b": heartbeat\n\n"));
-                            self.phase = Phase::Live(following);
+                Phase::Live(following) => {
+                    // After a write, the stream waits out the interval before it looks for
+                    // votes again, so that while votes come fast it costs one wakeup and one
+                    // write per interval, not one per vote (or group commit) and reader.
+                    if let Some(last) = self.last_write.take() {
+                        let due = next_write(last, self.write_interval);
+                        if tokio::time::Instant::now() < due {
+                            tokio::time::sleep_until(due).await;
                         }
                     }
+                    if !following.ready() {
+                        let beat = tokio::select! {
+                            _ = following.wait() => false,
+                            _ = self.heartbeat.tick() => true,
+                        };
+                        if beat {
+                            self.queue.push_back(Bytes::from_static(b": heartbeat\n\n"));
+                            self.phase = Phase::Live(following);
+                            continue;
+                        }
+                    }
+                    self.send_live(following);
                 }
             }
         }
     }
-}
 
-impl Feed {
-    /// Sends this vote and every other one already waiting as one chunk: one write for many
-    /// votes when they come fast, instead of one per vote and reader. The stream waits for the
-    /// ring again only once it has written them, so the votes published meanwhile (the
-    /// journal publishes a group commit's votes together) wake it once, not once each.
-    fn send_live(&mut self, first: Arc<FeedVote>, mut following: Following) {
-        let mut chunk = BytesMut::new();
-        let skip_below = self.skip_below;
-        let mut add = |vote: &FeedVote| {
-            if vote.entry.position >= skip_below {
-                chunk.extend_from_slice(&vote.rendered(vote_event));
+    /// Sends every vote waiting, as one chunk.
+    fn send_live(&mut self, mut following: Following) {
+        match following.take(self.skip_below, vote_event) {
+            Taken::Votes(votes) => {
+                if !votes.is_empty() {
+                    self.queue.push_back(votes);
+                    self.last_write = Some(tokio::time::Instant::now());
+                    self.heartbeat.reset();
+                }
+                self.phase = Phase::Live(following);
             }
-        };
-        add(&first);
-        let mut next = first.entry.position + 1;
-        let mut taken = 1;
-        let mut end = None;
-        while taken < LIVE_BATCH {
-            match following.receive.try_recv() {
-                Ok(vote) => {
-                    add(&vote);
-                    next = vote.entry.position + 1;
-                    taken += 1;
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Lagged(_)) => {
-                    end = Some(true);
-                    break;
-                }
-                Err(TryRecvError::Closed) => {
-                    end = Some(following.progress.cut_off());
-                    break;
-                }
-            }
-        }
-        following.progress.taken(next);
-        if !chunk.is_empty() {
-            self.queue.push_back(chunk.freeze());
-        }
-        match end {
-            Some(overflowed) => {
-                if overflowed {
-                    self.queue.push_back(overflow_event());
-                }
-            }
-            None => self.phase = Phase::Live(following),
+            Taken::Overflow => self.queue.push_back(overflow_event()),
+            // The bot was delisted.
+            Taken::Closed => {}
         }
     }
 }
 
-/// Votes sent in one chunk at most, when a reader finds many waiting.
-const LIVE_BATCH: usize = 256;
+/// The first instant after `last` on a grid of `interval` steps shared by every stream, so
+/// that the busy streams of a worker wake together, once an interval, not each at its own time.
+fn next_write(last: tokio::time::Instant, interval: Duration) -> tokio::time::Instant {
+    static EPOCH: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(tokio::time::Instant::now);
+    let step = interval.as_nanos().max(1);
+    let steps = last.saturating_duration_since(epoch).as_nanos() / step + 1;
+    epoch + Duration::from_nanos(u64::try_from(steps * step).unwrap_or(u64::MAX))
+}
 
-fn vote_event(entry: &HistoryEntry) -> Bytes {
-    let data = serde_json::to_string(&VoteEntry::from(entry)).unwrap_or_default();
-    Bytes::from(format!(
-        "id: {}\nevent: vote\ndata: {data}\n\n",
-        entry.position
-    ))
+fn vote_event(entry: &HistoryEntry, out: &mut BytesMut) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "id: {}\nevent: vote\ndata: ", entry.position);
+    // Writing into memory fails only on a value serde cannot render, which an entry is not.
+    let _ = serde_json::to_writer(web::BufMut::writer(&mut *out), &VoteEntry::from(entry));
+    out.extend_from_slice(b"\n\n");
 }
 
 fn overflow_event() -> Bytes {

@@ -1,55 +1,61 @@
 //! A bot's live vote feed: the readers of its vote stream, fed once each vote is durable.
 //!
 //! Only the bot's actor registers readers and only its publication (which runs once a vote's
-//! record is durable, in record order, on the journal's thread) publishes. Publication is one
-//! send into a ring shared by every reader of the bot (a `tokio::sync::broadcast` channel), so
-//! its cost does not grow with the number of readers, and it wakes only the readers that are
-//! waiting for a vote: a reader that is busy, or pausing between writes, takes what has
-//! accumulated when it comes back. The ring holds `buffer` votes: a reader that falls further
-//! behind than that is cut off (it sees the ring's lag error), never waited for.
+//! record is durable, in record order, on the journal's thread) publishes. Publication only
+//! queues the vote and wakes the readers that wait idle, so its cost does not grow with the
+//! number of readers, and a reader that is busy (or pausing between writes) is not woken at
+//! all: it takes what has accumulated when it comes back.
+//!
+//! The votes are rendered for the wire once, not once per reader: the first reader that takes
+//! renders what was queued into the bot's log, one block of bytes for the lot, and every
+//! reader takes a slice of those blocks, everything it has not yet taken in one piece. The log
+//! holds the last `buffer` votes: a reader further behind than that is cut off (its `take`
+//! says so), never waited for.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use actix_web::web::Bytes;
-
+use actix_web::web::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use tokio::sync::broadcast;
+use tokio::sync::Notify;
 
 use super::votes::history::HistoryEntry;
 
-/// A vote on its way to the readers, shared by all of them: it is rendered for the wire once,
-/// by the first reader that sends it, not once per reader, and not on the journal's thread.
+/// The bot's feed, held by its actor. When the actor lets go of it (the bot was delisted), the
+/// readers are told that the feed is closed.
 #[derive(Debug)]
-pub struct FeedVote {
-    pub entry: HistoryEntry,
-    rendered: OnceLock<Bytes>,
-}
-
-impl FeedVote {
-    pub fn rendered(&self, render: impl FnOnce(&HistoryEntry) -> Bytes) -> Bytes {
-        self.rendered.get_or_init(|| render(&self.entry)).clone()
-    }
+pub struct VoteFeed {
+    shared: Arc<Shared>,
 }
 
 #[derive(Debug, Default)]
-pub struct VoteFeed {
-    inner: Mutex<Readers>,
+struct Shared {
+    /// The rendered votes; taken before `readers` when both are.
+    log: Mutex<Log>,
+    readers: Mutex<Readers>,
+    /// The first position not yet published, for readers to look at without a lock.
+    published: AtomicU64,
+    /// Wakes the readers that wait for a vote.
+    notify: Notify,
+    closed: AtomicBool,
     /// Streams open on this bot, caught up or still reading history.
     open: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
 struct Readers {
-    /// Every vote before this position is durable and was sent to the readers then registered.
+    /// Every vote before this position is durable and was queued for the readers then
+    /// registered.
     published: u64,
-    /// The ring every live reader reads from; none while the bot has no live reader, so that
-    /// a bot without readers holds no ring.
-    ring: Option<broadcast::Sender<Arc<FeedVote>>>,
-    /// How many votes the ring holds.
+    /// Whether any reader is registered; without one nothing is queued or kept.
+    live: bool,
+    /// Published votes not yet rendered into the log.
+    queued: Vec<HistoryEntry>,
+    /// How many votes a reader may be behind the newest before it is cut off.
     capacity: usize,
-    /// The live readers, so that their places can be given back when they are gone or cut off.
-    readers: Vec<Reader>,
+    /// The live readers, so that their places can be given back when they are cut off.
+    registered: Vec<Reader>,
 }
 
 #[derive(Debug)]
@@ -58,7 +64,40 @@ struct Reader {
     _slot: StreamSlot,
 }
 
-/// What a live reader has taken from the ring, shared between it and the feed.
+/// The last votes, rendered, in blocks of consecutive positions.
+#[derive(Debug, Default)]
+struct Log {
+    blocks: VecDeque<Block>,
+    /// The position after the last rendered vote.
+    end: u64,
+    /// A spare vector for the queue, so that taking it allocates nothing.
+    spare: Vec<HistoryEntry>,
+}
+
+#[derive(Debug)]
+struct Block {
+    first: u64,
+    /// Where each vote's bytes start.
+    starts: Vec<u32>,
+    bytes: Bytes,
+}
+
+impl Block {
+    fn end(&self) -> u64 {
+        self.first + self.starts.len() as u64
+    }
+
+    /// The bytes of this block's votes from position `from` on.
+    fn from(&self, from: u64) -> Bytes {
+        let index = from.saturating_sub(self.first) as usize;
+        match self.starts.get(index) {
+            Some(&start) => self.bytes.slice(start as usize..),
+            None => Bytes::new(),
+        }
+    }
+}
+
+/// What a live reader has taken, shared between it and the feed.
 #[derive(Debug)]
 pub struct Progress {
     /// The position after the last vote the reader has taken.
@@ -68,11 +107,6 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// The reader has taken every vote before `next`.
-    pub fn taken(&self, next: u64) {
-        self.next.store(next, Ordering::Release);
-    }
-
     pub fn cut_off(&self) -> bool {
         self.cut_off.load(Ordering::Acquire)
     }
@@ -80,7 +114,7 @@ impl Progress {
 
 /// One of the bot's stream places, given back when dropped.
 #[derive(Debug)]
-pub struct StreamSlot(Arc<VoteFeed>);
+pub struct StreamSlot(Arc<Shared>);
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
@@ -88,126 +122,320 @@ impl Drop for StreamSlot {
     }
 }
 
-/// What a registered reader holds: its place in the ring, and its progress.
+/// A registered reader: where it is in the feed. Dropping it gives its place back.
+#[derive(Debug)]
 pub struct Following {
-    pub receive: broadcast::Receiver<Arc<FeedVote>>,
-    pub progress: Arc<Progress>,
+    shared: Arc<Shared>,
+    progress: Arc<Progress>,
+    /// The position after the last vote taken.
+    next: u64,
+}
+
+/// What a reader found when it took from the feed.
+#[derive(Debug, PartialEq)]
+pub enum Taken {
+    /// The votes published since it last took, rendered, in order; empty when they were all
+    /// below the position it asked from.
+    Votes(Bytes),
+    /// It fell further behind than the feed keeps: it is cut off and gets nothing more.
+    Overflow,
+    /// The bot is gone: nothing more will come.
+    Closed,
 }
 
 impl VoteFeed {
     /// A feed whose votes before `published` are all durable (a state just loaded).
     pub fn new(published: u64) -> Arc<Self> {
+        let shared = Shared {
+            published: AtomicU64::new(published),
+            ..Shared::default()
+        };
+        shared.readers.lock().published = published;
         Arc::new(Self {
-            inner: Mutex::new(Readers {
-                published,
-                ring: None,
-                capacity: 0,
-                readers: Vec::new(),
-            }),
-            open: AtomicUsize::new(0),
+            shared: Arc::new(shared),
         })
     }
 
     /// A stream place, unless `max` are open.
-    pub fn open(self: &Arc<Self>, max: usize) -> Option<StreamSlot> {
-        if self.open.load(Ordering::Acquire) >= max {
-            // Readers whose client went away, or that fell behind the ring and wait to be told,
-            // give their places back now.
-            self.inner.lock().sweep();
+    pub fn open(&self, max: usize) -> Option<StreamSlot> {
+        let shared = &self.shared;
+        if shared.open.load(Ordering::Acquire) >= max {
+            // Readers that fell behind the log and wait to be told give their places back now.
+            let mut log = shared.log.lock();
+            shared.readers.lock().sweep(&mut log);
         }
-        self.open
+        shared
+            .open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
                 (open < max).then_some(open + 1)
             })
             .ok()
-            .map(|_| StreamSlot(Arc::clone(self)))
+            .map(|_| StreamSlot(Arc::clone(shared)))
     }
 
     pub fn open_streams(&self) -> usize {
-        self.open.load(Ordering::Acquire)
+        self.shared.open.load(Ordering::Acquire)
     }
 
     /// The first position not yet published.
     pub fn published(&self) -> u64 {
-        self.inner.lock().published
+        self.shared.published.load(Ordering::Acquire)
     }
 
     /// Registers a reader if it has read everything published before `next`; otherwise says
     /// where publication stands, and the reader reads history up to there first. A reader
-    /// may fall `buffer` votes behind (rounded up to a power of two) before it is cut off.
+    /// may fall `buffer` votes behind before it is cut off.
     pub fn follow(
         &self,
         next: u64,
         buffer: usize,
         slot: StreamSlot,
     ) -> Result<Following, (u64, StreamSlot)> {
-        let mut inner = self.inner.lock();
-        if next < inner.published {
-            return Err((inner.published, slot));
+        let shared = &self.shared;
+        let mut log = shared.log.lock();
+        let mut readers = shared.readers.lock();
+        if next < readers.published {
+            return Err((readers.published, slot));
         }
-        inner.sweep();
-        let receive = match &inner.ring {
-            Some(ring) => ring.subscribe(),
-            None => {
-                let (ring, receive) = broadcast::channel(buffer.max(1));
-                inner.ring = Some(ring);
-                inner.capacity = buffer.max(1).next_power_of_two();
-                receive
-            }
-        };
+        readers.sweep(&mut log);
+        if !readers.live {
+            readers.live = true;
+            readers.capacity = buffer.max(1);
+            log.blocks.clear();
+            log.end = readers.published;
+        }
         let progress = Arc::new(Progress {
-            next: AtomicU64::new(inner.published),
+            next: AtomicU64::new(readers.published),
             cut_off: AtomicBool::new(false),
         });
-        inner.readers.push(Reader {
+        readers.registered.push(Reader {
             progress: Arc::clone(&progress),
             _slot: slot,
         });
-        Ok(Following { receive, progress })
+        Ok(Following {
+            shared: Arc::clone(shared),
+            next: readers.published,
+            progress,
+        })
     }
 
-    /// Sends a durable vote to every live reader: one send, whatever their number.
+    /// Hands a durable vote to every live reader: one push and one wake of those waiting,
+    /// whatever their number.
     pub fn publish(&self, entry: HistoryEntry) {
-        let mut inner = self.inner.lock();
-        inner.published = inner.published.max(entry.position + 1);
-        let Some(ring) = &inner.ring else {
-            return;
-        };
-        let vote = Arc::new(FeedVote {
-            entry,
-            rendered: OnceLock::new(),
-        });
-        if ring.send(vote).is_err() {
-            // No receiver left: the bot's readers are all gone.
-            inner.ring = None;
-            inner.readers.clear();
+        let shared = &self.shared;
+        {
+            let mut readers = shared.readers.lock();
+            let published = readers.published.max(entry.position + 1);
+            readers.published = published;
+            if readers.live {
+                // Bounded while no reader takes: a vote further back than a reader may be
+                // behind is one no reader will be sent.
+                if readers.queued.len() >= readers.capacity {
+                    let over = readers.queued.len() + 1 - readers.capacity;
+                    readers.queued.drain(..over);
+                }
+                readers.queued.push(entry);
+            }
+            shared.published.store(published, Ordering::Release);
         }
+        shared.notify.notify_waiters();
     }
 
     /// Readers registered, for tests.
     pub fn readers(&self) -> usize {
-        self.inner.lock().readers.len()
+        self.shared.readers.lock().registered.len()
+    }
+}
+
+impl Drop for VoteFeed {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.notify.notify_waiters();
     }
 }
 
 impl Readers {
-    /// Gives back the places of readers that are gone, and of those further behind than the
-    /// ring holds (they will find the ring's lag error when they next read).
-    fn sweep(&mut self) {
+    /// Gives back the places of readers further behind than the log holds (they find out
+    /// when they next take); with no reader left, the log is let go.
+    fn sweep(&mut self, log: &mut Log) {
         let (published, capacity) = (self.published, self.capacity as u64);
-        self.readers.retain(|reader| {
-            if Arc::strong_count(&reader.progress) == 1 {
-                return false;
-            }
-            let behind = published.saturating_sub(reader.progress.next.load(Ordering::Acquire));
+        self.registered.retain(|reader| {
+            let progress = &reader.progress;
+            let behind = published.saturating_sub(progress.next.load(Ordering::Acquire));
             if behind > capacity {
-                reader.progress.cut_off.store(true, Ordering::Release);
+                progress.cut_off.store(true, Ordering::Release);
                 return false;
             }
             true
         });
-        if self.readers.is_empty() {
-            self.ring = None;
+        if self.registered.is_empty() {
+            self.stop(log);
+        }
+    }
+
+    fn stop(&mut self, log: &mut Log) {
+        self.live = false;
+        self.queued = Vec::new();
+        *log = Log::default();
+    }
+}
+
+impl Log {
+    /// Renders the queued votes into one block, and drops the blocks no reader may still take.
+    fn append(
+        &mut self,
+        queued: &mut Vec<HistoryEntry>,
+        keep: Keep,
+        render: &impl Fn(&HistoryEntry, &mut BytesMut),
+    ) {
+        let mut bytes = BytesMut::new();
+        let mut block: Option<Block> = None;
+        for entry in queued.drain(..) {
+            // Positions follow one another; should one ever be skipped, a new block starts.
+            if entry.position != self.end {
+                if let Some(mut done) = block.take() {
+                    done.bytes = bytes.split().freeze();
+                    self.blocks.push_back(done);
+                }
+            }
+            let block = block.get_or_insert_with(|| Block {
+                first: entry.position,
+                starts: Vec::new(),
+                bytes: Bytes::new(),
+            });
+            block.starts.push(bytes.len() as u32);
+            render(&entry, &mut bytes);
+            self.end = entry.position + 1;
+        }
+        if let Some(mut done) = block {
+            done.bytes = bytes.freeze();
+            self.blocks.push_back(done);
+        }
+        // What every reader has taken, and what is further behind than a reader may be.
+        let keep_from = keep
+            .slowest
+            .max(self.end.saturating_sub(keep.capacity as u64));
+        while self
+            .blocks
+            .front()
+            .is_some_and(|block| block.end() <= keep_from)
+        {
+            self.blocks.pop_front();
+        }
+    }
+}
+
+/// Which votes the log must keep.
+#[derive(Clone, Copy)]
+struct Keep {
+    capacity: usize,
+    /// The least position a registered reader has yet to take.
+    slowest: u64,
+}
+
+impl Following {
+    /// Whether there is something to take: a vote published after the last one taken, or the
+    /// end of the feed.
+    pub fn ready(&self) -> bool {
+        self.shared.published.load(Ordering::Acquire) > self.next
+            || self.shared.closed.load(Ordering::Acquire)
+            || self.progress.cut_off()
+    }
+
+    /// Waits until there is something to take.
+    pub async fn wait(&self) {
+        let notified = self.shared.notify.notified();
+        tokio::pin!(notified);
+        // Registered before looking, so that a vote published in between wakes it.
+        notified.as_mut().enable();
+        if self.ready() {
+            return;
+        }
+        notified.await;
+    }
+
+    /// Takes every vote published since the last take, those below `skip_below` left out,
+    /// rendered by `render` (once for all readers) into one piece of bytes.
+    pub fn take(
+        &mut self,
+        skip_below: u64,
+        render: impl Fn(&HistoryEntry, &mut BytesMut),
+    ) -> Taken {
+        if self.progress.cut_off() {
+            return Taken::Overflow;
+        }
+        let shared = &*self.shared;
+        let mut pieces = Vec::new();
+        let end = {
+            let mut log = shared.log.lock();
+            let keep = {
+                let mut readers = shared.readers.lock();
+                std::mem::swap(&mut readers.queued, &mut log.spare);
+                // Only when there is something to render: once for all readers, not per take.
+                let slowest = if log.spare.is_empty() {
+                    0
+                } else {
+                    let taken = readers.registered.iter();
+                    let next = taken.map(|reader| reader.progress.next.load(Ordering::Acquire));
+                    next.min().unwrap_or(0).min(self.next)
+                };
+                Keep {
+                    capacity: readers.capacity,
+                    slowest,
+                }
+            };
+            let capacity = keep.capacity;
+            let mut queued = std::mem::take(&mut log.spare);
+            if !queued.is_empty() {
+                log.append(&mut queued, keep, &render);
+            }
+            log.spare = queued;
+            if log.end.saturating_sub(self.next) > capacity as u64 {
+                self.progress.cut_off.store(true, Ordering::Release);
+                return Taken::Overflow;
+            }
+            let from = self.next.max(skip_below);
+            for block in &log.blocks {
+                if block.end() > from {
+                    pieces.push(block.from(from));
+                }
+            }
+            log.end
+        };
+        self.next = self.next.max(end);
+        self.progress.next.store(self.next, Ordering::Release);
+        let votes = match pieces.len() {
+            0 => Bytes::new(),
+            1 => pieces.pop().unwrap_or_default(),
+            _ => {
+                let mut joined = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+                for piece in &pieces {
+                    joined.extend_from_slice(piece);
+                }
+                joined.freeze()
+            }
+        };
+        if votes.is_empty() && shared.closed.load(Ordering::Acquire) {
+            return Taken::Closed;
+        }
+        Taken::Votes(votes)
+    }
+
+    /// The position after the last vote taken.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let mut log = self.shared.log.lock();
+        let mut readers = self.shared.readers.lock();
+        readers
+            .registered
+            .retain(|reader| !Arc::ptr_eq(&reader.progress, &self.progress));
+        if readers.registered.is_empty() && readers.live {
+            readers.stop(&mut log);
         }
     }
 }
@@ -219,6 +447,7 @@ mod tests {
     use crate::domain::text::VoterName;
     use crate::domain::time::Timestamp;
     use crate::domain::votes::Voter;
+    use proptest::prelude::*;
 
     fn entry(position: u64) -> HistoryEntry {
         HistoryEntry {
@@ -232,27 +461,231 @@ mod tests {
         }
     }
 
+    fn render(entry: &HistoryEntry, out: &mut BytesMut) {
+        out.extend_from_slice(format!("{};", entry.position).as_bytes());
+    }
+
+    /// The positions in what a take gave.
+    fn positions(taken: Taken) -> Vec<u64> {
+        match taken {
+            Taken::Votes(bytes) => std::str::from_utf8(&bytes)
+                .expect("text")
+                .split_terminator(';')
+                .map(|n| n.parse().expect("a position"))
+                .collect(),
+            other => panic!("expected votes, got {other:?}"),
+        }
+    }
+
+    fn slot(feed: &VoteFeed) -> StreamSlot {
+        feed.open(100).expect("a place")
+    }
+
     #[test]
-    fn publication_is_one_send_and_a_reader_behind_the_ring_is_cut_off() {
+    fn a_take_gives_every_vote_since_the_last_in_one_piece() {
         let feed = VoteFeed::new(0);
-        let slot = |feed: &Arc<VoteFeed>| feed.open(10).expect("a place");
+        let mut reader = feed.follow(0, 8, slot(&feed)).expect("live");
+        assert!(!reader.ready());
+        for position in 0..3 {
+            feed.publish(entry(position));
+        }
+        assert!(reader.ready());
+        assert_eq!(positions(reader.take(0, render)), [0, 1, 2]);
+        assert!(!reader.ready());
+        assert_eq!(positions(reader.take(0, render)), Vec::<u64>::new());
+        // A second reader registered now starts with the next vote; the first goes on.
+        let mut later = feed.follow(3, 8, slot(&feed)).expect("live");
+        for position in 3..5 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(positions(later.take(0, render)), [3, 4]);
+        feed.publish(entry(5));
+        assert_eq!(positions(reader.take(0, render)), [3, 4, 5]);
+        assert_eq!(positions(later.take(0, render)), [5]);
+    }
+
+    #[test]
+    fn votes_below_what_the_client_has_are_left_out() {
+        let feed = VoteFeed::new(0);
+        let mut reader = feed.follow(6, 8, slot(&feed)).expect("live");
+        for position in 0..4 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(positions(reader.take(6, render)), Vec::<u64>::new());
+        for position in 4..9 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(positions(reader.take(6, render)), [6, 7, 8]);
+    }
+
+    #[test]
+    fn a_reader_behind_the_log_is_cut_off_and_gives_its_place_back() {
+        let feed = VoteFeed::new(0);
         let mut fast = feed.follow(0, 4, slot(&feed)).expect("live");
         let mut slow = feed.follow(0, 4, slot(&feed)).expect("live");
         for position in 0..6 {
             feed.publish(entry(position));
-            let vote = fast.receive.try_recv().expect("a vote");
-            assert_eq!(vote.entry.position, position);
-            fast.progress.taken(position + 1);
+            assert_eq!(positions(fast.take(0, render)), [position]);
         }
-        assert!(matches!(
-            slow.receive.try_recv(),
-            Err(broadcast::error::TryRecvError::Lagged(_))
-        ));
         // At the limit, the slow reader's place is given back, and it is told it was cut off.
         assert_eq!(feed.open_streams(), 2);
         assert!(feed.open(2).is_some());
-        assert!(slow.progress.cut_off());
-        assert!(!fast.progress.cut_off());
         assert_eq!(feed.readers(), 1);
+        assert!(slow.ready());
+        assert_eq!(slow.take(0, render), Taken::Overflow);
+        // A reader that finds itself behind without a sweep is cut off too.
+        let mut third = feed.follow(6, 4, slot(&feed)).expect("live");
+        for position in 6..10 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(positions(fast.take(0, render)), [6, 7, 8, 9]);
+        feed.publish(entry(10));
+        assert_eq!(third.take(0, render), Taken::Overflow);
+        assert_eq!(positions(fast.take(0, render)), [10]);
+    }
+
+    #[test]
+    fn the_last_reader_gone_lets_the_log_go_and_a_dropped_feed_closes() {
+        let feed = VoteFeed::new(5);
+        let reader = feed.follow(5, 4, slot(&feed)).expect("live");
+        feed.publish(entry(5));
+        drop(reader);
+        assert_eq!(feed.readers(), 0);
+        assert_eq!(feed.open_streams(), 0);
+        assert!(feed.shared.readers.lock().queued.is_empty());
+        feed.publish(entry(6));
+        assert!(feed.shared.readers.lock().queued.is_empty());
+        let mut reader = feed.follow(7, 4, slot(&feed)).expect("live");
+        feed.publish(entry(7));
+        drop(feed);
+        assert!(reader.ready());
+        assert_eq!(positions(reader.take(0, render)), [7]);
+        assert_eq!(reader.take(0, render), Taken::Closed);
+    }
+
+    #[test]
+    fn what_waits_to_be_rendered_and_what_the_log_keeps_are_bounded() {
+        let feed = VoteFeed::new(0);
+        let mut stalled = feed.follow(0, 4, slot(&feed)).expect("live");
+        let mut reader = feed.follow(0, 4, slot(&feed)).expect("live");
+        for position in 0..100 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(feed.shared.readers.lock().queued.len(), 4);
+        assert_eq!(reader.take(0, render), Taken::Overflow);
+        assert_eq!(stalled.take(0, render), Taken::Overflow);
+        let mut reader = feed.follow(100, 4, slot(&feed)).expect("live");
+        for position in 100..103 {
+            feed.publish(entry(position));
+        }
+        assert_eq!(positions(reader.take(0, render)), [100, 101, 102]);
+        // Only what a reader has yet to take is kept once every reader has taken it.
+        feed.publish(entry(103));
+        let mut later = feed.follow(104, 4, slot(&feed)).expect("live");
+        feed.publish(entry(104));
+        assert_eq!(positions(later.take(0, render)), [104]);
+        let kept: usize = feed
+            .shared
+            .log
+            .lock()
+            .blocks
+            .iter()
+            .map(|b| b.starts.len())
+            .sum();
+        assert_eq!(
+            kept, 2,
+            "votes 103 and 104, which the first reader has yet to take"
+        );
+        assert_eq!(positions(reader.take(0, render)), [103, 104]);
+    }
+
+    #[actix_web::test]
+    async fn a_waiting_reader_is_woken_by_a_vote() {
+        let feed = VoteFeed::new(0);
+        let mut reader = feed.follow(0, 4, slot(&feed)).expect("live");
+        let waiting = tokio::spawn(async move {
+            reader.wait().await;
+            positions(reader.take(0, render))
+        });
+        tokio::task::yield_now().await;
+        feed.publish(entry(0));
+        assert_eq!(waiting.await.expect("woken"), [0]);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Publish(u8),
+        Take(usize),
+        Follow,
+        Leave(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (1u8..12).prop_map(Step::Publish),
+            (0usize..4).prop_map(Step::Take),
+            Just(Step::Follow),
+            (0usize..4).prop_map(Step::Leave),
+        ]
+    }
+
+    proptest! {
+        /// However publications and takes interleave, each reader gets the votes published
+        /// after it registered, each once and in order, up to the end or to its overflow,
+        /// which comes only when it was more than its buffer behind.
+        #[test]
+        fn readers_get_every_vote_once_in_order(
+            steps in proptest::collection::vec(step(), 1..80),
+            buffer in 1usize..20,
+        ) {
+            let feed = VoteFeed::new(0);
+            let mut published = 0u64;
+            // Each reader: its feed position, what it expects next, whether it overflowed.
+            let mut readers: Vec<(Following, u64, bool)> = Vec::new();
+            let take = |reader: &mut (Following, u64, bool), published: u64| {
+                let behind = published - reader.0.next();
+                match reader.0.take(0, render) {
+                    Taken::Votes(bytes) => {
+                        let got = positions(Taken::Votes(bytes));
+                        let expected: Vec<u64> = (reader.1..published).collect();
+                        assert_eq!(got, expected);
+                        assert!(behind <= buffer as u64);
+                        reader.1 = published;
+                    }
+                    Taken::Overflow => {
+                        assert!(reader.2 || behind > buffer as u64, "cut off {behind} behind");
+                        reader.2 = true;
+                    }
+                    Taken::Closed => panic!("the feed is open"),
+                }
+            };
+            for step in steps {
+                match step {
+                    Step::Publish(count) => {
+                        for _ in 0..count {
+                            feed.publish(entry(published));
+                            published += 1;
+                        }
+                    }
+                    Step::Take(index) => {
+                        if let Some(reader) = readers.get_mut(index) {
+                            take(reader, published);
+                        }
+                    }
+                    Step::Follow => {
+                        let following = feed.follow(published, buffer, slot(&feed)).expect("live");
+                        readers.push((following, published, false));
+                    }
+                    Step::Leave(index) => {
+                        if index < readers.len() {
+                            readers.remove(index);
+                        }
+                    }
+                }
+            }
+            for reader in &mut readers {
+                take(reader, published);
+            }
+        }
     }
 }

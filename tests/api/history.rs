@@ -468,6 +468,89 @@ async fn many_readers_each_get_every_vote_in_order() {
     assert_eq!(sorted.len(), 200, "every vote once");
 }
 
+/// A stream that has written waits out its write interval before it writes again, so the
+/// votes of that time go out together (here the interval is long beside a vote, so most
+/// go out in batches): still each once, in order, to every reader, and a reader that resumes
+/// from an id in the middle of a batch gets exactly the votes after it.
+#[actix_web::test]
+async fn votes_within_a_write_interval_go_out_together_each_once_in_order() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.max_streams_per_bot = 4;
+    settings.vote_history.write_interval = Duration::from_millis(300);
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let mut events = Events::start(&app, &bot, None).await;
+        assert!(events.next().await.expect("opened").comment);
+        readers.push(events);
+    }
+    let voters: Vec<_> = (0..4u64)
+        .map(|lane| {
+            let app = &app;
+            let bot = &bot;
+            async move {
+                for user in (1..=50).map(|n| lane * 1000 + n) {
+                    app.vote_ok(&bot.id, user).await;
+                }
+            }
+        })
+        .collect();
+    futures_util::future::join_all(voters).await;
+    let mut orders = Vec::new();
+    for (number, events) in readers.iter_mut().enumerate() {
+        let mut users = Vec::new();
+        for position in 0..200 {
+            let (id, user) = events.vote().await;
+            assert_eq!(id, position, "reader {number}");
+            users.push(user);
+        }
+        orders.push(users);
+    }
+    assert!(orders.iter().all(|users| *users == orders[0]), "one order");
+    let mut once = orders[0].clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), 200, "every vote once");
+
+    // Resumed from the middle: history after the id, then live votes, no gap, no repeat.
+    let mut resumed = Events::start(&app, &bot, Some(136)).await;
+    for (position, user) in (137..200).zip(&orders[0][137..]) {
+        assert_eq!(resumed.vote().await, (position, *user));
+    }
+    for user in 9001..=9003 {
+        app.vote_ok(&bot.id, user).await;
+    }
+    for (position, user) in (200..).zip(9001..=9003) {
+        assert_eq!(resumed.vote().await, (position, user));
+        assert_eq!(readers[0].vote().await, (position, user));
+    }
+}
+
+#[actix_web::test]
+async fn delisting_the_bot_ends_its_streams() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut events = Events::start(&app, &bot, None).await;
+    app.vote_ok(&bot.id, 1).await;
+    assert_eq!(events.vote().await, (0, 1));
+    let response = app
+        .admin(
+            reqwest::Method::DELETE,
+            &format!("/admin/bots/{}", bot.id),
+            None,
+        )
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    while let Some(event) = events.next().await {
+        assert!(
+            event.comment,
+            "nothing but comments after the delisting: {event:?}"
+        );
+    }
+}
+
 #[actix_web::test]
 async fn an_idle_stream_gets_heartbeats_and_a_bad_last_id_is_refused() {
     let app = app().await;
