@@ -18,7 +18,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, SharedVoter, Voter, VoterForm, VoterPool, FORM};
+use super::{vote_window, Shared, SharedVoter, Voter, VoterForm, VoterPool, FORM};
 use crate::domain::ids::Snowflake;
 use crate::domain::time::Timestamp;
 
@@ -299,7 +299,7 @@ pub struct Page {
 pub struct VoteHistory {
     /// Position of the oldest vote kept.
     first: u64,
-    votes: VecDeque<Stored>,
+    votes: Shared<VecDeque<Stored>>,
 }
 
 impl VoteHistory {
@@ -330,7 +330,8 @@ impl VoteHistory {
     pub fn append_number(&mut self, number: u32, at: Timestamp) -> u64 {
         // Grows by a quarter, not double: a stored vote costs at most 15 bytes with the slack.
         if self.votes.len() == self.votes.capacity() {
-            self.votes.reserve_exact((self.votes.len() / 4).max(4));
+            let more = (self.votes.len() / 4).max(4);
+            self.votes.reserve_exact(more);
         }
         self.votes.push_back(Stored::new(number, at));
         self.next_position() - 1
@@ -346,8 +347,8 @@ impl VoteHistory {
         }
         if pruned > 0 && self.votes.capacity() > 64 && self.votes.len() < self.votes.capacity() / 2
         {
-            self.votes
-                .shrink_to(self.votes.len() + self.votes.len() / 4);
+            let keep = self.votes.len() + self.votes.len() / 4;
+            self.votes.shrink_to(keep);
         }
         pruned
     }
@@ -430,7 +431,7 @@ impl Serialize for VoteHistory {
         let mut local: FxHashMap<u32, u32> = FxHashMap::default();
         let mut globals: Vec<u32> = Vec::new();
         let mut votes = Vec::with_capacity(self.votes.len());
-        for stored in &self.votes {
+        for stored in self.votes.iter() {
             let number = *local.entry(stored.voter).or_insert_with(|| {
                 globals.push(stored.voter);
                 globals.len() as u32 - 1
@@ -494,7 +495,7 @@ impl<'de> Deserialize<'de> for VoteHistory {
         }
         Ok(Self {
             first: stored.first,
-            votes,
+            votes: Shared::new(votes),
         })
     }
 }

@@ -426,6 +426,41 @@ impl<'de> Deserialize<'de> for Link {
     }
 }
 
+/// A part of a bot's votes that snapshots share instead of copying: a snapshot's copy of a bot
+/// (taken on the bot's actor thread, which requests share) is a count per part, and a write
+/// copies the part only while a snapshot still holds it (a vote in the few milliseconds between
+/// a bot handing its state over and the snapshot writing it). Stored as the part itself.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shared<T>(Arc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Copy on write: the part is copied first if a snapshot holds it too.
+impl<T: Clone> std::ops::DerefMut for Shared<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 /// The last [`RECENT_VOTERS`] distinct voters, most recent first, with O(1) work per vote.
 ///
 /// A doubly linked list threaded through a slab, plus an index from user to slot: a returning
@@ -433,11 +468,11 @@ impl<'de> Deserialize<'de> for Link {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VoterRing {
     capacity: usize,
-    slots: Vec<Slot>,
+    slots: Shared<Vec<Slot>>,
     head: Link,
     tail: Link,
     #[serde(skip)]
-    index: HashMap<Snowflake, u32, FxBuildHasher>,
+    index: Shared<HashMap<Snowflake, u32, FxBuildHasher>>,
 }
 
 /// 20 bytes: the voter's number, the two links and the time as two 4-byte halves (an `i64`
@@ -516,10 +551,10 @@ impl VoterRing {
         assert!(capacity > 0 && capacity < u32::MAX as usize);
         Self {
             capacity,
-            slots: Vec::new(),
+            slots: Shared::default(),
             head: Link::NONE,
             tail: Link::NONE,
-            index: HashMap::default(),
+            index: Shared::default(),
         }
     }
 
@@ -663,7 +698,7 @@ impl VoterRing {
                 index.insert(user, slot as u32);
             }
         }
-        self.index = index;
+        self.index = Shared::new(index);
     }
 
     /// Bytes this ring holds apart from the shared voters, for the memory figures.
@@ -708,9 +743,9 @@ impl VoterRing {
 /// front as time passes, so memory follows the votes of the last 12 hours, not all voters.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CheckWindow {
-    queue: VecDeque<(Timestamp, Snowflake)>,
+    queue: Shared<VecDeque<(Timestamp, Snowflake)>>,
     #[serde(skip)]
-    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
+    latest: Shared<HashMap<Snowflake, Timestamp, FxBuildHasher>>,
     /// What `GET /bots/:id/check` reads without asking the actor: the votes known durable.
     #[serde(skip)]
     published: Arc<PublishedChecks>,
@@ -765,12 +800,12 @@ impl CheckWindow {
 
     /// Rebuilds the derived lookups; what a file held is durable, so it is all published.
     pub fn reindex(&mut self) {
-        self.latest.clear();
-        self.latest.reserve(self.queue.len());
-        for &(at, user) in &self.queue {
-            let latest = self.latest.entry(user).or_insert(at);
+        let mut latest = HashMap::with_capacity_and_hasher(self.queue.len(), FxBuildHasher);
+        for &(at, user) in self.queue.iter() {
+            let latest = latest.entry(user).or_insert(at);
             *latest = (*latest).max(at);
         }
+        self.latest = Shared::new(latest);
         self.published = Arc::new(PublishedChecks::of(&self.latest));
     }
 
@@ -1092,6 +1127,28 @@ mod tests {
         copy.reindex();
         copy.record(voter(1), t(2));
         assert_eq!(ids(&copy), [1, 2]);
+    }
+
+    #[test]
+    fn a_snapshot_copy_shares_the_votes_until_the_bot_changes_them() {
+        let mut book = VoteBook::new(t(0));
+        book.vote(voter(1), t(0)).expect("accepted");
+        let copy = book.clone();
+        assert!(Arc::ptr_eq(&book.recent.slots.0, &copy.recent.slots.0));
+        assert!(Arc::ptr_eq(&book.window.queue.0, &copy.window.queue.0));
+        book.vote(voter(2), t(1)).expect("accepted");
+        assert!(!Arc::ptr_eq(&book.recent.slots.0, &copy.recent.slots.0));
+        assert_eq!(ids(&book.recent), [2, 1]);
+        assert_eq!(ids(&copy.recent), [1], "the copy is what it was");
+        assert_eq!((book.history.len(), copy.history.len()), (2, 1));
+        assert_eq!((book.window.len(), copy.window.len()), (2, 1));
+        assert!(copy.has_voted(Snowflake::from_u64(1), t(2)));
+        assert!(!copy.has_voted(Snowflake::from_u64(2), t(2)));
+        // Alone again, a part is written in place.
+        drop(copy);
+        let slots = Arc::as_ptr(&book.recent.slots.0);
+        book.vote(voter(3), t(2)).expect("accepted");
+        assert_eq!(Arc::as_ptr(&book.recent.slots.0), slots);
     }
 
     #[test]
