@@ -312,8 +312,68 @@ fn header_of(version: u32, seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
 }
 
 pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
-    let bytes = fs::read(path)?;
-    decode(&bytes)
+    let file = File::open(path)?;
+    match Mapped::of(&file) {
+        Some(mapped) => decode(mapped.bytes()),
+        None => decode(&fs::read(path)?),
+    }
+}
+
+/// A snapshot file mapped into memory, read-only: at a start, reading a 300 MB file into a
+/// buffer of its own took 0.2 s on one core (fresh pages zeroed, then the bytes copied) before
+/// any decoding thread could begin; mapped, the page cache's pages are read where they are.
+///
+/// Snapshot files are written whole under a temporary name and renamed into place, and never
+/// changed after: the data directory's lock keeps other botlist processes out, and removing a
+/// snapshot (retiring it) leaves a mapping whole. Where mapping fails, the file is read.
+struct Mapped {
+    at: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapped {
+    #[cfg(target_os = "linux")]
+    fn of(file: &File) -> Option<Self> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a new read-only private mapping of a file we hold open; no pointer is passed
+        // in, and the result is checked before use.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (at != libc::MAP_FAILED).then_some(Self { at, len })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn of(_: &File) -> Option<Self> {
+        None
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `at` is a live mapping of `len` readable bytes until `self` is dropped, and
+        // the file is not changed while mapped (see the type's comment).
+        unsafe { std::slice::from_raw_parts(self.at.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: unmaps exactly the mapping made in `of`, which nothing borrows any more.
+        unsafe {
+            libc::munmap(self.at, self.len);
+        }
+    }
 }
 
 /// Checks and decodes a whole snapshot file; never panics and never trusts a length it has
