@@ -174,15 +174,18 @@ fn on_quiet_thread<T: Send + 'static>(
     }
 }
 
-/// Nice 10 for the calling thread only (Linux gives each thread its own nice value). A failure
-/// leaves the thread at normal priority, which is only slower for requests, never wrong.
+/// Nice 19, the lowest, for the calling thread only (Linux gives each thread its own nice value):
+/// a request worker that wakes takes the core at once. Not `SCHED_IDLE`, which would stop a
+/// snapshot for as long as anything else keeps the cores busy (a machine under load would never
+/// finish one, and the journal would grow meanwhile). A failure leaves the thread at normal
+/// priority, which is only slower for requests, never wrong.
 fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid and setpriority take no pointers and touch only this thread's priority.
         unsafe {
             let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
         }
     }
 }

@@ -15,7 +15,7 @@ use super::files::{self, HeaderFault, Numbered};
 use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
-use crate::domain::votes::{Voter, VoterTable};
+use crate::domain::votes::{history, SnapshotNumbers, Voter, VoterTable};
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -312,8 +312,68 @@ fn header_of(version: u32, seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
 }
 
 pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
-    let bytes = fs::read(path)?;
-    decode(&bytes)
+    let file = File::open(path)?;
+    match Mapped::of(&file) {
+        Some(mapped) => decode(mapped.bytes()),
+        None => decode(&fs::read(path)?),
+    }
+}
+
+/// A snapshot file mapped into memory, read-only: at a start, reading a 300 MB file into a
+/// buffer of its own took 0.2 s on one core (fresh pages zeroed, then the bytes copied) before
+/// any decoding thread could begin; mapped, the page cache's pages are read where they are.
+///
+/// Snapshot files are written whole under a temporary name and renamed into place, and never
+/// changed after: the data directory's lock keeps other botlist processes out, and removing a
+/// snapshot (retiring it) leaves a mapping whole. Where mapping fails, the file is read.
+struct Mapped {
+    at: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapped {
+    #[cfg(target_os = "linux")]
+    fn of(file: &File) -> Option<Self> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a new read-only private mapping of a file we hold open; no pointer is passed
+        // in, and the result is checked before use.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (at != libc::MAP_FAILED).then_some(Self { at, len })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn of(_: &File) -> Option<Self> {
+        None
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `at` is a live mapping of `len` readable bytes until `self` is dropped, and
+        // the file is not changed while mapped (see the type's comment).
+        unsafe { std::slice::from_raw_parts(self.at.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: unmaps exactly the mapping made in `of`, which nothing borrows any more.
+        unsafe {
+            libc::munmap(self.at, self.len);
+        }
+    }
 }
 
 /// Checks and decodes a whole snapshot file; never panics and never trusts a length it has
@@ -436,18 +496,9 @@ fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
 fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let parts = Parts::find(payload).map_err(undecodable)?;
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
-    let voters = in_parallel(&parts.voters, |share| {
-        share
-            .iter()
-            .map(|part| {
-                let voters: Vec<Voter> = super::decode(part).map_err(undecodable)?;
-                Ok(VoterTable::adopt(voters))
-            })
-            .collect()
-    })?;
-    let numbers: Arc<[u32]> = voters.into_iter().flatten().collect();
+    let numbers = number_voters(&parts.voters)?;
     let bots = in_parallel(&parts.bots, |share| {
-        VoterTable::numbered(Arc::clone(&numbers), || {
+        VoterTable::numbered(&numbers, || {
             share
                 .iter()
                 .map(|bot| {
@@ -464,6 +515,42 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
         profiles,
         bots,
     })
+}
+
+/// Numbers the voters of a snapshot's table in the history's process-wide table: the numbers
+/// given in a row first (so that at a start, when that table is empty, a ring's or a history's
+/// number in the snapshot maps to the process-wide one by an addition), then each voter filed in
+/// the table's index, both on every core.
+fn number_voters(parts: &[&[u8]]) -> Result<SnapshotNumbers, SnapshotError> {
+    let voters = in_parallel(parts, |share| {
+        let mut voters = Vec::new();
+        for part in share {
+            let part: Vec<Voter> = super::decode(part).map_err(undecodable)?;
+            voters.extend(part.into_iter().map(Arc::new));
+        }
+        Ok(voters)
+    })?;
+    let table = history::VoterTable::global();
+    let base = table.reserve(&voters);
+    let too_many = || undecodable("more voters than a table holds");
+    let runs = voters
+        .chunks(VOTERS_PER_PART)
+        .enumerate()
+        .map(|(run, voters)| {
+            let first = u32::try_from(run * VOTERS_PER_PART)
+                .ok()
+                .and_then(|at| base.checked_add(at))
+                .ok_or_else(too_many)?;
+            Ok((first, voters))
+        })
+        .collect::<Result<Vec<_>, SnapshotError>>()?;
+    let numbers = in_parallel(&runs, |share| {
+        Ok(share
+            .iter()
+            .flat_map(|&(first, voters)| table.file(first, voters))
+            .collect())
+    })?;
+    Ok(SnapshotNumbers::from(numbers))
 }
 
 /// Maps `items` in order, `each` given contiguous shares of them on every core. There are many
@@ -606,6 +693,46 @@ mod tests {
         assert!(
             matches!(&error, SnapshotError::Damaged(why) if why.contains("voter table")),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_voter_table_is_numbered_in_a_row_unless_its_voters_are_known() {
+        // Ids no other test uses: the process-wide table is shared by every test.
+        let voters: Vec<Voter> = (0..40u64)
+            .map(|i| Voter {
+                id: crate::domain::ids::Snowflake::from_u64(978_000_000_000_000_000 + i),
+                username: crate::domain::text::VoterName::parse(format!("row{i}")).expect("valid"),
+                avatar: None,
+            })
+            .collect();
+        let parts: Vec<Vec<u8>> = voters
+            .chunks(15)
+            .map(|part| rmp_serde::to_vec(part).expect("encodes"))
+            .collect();
+        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let table = history::VoterTable::global();
+
+        let fresh = number_voters(&parts).expect("decodes");
+        assert!(fresh.in_row(), "new voters are numbered in a row");
+        for (i, voter) in (0..).zip(&voters) {
+            let number = fresh.get(i).expect("numbered");
+            assert_eq!(table.get(number).as_deref(), Some(voter));
+        }
+        assert_eq!(fresh.get(40), None);
+
+        // Read again (an older snapshot after a damaged newer one): the voters keep their
+        // numbers (in a row from the first base), and the entries reserved for them hold the
+        // table's copies.
+        let again = number_voters(&parts).expect("decodes");
+        for i in 0..40 {
+            assert_eq!(again.get(i), fresh.get(i));
+        }
+        let shared = table.get(fresh.get(0).expect("numbered")).expect("a voter");
+        assert_eq!(
+            Arc::strong_count(&shared),
+            4,
+            "the list twice, the index, this test"
         );
     }
 

@@ -145,15 +145,28 @@ enum VoterForm {
     Inline,
     /// Numbers in a table being filled as the rings are written.
     Numbering(VoterTable),
-    /// Numbers in a table already read: for each, the voter's number in the history's
-    /// process-wide table, so a ring entry or a history's voter is read with one array read.
+    /// Numbers in a table already read whose numbers in the history's process-wide table
+    /// are not in a row: for each, its number there, so a ring entry or a history's voter is
+    /// read with one array read.
     Numbered(Arc<[u32]>),
+}
+
+/// How this thread reads a voter: kept apart from `FORM` and `Copy`, since it is read once per
+/// ring entry and per history voter (millions at a start).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// In full, or by a number in `FORM`'s table.
+    ByForm,
+    /// By a number in a snapshot's table whose `len` voters are numbered from `base` on in the
+    /// history's process-wide table: an addition, no memory read.
+    InRow { base: u32, len: u32 },
+    /// By a number in `FORM`'s table.
+    ByTable,
 }
 
 thread_local! {
     static FORM: std::cell::RefCell<VoterForm> = const { std::cell::RefCell::new(VoterForm::Inline) };
-    /// Whether `FORM` is `Numbered`: read once per ring entry, so kept apart and cheap.
-    static NUMBERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static READING: std::cell::Cell<Reading> = const { std::cell::Cell::new(Reading::ByForm) };
 }
 
 /// Puts the thread back to voters in full when the encoding or decoding ends, even by a panic.
@@ -161,8 +174,48 @@ struct BackToInline;
 
 impl Drop for BackToInline {
     fn drop(&mut self) {
-        NUMBERED.set(false);
+        READING.set(Reading::ByForm);
         FORM.with(|form| *form.borrow_mut() = VoterForm::Inline);
+    }
+}
+
+/// The voters of a snapshot's table as the history's process-wide table numbers them: from one
+/// base on, in a row (a start: the table was empty), or one by one.
+#[derive(Clone, Debug)]
+pub struct SnapshotNumbers(Numbers);
+
+#[derive(Clone, Debug)]
+enum Numbers {
+    InRow { base: u32, len: u32 },
+    Each(Arc<[u32]>),
+}
+
+impl From<Vec<u32>> for SnapshotNumbers {
+    fn from(numbers: Vec<u32>) -> Self {
+        let base = numbers.first().copied().unwrap_or(0);
+        let in_row = u32::try_from(numbers.len()).ok().filter(|&len| {
+            base.checked_add(len).is_some()
+                && numbers.iter().zip(base..).all(|(&number, at)| number == at)
+        });
+        Self(match in_row {
+            Some(len) => Numbers::InRow { base, len },
+            None => Numbers::Each(numbers.into()),
+        })
+    }
+}
+
+impl SnapshotNumbers {
+    /// Whether the numbers are in a row (no lookup per voter read), for tests.
+    pub fn in_row(&self) -> bool {
+        matches!(self.0, Numbers::InRow { .. })
+    }
+
+    /// The process-wide number of the snapshot's voter `index`.
+    pub fn get(&self, index: u32) -> Option<u32> {
+        match &self.0 {
+            Numbers::InRow { base, len } => (index < *len).then(|| base + index),
+            Numbers::Each(each) => each.get(index as usize).copied(),
+        }
     }
 }
 
@@ -225,9 +278,18 @@ impl VoterTable {
     /// Runs `decode` (on this thread) with rings and histories reading voters' numbers in a
     /// snapshot's table, whose voters have these numbers in the history's table (see
     /// [`VoterTable::adopt`]).
-    pub fn numbered<T>(numbers: Arc<[u32]>, decode: impl FnOnce() -> T) -> T {
-        FORM.with(|form| *form.borrow_mut() = VoterForm::Numbered(numbers));
-        NUMBERED.set(true);
+    pub fn numbered<T>(numbers: &SnapshotNumbers, decode: impl FnOnce() -> T) -> T {
+        let reading = match &numbers.0 {
+            Numbers::InRow { base, len } => Reading::InRow {
+                base: *base,
+                len: *len,
+            },
+            Numbers::Each(each) => {
+                FORM.with(|form| *form.borrow_mut() = VoterForm::Numbered(Arc::clone(each)));
+                Reading::ByTable
+            }
+        };
+        READING.set(reading);
         let _back = BackToInline;
         decode()
     }
@@ -260,7 +322,7 @@ struct StoredVoter<'a> {
 
 impl<'de> Deserialize<'de> for SharedVoter {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if NUMBERED.get() {
+        if READING.get() != Reading::ByForm {
             let number = read_voter_number(deserializer)?;
             return history::VoterTable::global()
                 .get(number)
@@ -281,17 +343,25 @@ impl<'de> Deserialize<'de> for SharedVoter {
 pub(super) fn read_voter_number<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<u32, D::Error> {
-    let table = history::VoterTable::global();
-    if !NUMBERED.get() {
-        let voter = SharedVoter::deserialize(deserializer)?;
-        return Ok(table.number_shared(&voter.0));
+    let not_in_table = || serde::de::Error::custom("a voter number not in the voter table");
+    match READING.get() {
+        Reading::InRow { base, len } => {
+            let index = u32::deserialize(deserializer)?;
+            (index < len).then(|| base + index).ok_or_else(not_in_table)
+        }
+        Reading::ByTable => {
+            let index = u32::deserialize(deserializer)? as usize;
+            FORM.with(|form| match &*form.borrow() {
+                VoterForm::Numbered(numbers) => numbers.get(index).copied(),
+                _ => None,
+            })
+            .ok_or_else(not_in_table)
+        }
+        Reading::ByForm => {
+            let voter = SharedVoter::deserialize(deserializer)?;
+            Ok(history::VoterTable::global().number_shared(&voter.0))
+        }
     }
-    let index = u32::deserialize(deserializer)? as usize;
-    FORM.with(|form| match &*form.borrow() {
-        VoterForm::Numbered(numbers) => numbers.get(index).copied(),
-        _ => None,
-    })
-    .ok_or_else(|| serde::de::Error::custom("a voter number not in the voter table"))
 }
 
 /// A ring's voter: its number in the history's process-wide table. Stored in files as the voter
@@ -356,6 +426,41 @@ impl<'de> Deserialize<'de> for Link {
     }
 }
 
+/// A part of a bot's votes that snapshots share instead of copying: a snapshot's copy of a bot
+/// (taken on the bot's actor thread, which requests share) is a count per part, and a write
+/// copies the part only while a snapshot still holds it (a vote in the few milliseconds between
+/// a bot handing its state over and the snapshot writing it). Stored as the part itself.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shared<T>(Arc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Copy on write: the part is copied first if a snapshot holds it too.
+impl<T: Clone> std::ops::DerefMut for Shared<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 /// The last [`RECENT_VOTERS`] distinct voters, most recent first, with O(1) work per vote.
 ///
 /// A doubly linked list threaded through a slab, plus an index from user to slot: a returning
@@ -363,11 +468,11 @@ impl<'de> Deserialize<'de> for Link {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VoterRing {
     capacity: usize,
-    slots: Vec<Slot>,
+    slots: Shared<Vec<Slot>>,
     head: Link,
     tail: Link,
     #[serde(skip)]
-    index: HashMap<Snowflake, u32, FxBuildHasher>,
+    index: Shared<HashMap<Snowflake, u32, FxBuildHasher>>,
 }
 
 /// 20 bytes: the voter's number, the two links and the time as two 4-byte halves (an `i64`
@@ -446,10 +551,10 @@ impl VoterRing {
         assert!(capacity > 0 && capacity < u32::MAX as usize);
         Self {
             capacity,
-            slots: Vec::new(),
+            slots: Shared::default(),
             head: Link::NONE,
             tail: Link::NONE,
-            index: HashMap::default(),
+            index: Shared::default(),
         }
     }
 
@@ -578,15 +683,22 @@ impl VoterRing {
         }
         // Users are read from the table's list of them, not from each voter: at startup this
         // runs for millions of slots, and a voter apiece would be a cache miss apiece.
-        let mut index = HashMap::with_capacity_and_hasher(self.slots.len(), FxBuildHasher);
-        history::VoterTable::global().with_users(|users| {
-            for (slot, entry) in self.slots.iter().enumerate() {
-                if let Some(&user) = users.get(entry.voter.0 as usize) {
-                    index.insert(user, slot as u32);
-                }
-            }
+        // The users are read in a pass of their own: the reads do not depend on each other, so
+        // the processor overlaps their cache misses, which a lookup followed by an insert into
+        // the index, slot by slot, did not.
+        let users: Vec<Option<Snowflake>> = history::VoterTable::global().with_users(|users| {
+            self.slots
+                .iter()
+                .map(|entry| users.get(entry.voter.0 as usize).copied())
+                .collect()
         });
-        self.index = index;
+        let mut index = HashMap::with_capacity_and_hasher(self.slots.len(), FxBuildHasher);
+        for (slot, user) in users.into_iter().enumerate() {
+            if let Some(user) = user {
+                index.insert(user, slot as u32);
+            }
+        }
+        self.index = Shared::new(index);
     }
 
     /// Bytes this ring holds apart from the shared voters, for the memory figures.
@@ -631,9 +743,9 @@ impl VoterRing {
 /// front as time passes, so memory follows the votes of the last 12 hours, not all voters.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CheckWindow {
-    queue: VecDeque<(Timestamp, Snowflake)>,
+    queue: Shared<VecDeque<(Timestamp, Snowflake)>>,
     #[serde(skip)]
-    latest: HashMap<Snowflake, Timestamp, FxBuildHasher>,
+    latest: Shared<HashMap<Snowflake, Timestamp, FxBuildHasher>>,
     /// What `GET /bots/:id/check` reads without asking the actor: the votes known durable.
     #[serde(skip)]
     published: Arc<PublishedChecks>,
@@ -688,12 +800,12 @@ impl CheckWindow {
 
     /// Rebuilds the derived lookups; what a file held is durable, so it is all published.
     pub fn reindex(&mut self) {
-        self.latest.clear();
-        self.latest.reserve(self.queue.len());
-        for &(at, user) in &self.queue {
-            let latest = self.latest.entry(user).or_insert(at);
+        let mut latest = HashMap::with_capacity_and_hasher(self.queue.len(), FxBuildHasher);
+        for &(at, user) in self.queue.iter() {
+            let latest = latest.entry(user).or_insert(at);
             *latest = (*latest).max(at);
         }
+        self.latest = Shared::new(latest);
         self.published = Arc::new(PublishedChecks::of(&self.latest));
     }
 
@@ -1015,6 +1127,28 @@ mod tests {
         copy.reindex();
         copy.record(voter(1), t(2));
         assert_eq!(ids(&copy), [1, 2]);
+    }
+
+    #[test]
+    fn a_snapshot_copy_shares_the_votes_until_the_bot_changes_them() {
+        let mut book = VoteBook::new(t(0));
+        book.vote(voter(1), t(0)).expect("accepted");
+        let copy = book.clone();
+        assert!(Arc::ptr_eq(&book.recent.slots.0, &copy.recent.slots.0));
+        assert!(Arc::ptr_eq(&book.window.queue.0, &copy.window.queue.0));
+        book.vote(voter(2), t(1)).expect("accepted");
+        assert!(!Arc::ptr_eq(&book.recent.slots.0, &copy.recent.slots.0));
+        assert_eq!(ids(&book.recent), [2, 1]);
+        assert_eq!(ids(&copy.recent), [1], "the copy is what it was");
+        assert_eq!((book.history.len(), copy.history.len()), (2, 1));
+        assert_eq!((book.window.len(), copy.window.len()), (2, 1));
+        assert!(copy.has_voted(Snowflake::from_u64(1), t(2)));
+        assert!(!copy.has_voted(Snowflake::from_u64(2), t(2)));
+        // Alone again, a part is written in place.
+        drop(copy);
+        let slots = Arc::as_ptr(&book.recent.slots.0);
+        book.vote(voter(3), t(2)).expect("accepted");
+        assert_eq!(Arc::as_ptr(&book.recent.slots.0), slots);
     }
 
     #[test]
