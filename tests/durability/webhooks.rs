@@ -1,7 +1,7 @@
 //! A webhook delivery queued or in retry when the process dies is sent after the restart.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,21 +23,7 @@ fn receiver() -> (String, Log) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let (mut length, mut id) = (0usize, String::new());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
-                    id = v.trim().to_owned();
-                }
-                line.clear();
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
+            let (id, _body) = read_delivery(&stream);
             let first = {
                 let mut log = log.lock().expect("lock");
                 log.push((id, Instant::now()));
@@ -55,6 +41,26 @@ fn receiver() -> (String, Log) {
         }
     });
     (url, seen)
+}
+
+/// One request to a receiver: its delivery id (`X-Botlist-Delivery`) and its body.
+fn read_delivery(stream: &TcpStream) -> (String, Vec<u8>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let (mut length, mut delivery) = (0usize, String::new());
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
+            delivery = v.trim().to_owned();
+        }
+        line.clear();
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    (delivery, body)
 }
 
 fn wait_for(seen: &Mutex<Vec<(String, Instant)>>, n: usize) -> Vec<(String, Instant)> {
@@ -122,21 +128,7 @@ fn recording_receiver(first_fails: bool) -> (String, Bodies) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let (mut length, mut delivery) = (0usize, String::new());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
-                    delivery = v.trim().to_owned();
-                }
-                line.clear();
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
+            let (delivery, body) = read_delivery(&stream);
             let first = {
                 let mut log = log.lock().expect("lock");
                 let first = !log.iter().any(|g: &Got| g.delivery == delivery);
