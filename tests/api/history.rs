@@ -418,6 +418,31 @@ async fn the_stream_sends_votes_in_order_and_resumes_after_the_last_id() {
     assert_eq!(classic.vote().await, (1, 2));
 }
 
+/// 200 votes from four concurrent voters, 50 each.
+async fn vote_in_four_lanes(app: &TestApp, bot: &TestBot) {
+    let voters = (0..4u64).map(|lane| async move {
+        for user in (1..=50).map(|n| lane * 1000 + n) {
+            app.vote_ok(&bot.id, user).await;
+        }
+    });
+    futures_util::future::join_all(voters).await;
+}
+
+/// Each reader's first 200 votes, by user, after checking their ids are 0 to 199.
+async fn two_hundred_votes_each(readers: &mut [Events]) -> Vec<Vec<u64>> {
+    let mut orders = Vec::new();
+    for (number, events) in readers.iter_mut().enumerate() {
+        let mut users = Vec::new();
+        for position in 0..200 {
+            let (id, user) = events.vote().await;
+            assert_eq!(id, position, "reader {number}");
+            users.push(user);
+        }
+        orders.push(users);
+    }
+    orders
+}
+
 /// Ten readers of one bot, and votes that arrive concurrently and faster than a stream writes:
 /// every reader gets every vote once, in order, with consecutive ids.
 #[actix_web::test]
@@ -433,34 +458,14 @@ async fn many_readers_each_get_every_vote_in_order() {
         assert!(events.next().await.expect("opened").comment);
         readers.push(events);
     }
-    let voters: Vec<_> = (0..4u64)
-        .map(|lane| {
-            let app = &app;
-            let bot = &bot;
-            async move {
-                for user in (1..=50).map(|n| lane * 1000 + n) {
-                    app.vote_ok(&bot.id, user).await;
-                }
-            }
-        })
-        .collect();
-    futures_util::future::join_all(voters).await;
-    let mut first_reader = Vec::new();
-    for (number, events) in readers.iter_mut().enumerate() {
-        let mut users = Vec::new();
-        for position in 0..200 {
-            let (id, user) = events.vote().await;
-            assert_eq!(id, position, "reader {number}");
-            users.push(user);
-        }
-        if number == 0 {
-            first_reader = users;
-        } else {
-            assert_eq!(
-                users, first_reader,
-                "reader {number} saw the votes in another order"
-            );
-        }
+    vote_in_four_lanes(&app, &bot).await;
+    let orders = two_hundred_votes_each(&mut readers).await;
+    let first_reader = &orders[0];
+    for (number, users) in orders.iter().enumerate() {
+        assert_eq!(
+            users, first_reader,
+            "reader {number} saw the votes in another order"
+        );
     }
     let mut sorted = first_reader.clone();
     sorted.sort_unstable();
@@ -486,28 +491,8 @@ async fn votes_within_a_write_interval_go_out_together_each_once_in_order() {
         assert!(events.next().await.expect("opened").comment);
         readers.push(events);
     }
-    let voters: Vec<_> = (0..4u64)
-        .map(|lane| {
-            let app = &app;
-            let bot = &bot;
-            async move {
-                for user in (1..=50).map(|n| lane * 1000 + n) {
-                    app.vote_ok(&bot.id, user).await;
-                }
-            }
-        })
-        .collect();
-    futures_util::future::join_all(voters).await;
-    let mut orders = Vec::new();
-    for (number, events) in readers.iter_mut().enumerate() {
-        let mut users = Vec::new();
-        for position in 0..200 {
-            let (id, user) = events.vote().await;
-            assert_eq!(id, position, "reader {number}");
-            users.push(user);
-        }
-        orders.push(users);
-    }
+    vote_in_four_lanes(&app, &bot).await;
+    let orders = two_hundred_votes_each(&mut readers).await;
     assert!(orders.iter().all(|users| *users == orders[0]), "one order");
     let mut once = orders[0].clone();
     once.sort_unstable();

@@ -63,7 +63,8 @@ fn read_delivery(stream: &TcpStream) -> (String, Vec<u8>) {
     (delivery, body)
 }
 
-fn wait_for(seen: &Mutex<Vec<(String, Instant)>>, n: usize) -> Vec<(String, Instant)> {
+/// Waits until the receiver has `n` requests, then returns them.
+fn wait_for<T: Clone>(seen: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let got = seen.lock().expect("lock").clone();
@@ -149,23 +150,6 @@ fn recording_receiver(first_fails: bool) -> (String, Bodies) {
     (url, got)
 }
 
-/// Waits until the receiver has `n` requests, then returns them.
-fn wait_for_bodies(got: &Mutex<Vec<Got>>, n: usize) -> Vec<Got> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = got.lock().expect("lock").clone();
-        if now.len() >= n {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} of {n} requests arrived",
-            now.len()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn hooked_bot(server: &Server, url: &str) -> String {
     let body = json!({
         "platform_id": "42", "name": "Hooked", "username": "hooked", "short_description": "d",
@@ -185,7 +169,7 @@ fn a_vote_delivery_after_kill_9_has_the_bytes_of_its_first_try(snapshot: bool) {
     let server = Server::start(dir.path(), &["--allow-private-webhooks"]);
     let bot = hooked_bot(&server, &url);
     assert_eq!(server.vote(&bot, 7), StatusCode::CREATED);
-    let first = wait_for_bodies(&got, 1).remove(0);
+    let first = wait_for(&got, 1).remove(0);
     // The receiver is failing now: the next delivery waits for its probe, 1 s on.
     assert_eq!(server.vote(&bot, 8), StatusCode::CREATED);
     let (status, edited) = server.patch(
@@ -205,7 +189,7 @@ fn a_vote_delivery_after_kill_9_has_the_bytes_of_its_first_try(snapshot: bool) {
     );
 
     let _again = Server::start(dir.path(), &["--allow-private-webhooks"]);
-    let all = wait_for_bodies(&got, 4);
+    let all = wait_for(&got, 4);
     let retried: Vec<&Got> = all[1..]
         .iter()
         .filter(|g| g.delivery == first.delivery)
