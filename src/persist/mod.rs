@@ -165,7 +165,7 @@ fn on_quiet_thread<T: Send + 'static, E: From<io::Error> + Send + 'static>(
         spawned?;
         result
             .await
-            .map_err(|_| io::Error::other("the snapshot writer's thread panicked").into())?
+            .map_err(|_| io::Error::other("the snapshot writer's thread panicked"))?
     }
 }
 
