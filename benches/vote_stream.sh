@@ -10,6 +10,7 @@
 #   DURATION=10 FSYNC=always CONNECTIONS=32 READERS="0 1 100 0" benches/vote_stream.sh
 #   BIN=/tmp/before/botlist benches/vote_stream.sh      # another build, same reader
 #   PERF=/tmp/vote_stream.perf PERF_READERS=100 benches/vote_stream.sh  # profile that round
+#   PERF_CALLGRAPH=dwarf,16384 PERF=...    # whole call chains (the release build keeps no frame pointers)
 #   SYSCALLS=1 benches/vote_stream.sh   # also the server's sends, writes and epoll waits per vote
 #   SERVER_ARGS="--stream-write-interval-ms 10" benches/vote_stream.sh   # more server options
 #
@@ -70,7 +71,7 @@ for n in $READERS; do
   sleep 1
   perf_pid=""
   if [ -n "$PERF" ] && [ "$n" = "$PERF_READERS" ]; then
-    perf record -q -F 499 -g -p "$server" -o "$PERF" -- sleep "$DURATION" 2>/dev/null &
+    perf record -q -F 499 --call-graph "${PERF_CALLGRAPH:-fp}" -p "$server" -o "$PERF" -- sleep "$DURATION" 2>/dev/null &
     perf_pid=$!
   fi
   stat_pid=""
