@@ -8,10 +8,12 @@
 
 use std::time::Instant;
 
+use actix_web::web::BytesMut;
+use botlist::api::history::vote_event;
 use botlist::domain::ids::Snowflake;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
-use botlist::domain::votes::history::{PageQuery, VoteHistory, VoterTable};
+use botlist::domain::votes::history::{HistoryEntry, PageQuery, VoteHistory, VoterTable};
 use botlist::domain::votes::Voter;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
@@ -92,6 +94,29 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+    render(c);
+}
+
+/// What every live stream's bytes are made of: one vote event, rendered once for all readers.
+fn render(c: &mut Criterion) {
+    let entry = HistoryEntry {
+        position: 4_812_345,
+        voter: std::sync::Arc::new(Voter {
+            id: Snowflake::from_u64(312_345_678_901_234_567),
+            username: VoterName::parse("voter12345".to_owned()).expect("valid"),
+            avatar: None,
+        }),
+        voted_at: Timestamp::from_millis(1_795_322_151_123),
+    };
+    let mut out = BytesMut::with_capacity(1 << 16);
+    c.bench_function("a vote event, rendered for the stream", |b| {
+        b.iter(|| {
+            if out.len() > 60_000 {
+                out.clear();
+            }
+            vote_event(black_box(&entry), &mut out);
+        })
+    });
 }
 
 criterion_group! {

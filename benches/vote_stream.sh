@@ -59,6 +59,7 @@ echo "$(basename "$BIN"): fsync=$FSYNC, wrk -t2 -c$CONNECTIONS -d${DURATION}s, $
 printf '%-8s %10s %6s %9s %8s %8s  %s\n' readers votes/s ratio "server" wrk reader "reader's tally; load"
 printf '%-8s %10s %6s %9s %8s %8s\n' "" "" "" "µs/vote" "cpu s" "cpu s"
 run=0
+rounds=""
 base_rate=""
 for n in $READERS; do
   run=$((run + 1))
@@ -71,7 +72,7 @@ for n in $READERS; do
   sleep 1
   perf_pid=""
   if [ -n "$PERF" ] && [ "$n" = "$PERF_READERS" ]; then
-    perf record -q -F 499 --call-graph "${PERF_CALLGRAPH:-fp}" -p "$server" -o "$PERF" -- sleep "$DURATION" 2>/dev/null &
+    perf record -q -F 499 ${PERF_CALLGRAPH:+--call-graph "$PERF_CALLGRAPH"} -p "$server" -o "$PERF" -- sleep "$DURATION" 2>/dev/null &
     perf_pid=$!
   fi
   stat_pid=""
@@ -111,4 +112,26 @@ print(f\"{int(d['votes']) / int(d['streams']):.0f} of $votes votes per stream, g
   ratio=$(python3 -c "print(f'{$rate / $base_rate:.2f}')")
   per_vote=$(python3 -c "print(f'{($after - $before) / $HZ / $votes * 1e6:.1f}')")
   printf '%-8s %10s %6s %9s %8s %8s  %s\n' "$n" "$rate" "$ratio" "$per_vote" "$wrk_cpu" "$reader_cpu" "${tally}${calls}load $load"
+  rounds="$rounds $n:$rate"
 done
+
+# The host's other tenants move the no-reader rate by up to a quarter within one run, so each
+# round with readers is also compared with the no-reader rounds on either side of it (the
+# nearest before and after, averaged), and the median of those paired ratios is given per
+# reader count: alternate the counts (READERS="0 100 0 100 0 100 0") for it to mean much.
+python3 - $rounds <<'PY'
+import statistics, sys
+rounds = [(int(n), float(r)) for n, r in (a.split(":") for a in sys.argv[1:])]
+paired = {}
+for i, (n, rate) in enumerate(rounds):
+    if n == 0:
+        continue
+    before = next((r for m, r in reversed(rounds[:i]) if m == 0), None)
+    after = next((r for m, r in rounds[i + 1:] if m == 0), None)
+    near = [r for r in (before, after) if r is not None]
+    if near:
+        paired.setdefault(n, []).append(rate / (sum(near) / len(near)))
+for n, ratios in sorted(paired.items()):
+    shown = " ".join(f"{r:.2f}" for r in ratios)
+    print(f"paired with the no-reader rounds beside them, {n} readers: median {statistics.median(ratios):.2f} ({shown})")
+PY

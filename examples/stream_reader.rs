@@ -84,7 +84,8 @@ async fn read(stream: usize, address: &str, request: &str, tally: &Tally) -> std
     socket.set_nodelay(true)?;
     socket.write_all(request.as_bytes()).await?;
     let mut raw = Vec::with_capacity(64 * 1024);
-    let mut buf = vec![0; 64 * 1024];
+    // Large reads: one system call takes what a stream's whole write interval sent.
+    let mut buf = vec![0; 256 * 1024];
     // The response head.
     let body_start = loop {
         let n = socket.read(&mut buf).await?;
@@ -108,18 +109,13 @@ async fn read(stream: usize, address: &str, request: &str, tally: &Tally) -> std
         .contains("transfer-encoding: chunked");
     let mut body = Dechunk::new(chunked);
     let mut events = Events::default();
-    let mut plain = Vec::with_capacity(64 * 1024);
-    body.feed(&raw[body_start..], &mut plain);
-    loop {
-        events.feed(&mut plain, tally);
-        if body.done {
-            break;
-        }
+    body.feed(&raw[body_start..], |data| events.feed(data, tally));
+    while !body.done {
         let n = socket.read(&mut buf).await?;
         if n == 0 {
             break;
         }
-        body.feed(&buf[..n], &mut plain);
+        body.feed(&buf[..n], |data| events.feed(data, tally));
     }
     if events.overflowed {
         eprintln!(
@@ -154,15 +150,16 @@ impl Dechunk {
         }
     }
 
-    fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+    /// Hands each piece of the body in `input` to `out`, where it lies: no copy.
+    fn feed(&mut self, mut input: &[u8], mut out: impl FnMut(&[u8])) {
         if !self.chunked {
-            out.extend_from_slice(input);
+            out(input);
             return;
         }
         while !input.is_empty() && !self.done {
             if self.left > 0 {
                 let take = self.left.min(input.len());
-                out.extend_from_slice(&input[..take]);
+                out(&input[..take]);
                 self.left -= take;
                 input = &input[take..];
                 continue;
@@ -200,39 +197,84 @@ impl Dechunk {
 struct Events {
     last: Option<u64>,
     overflowed: bool,
+    /// The start of an event that the last piece of the body cut off.
+    carry: Vec<u8>,
 }
 
+/// What follows a vote event's id, up to its data.
+const VOTE_TAIL: &[u8] = b"\nevent: vote\ndata: ";
+
 impl Events {
-    /// Counts the complete events at the start of `input` and removes them from it.
-    fn feed(&mut self, input: &mut Vec<u8>, tally: &Tally) {
+    /// Counts the events that `data` completes; keeps the incomplete one at its end.
+    fn feed(&mut self, mut data: &[u8], tally: &Tally) {
+        if !self.carry.is_empty() {
+            let end = if self.carry.ends_with(b"\n") && data.first() == Some(&b'\n') {
+                Some(1)
+            } else {
+                memchr::memmem::find(data, b"\n\n").map(|end| end + 2)
+            };
+            let Some(end) = end else {
+                self.carry.extend_from_slice(data);
+                return;
+            };
+            let mut carried = std::mem::take(&mut self.carry);
+            carried.extend_from_slice(&data[..end]);
+            self.count(&carried, tally);
+            carried.clear();
+            self.carry = carried;
+            data = &data[end..];
+        }
+        let counted = self.count(data, tally);
+        self.carry.extend_from_slice(&data[counted..]);
+    }
+
+    /// Counts the complete events at the start of `input`; returns the bytes they take.
+    fn count(&mut self, input: &[u8], tally: &Tally) -> usize {
         let (mut votes, mut gaps, mut heartbeats) = (0, 0, 0);
         let mut start = 0;
-        for end in memchr::memmem::find_iter(input, b"\n\n") {
-            if end < start {
-                // A third newline in a row: the second pair ends no event.
-                continue;
-            }
-            let event = &input[start..end];
-            start = end + 2;
-            if let Some(rest) = event.strip_prefix(b"id: ") {
-                let digits = rest.iter().take_while(|b| b.is_ascii_digit());
-                let id = digits.fold(0u64, |id, &b| id * 10 + u64::from(b - b'0'));
+        while start < input.len() {
+            let event = &input[start..];
+            // A vote event's end is the end of its one data line: found with a one-byte
+            // search from its data on, not a two-byte search over the whole event.
+            let vote = event.strip_prefix(b"id: ").and_then(|rest| {
+                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+                let data = rest[digits..].strip_prefix(VOTE_TAIL)?;
+                let line = memchr::memchr(b'\n', data)?;
+                (data.get(line + 1) == Some(&b'\n')).then(|| {
+                    let id = rest[..digits]
+                        .iter()
+                        .fold(0u64, |id, &b| id * 10 + u64::from(b - b'0'));
+                    (id, event.len() - data.len() + line + 2)
+                })
+            });
+            if let Some((id, length)) = vote {
                 if self.last.is_some_and(|last| id != last + 1) {
                     gaps += 1;
                 }
                 self.last = Some(id);
                 votes += 1;
-            } else if event.starts_with(b"event: overflow") {
+                start += length;
+                continue;
+            }
+            let Some(end) = memchr::memmem::find(event, b"\n\n") else {
+                break;
+            };
+            if event.starts_with(b"event: overflow") {
                 self.overflowed = true;
                 tally.overflows.fetch_add(1, Ordering::Relaxed);
             } else if event.starts_with(b": heartbeat") {
                 heartbeats += 1;
             }
+            start += end + 2;
+            // A third newline in a row ends no event.
+            while input.get(start) == Some(&b'\n') {
+                start += 1;
+            }
         }
-        input.drain(..start);
         tally.votes.fetch_add(votes, Ordering::Relaxed);
         tally.gaps.fetch_add(gaps, Ordering::Relaxed);
         tally.heartbeats.fetch_add(heartbeats, Ordering::Relaxed);
+        start
     }
 }
 

@@ -558,9 +558,9 @@ impl Feed {
     /// Sends every vote waiting, as one chunk.
     fn send_live(&mut self, mut following: Following) {
         match following.take(self.skip_below, vote_event) {
-            Taken::Votes(votes) => {
-                if !votes.is_empty() {
-                    self.queue.push_back(votes);
+            Taken::Votes(pieces) => {
+                if !pieces.is_empty() {
+                    self.queue.extend(pieces.into_iter().flat_map(write_sized));
                     self.last_write = Some(tokio::time::Instant::now());
                     self.heartbeat.reset();
                 }
@@ -573,6 +573,21 @@ impl Feed {
     }
 }
 
+/// The most a stream hands the connection at once. The connection copies each piece into
+/// its write buffer, and lets go of a buffer that grew past 128 KiB after each write; pieces
+/// this size keep it under that (see `STREAM_WRITE_BUFFER` in `api::connection`), so that a
+/// stream's write reuses one allocation instead of growing a fresh one every interval.
+pub const STREAM_PIECE: usize = 32 * 1024;
+
+/// A piece of the log as slices of at most [`STREAM_PIECE`] bytes (the same memory, not
+/// copies). Event boundaries do not matter: a client reads the stream as bytes.
+fn write_sized(piece: Bytes) -> impl Iterator<Item = Bytes> {
+    let len = piece.len();
+    (0..len)
+        .step_by(STREAM_PIECE)
+        .map(move |start| piece.slice(start..(start + STREAM_PIECE).min(len)))
+}
+
 /// The first instant after `last` on a grid of `interval` steps shared by every stream, so
 /// that the busy streams of a worker wake together, once an interval, not each at its own time.
 fn next_write(last: tokio::time::Instant, interval: Duration) -> tokio::time::Instant {
@@ -583,9 +598,11 @@ fn next_write(last: tokio::time::Instant, interval: Duration) -> tokio::time::In
     epoch + Duration::from_nanos(u64::try_from(steps * step).unwrap_or(u64::MAX))
 }
 
-fn vote_event(entry: &HistoryEntry, out: &mut BytesMut) {
-    use std::fmt::Write as _;
-    let _ = write!(out, "id: {}\nevent: vote\ndata: ", entry.position);
+/// One `vote` event as the stream sends it. Public for the render benchmark.
+pub fn vote_event(entry: &HistoryEntry, out: &mut BytesMut) {
+    out.extend_from_slice(b"id: ");
+    out.extend_from_slice(itoa::Buffer::new().format(entry.position).as_bytes());
+    out.extend_from_slice(b"\nevent: vote\ndata: ");
     // Writing into memory fails only on a value serde cannot render, which an entry is not.
     let _ = serde_json::to_writer(web::BufMut::writer(&mut *out), &VoteEntry::from(entry));
     out.extend_from_slice(b"\n\n");
@@ -595,4 +612,25 @@ fn overflow_event() -> Bytes {
     Bytes::from_static(
         b"event: overflow\ndata: {\"message\":\"this stream fell too far behind the votes and is closed; reconnect with Last-Event-ID set to the last id received\"}\n\n",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_piece_goes_out_in_slices_no_larger_than_a_write_wants() {
+        let piece = Bytes::from(
+            (0..STREAM_PIECE * 2 + 5)
+                .map(|i| i as u8)
+                .collect::<Vec<_>>(),
+        );
+        let slices: Vec<Bytes> = write_sized(piece.clone()).collect();
+        let lengths: Vec<usize> = slices.iter().map(Bytes::len).collect();
+        assert_eq!(lengths, [STREAM_PIECE, STREAM_PIECE, 5]);
+        assert_eq!(slices.concat(), piece);
+        // The slices share the piece's memory.
+        assert_eq!(slices[1].as_ptr(), piece[STREAM_PIECE..].as_ptr());
+        assert_eq!(write_sized(Bytes::new()).count(), 0);
+    }
 }

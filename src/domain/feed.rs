@@ -134,9 +134,10 @@ pub struct Following {
 /// What a reader found when it took from the feed.
 #[derive(Debug, PartialEq)]
 pub enum Taken {
-    /// The votes published since it last took, rendered, in order; empty when they were all
-    /// below the position it asked from.
-    Votes(Bytes),
+    /// The votes published since it last took, rendered, in order, as slices of the shared
+    /// log (never copied per reader); empty when they were all below the position it asked
+    /// from.
+    Votes(Vec<Bytes>),
     /// It fell further behind than the feed keeps: it is cut off and gets nothing more.
     Overflow,
     /// The bot is gone: nothing more will come.
@@ -355,7 +356,7 @@ impl Following {
     }
 
     /// Takes every vote published since the last take, those below `skip_below` left out,
-    /// rendered by `render` (once for all readers) into one piece of bytes.
+    /// rendered by `render` (once for all readers), as the log's pieces in order.
     pub fn take(
         &mut self,
         skip_below: u64,
@@ -404,21 +405,10 @@ impl Following {
         };
         self.next = self.next.max(end);
         self.progress.next.store(self.next, Ordering::Release);
-        let votes = match pieces.len() {
-            0 => Bytes::new(),
-            1 => pieces.pop().unwrap_or_default(),
-            _ => {
-                let mut joined = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
-                for piece in &pieces {
-                    joined.extend_from_slice(piece);
-                }
-                joined.freeze()
-            }
-        };
-        if votes.is_empty() && shared.closed.load(Ordering::Acquire) {
+        if pieces.is_empty() && shared.closed.load(Ordering::Acquire) {
             return Taken::Closed;
         }
-        Taken::Votes(votes)
+        Taken::Votes(pieces)
     }
 
     /// The position after the last vote taken.
@@ -468,7 +458,7 @@ mod tests {
     /// The positions in what a take gave.
     fn positions(taken: Taken) -> Vec<u64> {
         match taken {
-            Taken::Votes(bytes) => std::str::from_utf8(&bytes)
+            Taken::Votes(pieces) => std::str::from_utf8(&pieces.concat())
                 .expect("text")
                 .split_terminator(';')
                 .map(|n| n.parse().expect("a position"))
@@ -645,8 +635,8 @@ mod tests {
             let take = |reader: &mut (Following, u64, bool), published: u64| {
                 let behind = published - reader.0.next();
                 match reader.0.take(0, render) {
-                    Taken::Votes(bytes) => {
-                        let got = positions(Taken::Votes(bytes));
+                    Taken::Votes(pieces) => {
+                        let got = positions(Taken::Votes(pieces));
                         let expected: Vec<u64> = (reader.1..published).collect();
                         assert_eq!(got, expected);
                         assert!(behind <= buffer as u64);

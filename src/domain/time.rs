@@ -45,16 +45,74 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// The RFC 3339 text of an instant in years 0 to 9999, written by hand: every vote event
+    /// and response shows timestamps, and chrono's `format` parses its pattern each time
+    /// (about a microsecond a timestamp, most of a stream event's rendering).
+    fn rfc3339(self) -> Option<[u8; 24]> {
+        const DAY: i64 = 86_400_000;
+        let (days, in_day) = (self.0.div_euclid(DAY), self.0.rem_euclid(DAY));
+        let (year, month, day) = civil_from_days(days);
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let (seconds, millis) = (in_day / 1000, in_day % 1000);
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, digits: usize, mut value: i64| {
+            for place in (at..at + digits).rev() {
+                out[place] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, month);
+        put(8, 2, day);
+        put(11, 2, seconds / 3600);
+        put(14, 2, seconds / 60 % 60);
+        put(17, 2, seconds % 60);
+        put(20, 3, millis);
+        Some(out)
+    }
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, exact for every i64 day this type can hold).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ"))
+        match self.rfc3339() {
+            // ASCII digits and separators only, so always UTF-8.
+            Some(text) => f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?),
+            None => write!(f, "{}", self.to_datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ")),
+        }
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if serializer.is_human_readable() {
-            serializer.collect_str(self)
+            match self.rfc3339() {
+                Some(text) => serializer
+                    .serialize_str(std::str::from_utf8(&text).map_err(serde::ser::Error::custom)?),
+                None => serializer.collect_str(self),
+            }
         } else {
             serializer.serialize_i64(self.0)
         }
@@ -133,6 +191,41 @@ mod tests {
         let json = serde_json::to_string(&at).expect("serializes");
         let back: Timestamp = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, at);
+    }
+
+    proptest::proptest! {
+        /// The hand-written text is chrono's, across years 0 to 9999 and the days around
+        /// leap years and centuries.
+        #[test]
+        fn timestamps_read_as_chrono_writes_them(millis in -62_167_219_200_000i64..253_402_300_800_000) {
+            let at = Timestamp::from_millis(millis);
+            let chrono = at.to_datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            proptest::prop_assert_eq!(at.to_string(), chrono);
+        }
+    }
+
+    #[test]
+    fn instants_outside_four_digit_years_are_still_shown() {
+        for millis in [i64::MIN, -62_167_219_200_001, 253_402_300_800_000, i64::MAX] {
+            let at = Timestamp::from_millis(millis);
+            assert_eq!(
+                at.to_string(),
+                at.to_datetime()
+                    .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                    .to_string()
+            );
+        }
+        let edges = [-62_167_219_200_000, 0, 951_782_400_000, 253_402_300_799_999];
+        let shown: Vec<String> = edges.map(|m| Timestamp::from_millis(m).to_string()).into();
+        assert_eq!(
+            shown,
+            [
+                "0000-01-01T00:00:00.000Z",
+                "1970-01-01T00:00:00.000Z",
+                "2000-02-29T00:00:00.000Z",
+                "9999-12-31T23:59:59.999Z"
+            ]
+        );
     }
 
     #[test]
