@@ -555,7 +555,7 @@ impl Feed {
         }
     }
 
-    /// Sends every vote waiting, as one chunk.
+    /// Queues every vote waiting, as slices of the bot's log.
     fn send_live(&mut self, mut following: Following) {
         match following.take(self.skip_below, vote_event) {
             Taken::Votes(pieces) => {
@@ -577,7 +577,7 @@ impl Feed {
 /// its write buffer, and lets go of a buffer that grew past 128 KiB after each write; pieces
 /// this size keep it under that (see `STREAM_WRITE_BUFFER` in `api::connection`), so that a
 /// stream's write reuses one allocation instead of growing a fresh one every interval.
-pub const STREAM_PIECE: usize = 32 * 1024;
+const STREAM_PIECE: usize = 32 * 1024;
 
 /// A piece of the log as slices of at most [`STREAM_PIECE`] bytes (the same memory, not
 /// copies). Event boundaries do not matter: a client reads the stream as bytes.

@@ -43,9 +43,7 @@ impl Timestamp {
         let at = self.to_datetime();
         Month(at.year() * 12 + at.month0() as i32)
     }
-}
 
-impl Timestamp {
     /// The RFC 3339 text of an instant in years 0 to 9999, written by hand: every vote event
     /// and response shows timestamps, and chrono's `format` parses its pattern each time
     /// (about a microsecond a timestamp, most of a stream event's rendering).
@@ -75,6 +73,9 @@ impl Timestamp {
     }
 }
 
+/// How chrono writes what [`Timestamp::rfc3339`] writes, for instants outside its years.
+const SHOWN: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
+
 /// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`, exact for every i64 day this type can hold).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
@@ -100,7 +101,7 @@ impl fmt::Display for Timestamp {
         match self.rfc3339() {
             // ASCII digits and separators only, so always UTF-8.
             Some(text) => f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?),
-            None => write!(f, "{}", self.to_datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ")),
+            None => write!(f, "{}", self.to_datetime().format(SHOWN)),
         }
     }
 }
@@ -199,7 +200,7 @@ mod tests {
         #[test]
         fn timestamps_read_as_chrono_writes_them(millis in -62_167_219_200_000i64..253_402_300_800_000) {
             let at = Timestamp::from_millis(millis);
-            let chrono = at.to_datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            let chrono = at.to_datetime().format(SHOWN).to_string();
             proptest::prop_assert_eq!(at.to_string(), chrono);
         }
     }
@@ -208,12 +209,7 @@ mod tests {
     fn instants_outside_four_digit_years_are_still_shown() {
         for millis in [i64::MIN, -62_167_219_200_001, 253_402_300_800_000, i64::MAX] {
             let at = Timestamp::from_millis(millis);
-            assert_eq!(
-                at.to_string(),
-                at.to_datetime()
-                    .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-                    .to_string()
-            );
+            assert_eq!(at.to_string(), at.to_datetime().format(SHOWN).to_string());
         }
         let edges = [-62_167_219_200_000, 0, 951_782_400_000, 253_402_300_799_999];
         let shown: Vec<String> = edges.map(|m| Timestamp::from_millis(m).to_string()).into();
