@@ -96,7 +96,7 @@ for n in $READERS; do
     calls=$(awk -F, -v votes="$votes" '/syscalls:/ { sub(/.*sys_enter_/, "", $3); printf "%s %.1f/vote, ", $3, $1 / votes }' "$dir/syscalls.$run")
   fi
   sleep 1
-  tally="" reader_cpu="-"
+  tally="" reader_cpu="-" whole=1
   if [ -n "$reader" ]; then
     kill -TERM "$reader" 2>/dev/null || true
     wait "$reader" 2>/dev/null || true
@@ -107,12 +107,15 @@ for n in $READERS; do
 import sys
 f = sys.stdin.read().split(); d = dict(zip(f[0::2], f[1::2]))
 print(f\"{int(d['votes']) / int(d['streams']):.0f} of $votes votes per stream, gaps {d['gaps']}, overflows {d['overflows']}, failed {d['failed']}; \", end='')")
+    # A round whose readers were cut off, missed votes or failed did not carry the load it
+    # claims: its rate is shown but left out of the paired ratios.
+    whole=$(echo "$line" | awk '{ for (i = 1; i < NF; i += 2) f[$i] = $(i + 1) } END { print (f["gaps"] + f["overflows"] + f["failed"] == 0) }')
   fi
   [ -z "$base_rate" ] && base_rate=$rate
   ratio=$(python3 -c "print(f'{$rate / $base_rate:.2f}')")
   per_vote=$(python3 -c "print(f'{($after - $before) / $HZ / $votes * 1e6:.1f}')")
   printf '%-8s %10s %6s %9s %8s %8s  %s\n' "$n" "$rate" "$ratio" "$per_vote" "$wrk_cpu" "$reader_cpu" "${tally}${calls}load $load"
-  rounds="$rounds $n:$rate"
+  rounds="$rounds $n:$rate:$whole"
 done
 
 # The host's other tenants move the no-reader rate by up to a quarter within one run, so each
@@ -121,7 +124,11 @@ done
 # reader count: alternate the counts (READERS="0 100 0 100 0 100 0") for it to mean much.
 python3 - $rounds <<'PY'
 import statistics, sys
-rounds = [(int(n), float(r)) for n, r in (a.split(":") for a in sys.argv[1:])]
+rounds = [(int(n), float(r), w == "1") for n, r, w in (a.split(":") for a in sys.argv[1:])]
+left_out = [i + 1 for i, (n, _, whole) in enumerate(rounds) if n and not whole]
+if left_out:
+    print(f"left out of the paired ratios (readers cut off, gaps or failures): round {', '.join(map(str, left_out))}")
+rounds = [(n, r) for n, r, whole in rounds if whole or n == 0]
 paired = {}
 for i, (n, rate) in enumerate(rounds):
     if n == 0:
