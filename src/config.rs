@@ -153,7 +153,7 @@ pub struct ServeArgs {
 
     /// Least milliseconds between two writes of votes to one live vote stream (0: every vote
     /// as soon as it is durable): the votes of that time go out in one write.
-    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = 50,
+    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = crate::api::history::WRITE_INTERVAL_MS,
           value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub stream_write_interval_ms: u32,
 
@@ -321,8 +321,8 @@ mod tests {
         assert_eq!(args.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(args.base_path, "/api/v1");
         assert_eq!(args.data_dir, PathBuf::from("snapshots"));
-        // docs/API.md gives the reasons for 50 ms: ingest with 100 readers, and the buffer.
-        assert_eq!(args.stream_write_interval_ms, 50);
+        // docs/API.md gives the reasons for 100 ms: ingest with 100 readers, and the buffer.
+        assert_eq!(args.stream_write_interval_ms, 100);
         let args = Cli::parse_from(["botlist", "serve", "--demo", "--base-path", "x/y/"])
             .into_serve_args();
         assert!(args.demo);

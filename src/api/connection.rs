@@ -50,10 +50,29 @@ impl ReadLimit {
     }
 }
 
-/// A TCP stream that honours its [`ReadLimit`].
+/// Set once the client has closed its side of the connection, or reset it. actix-http goes
+/// on reading while it streams a response, but streams on to a client that has left until a
+/// write fails, which for an idle vote stream is two heartbeats away; the stream looks at this
+/// instead, so that it ends, and gives back its place among the bot's streams, at once.
+#[derive(Clone, Default)]
+pub struct PeerGone(Rc<Cell<bool>>);
+
+impl PeerGone {
+    pub fn is_gone(&self) -> bool {
+        self.0.get()
+    }
+
+    /// The flag of the connection `request` arrived on (never set for one not made here).
+    pub fn of(request: &HttpRequest) -> Self {
+        request.conn_data::<PeerGone>().cloned().unwrap_or_default()
+    }
+}
+
+/// A TCP stream that honours its [`ReadLimit`] and notes when its client has gone.
 pub struct LimitedStream {
     io: TcpStream,
     limit: ReadLimit,
+    gone: PeerGone,
 }
 
 impl AsyncRead for LimitedStream {
@@ -64,7 +83,16 @@ impl AsyncRead for LimitedStream {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let Some(left) = this.limit.0.get() else {
-            return Pin::new(&mut this.io).poll_read(cx, buf);
+            let before = buf.filled().len();
+            let read = Pin::new(&mut this.io).poll_read(cx, buf);
+            // Nothing read into room for something is the end of the client's input.
+            let ended = matches!(read, Poll::Ready(Ok(())))
+                && buf.filled().len() == before
+                && buf.remaining() > 0;
+            if ended || matches!(read, Poll::Ready(Err(_))) {
+                this.gone.0.set(true);
+            }
+            return read;
         };
         if left == 0 {
             // End of input: actix-http closes the connection.
@@ -128,8 +156,8 @@ pub struct ServerOptions {
 
 /// How much a connection gathers before it writes: a stream's pieces are gathered up to this,
 /// plus one piece of at most `STREAM_PIECE` (32 KiB), which keeps the buffer within the
-/// 128 KiB that actix-http keeps between writes. (Its default, 32 KiB, means four writes
-/// where one would do for a stream's 50 ms of votes at full rate.)
+/// 128 KiB that actix-http keeps between writes. (Its default, 32 KiB, would take three
+/// writes for each one of these while a busy stream sends its votes of an interval.)
 const STREAM_WRITE_BUFFER: usize = 96 * 1024;
 
 /// Serves `factory`'s app on `listener` as `HttpServer` would (HTTP/1, graceful stop, no signal
@@ -181,6 +209,7 @@ where
                 })
                 .on_connect_ext(|io: &LimitedStream, data| {
                     data.insert(io.limit.clone());
+                    data.insert(io.gone.clone());
                 })
                 .finish(map_config(app, |_| AppConfig::default()));
             fn_service(|io: TcpStream| async move {
@@ -188,6 +217,7 @@ where
                 let stream = LimitedStream {
                     io,
                     limit: ReadLimit::default(),
+                    gone: PeerGone::default(),
                 };
                 Ok((stream, Protocol::Http1, peer))
             })

@@ -411,6 +411,7 @@ async fn the_stream_sends_votes_in_order_and_resumes_after_the_last_id() {
 
     // The classic route, from the very first vote.
     let response = Events::open(&app, "/bots/votes/stream", &bot.token, Some(0)).await;
+    assert_eq!(response.status(), StatusCode::OK);
     let mut classic = Events {
         response,
         buffer: String::new(),
@@ -593,6 +594,32 @@ async fn streams_past_the_limit_are_refused_with_429() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(opened, "a closed stream gives its place back");
+}
+
+/// A client that closes its stream frees its place when the server reads the close, not at
+/// the stream's next write (with these settings, ten minutes away).
+#[actix_web::test]
+async fn a_stream_whose_client_left_gives_its_place_back_at_once() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.max_streams_per_bot = 1;
+    settings.vote_history.heartbeat = Duration::from_secs(600);
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut events = Events::start(&app, &bot, None).await;
+    assert!(events.next().await.expect("opened").comment);
+    drop(events);
+    // The close reaches the server a moment after the drop; two seconds is far beyond that.
+    let path = format!("/bots/{}/votes/stream", bot.id);
+    let mut status = StatusCode::TOO_MANY_REQUESTS;
+    for _ in 0..100 {
+        status = Events::open(&app, &path, &bot.token, None).await.status();
+        if status == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, StatusCode::OK, "the closed stream's place");
 }
 
 /// A reader that never reads is cut off with an `overflow` event; votes go on at full speed
