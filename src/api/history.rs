@@ -65,7 +65,7 @@ impl Default for HistorySettings {
 /// The default least time between two writes of votes to a stream, in milliseconds: a tenth
 /// of a second, below what a person notices, and long enough that a bot taking thousands of
 /// votes a second costs each stream ten writes a second, not one or more per vote
-/// (docs/API.md, "Write interval", gives the measurements).
+/// (docs/API.md, "Vote history and the live vote feed", gives the reasons and figures).
 pub const WRITE_INTERVAL_MS: u32 = 100;
 
 /// How many votes a stream may be behind the bot's newest before it is cut off, by default:
