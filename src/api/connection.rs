@@ -1,5 +1,6 @@
-//! The HTTP server's connections, with one addition to actix-web's: after a body is refused as
-//! too large, the connection reads at most [`READ_AFTER_REFUSAL`] more bytes, then ends.
+//! The HTTP server's connections, with two additions to actix-web's: after a body is refused as
+//! too large, the connection reads at most [`READ_AFTER_REFUSAL`] more bytes, then ends; and a
+//! connection notes when its client has gone ([`PeerGone`]), for the vote streams.
 //!
 //! actix-http answers an early response and then goes on reading: it lingers on a connection
 //! whose body was not read (a `Content-Length` body: up to `client_disconnect_timeout`, some
