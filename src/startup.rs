@@ -219,7 +219,12 @@ async fn start_actors(
     loops: Shutdown,
 ) -> Result<Started, StartError> {
     let journal = match &settings.data_dir {
-        Some(dir) => Journal::open(dir, recovered.next_seq, settings.fsync)?,
+        Some(dir) => Journal::open_with_fault(
+            dir,
+            recovered.next_seq,
+            settings.fsync,
+            settings.journal_fault,
+        )?,
         None => Journal::in_memory(recovered.next_seq),
     };
     let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
@@ -232,6 +237,7 @@ async fn start_actors(
     let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
     let dispatcher = Dispatcher::new(
         Arc::clone(clock),
+        journal.clone(),
         Arc::clone(&directory),
         settings.webhook_timeout,
         settings.allow_private_webhooks,

@@ -53,6 +53,9 @@ pub struct BotActor {
     /// reports back with another token is stale (redelivered, given up) and does nothing.
     attempts: FxHashMap<Uuid, u64>,
     next_attempt_token: u64,
+    /// Attempts scheduled by the change being made, handed to the dispatcher with that change's
+    /// journal number once it is submitted (see [`BotActor::submit`]).
+    unsent: Vec<Job>,
     /// The webhook URL last scheduled for and the receiver it names.
     receiver: Option<(String, Arc<str>)>,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
@@ -82,6 +85,7 @@ impl BotActor {
             dispatcher,
             attempts: FxHashMap::default(),
             next_attempt_token: 0,
+            unsent: Vec::new(),
             receiver: None,
             recent_voters: None,
         }
@@ -140,7 +144,7 @@ impl BotActor {
         self.next_attempt_token += 1;
         let token = self.next_attempt_token;
         self.attempts.insert(delivery, token);
-        self.dispatcher.schedule(Job {
+        self.unsent.push(Job {
             bot: self.state.listing.id,
             delivery,
             token,
@@ -148,7 +152,25 @@ impl BotActor {
             receiver,
             give_up_at,
             forced,
+            after: 0,
         });
+    }
+
+    /// Hands the attempts the change numbered `after` scheduled to the dispatcher, which sends
+    /// none of them before that record is durable; a change the journal refused (`None`)
+    /// schedules nothing, ever.
+    fn hand_over_attempts(&mut self, after: Option<u64>) {
+        for mut job in self.unsent.drain(..) {
+            match after {
+                Some(seq) => {
+                    job.after = seq;
+                    self.dispatcher.schedule(job);
+                }
+                None => {
+                    self.attempts.remove(&job.delivery);
+                }
+            }
+        }
     }
 
     /// The receiver the bot's URL names (the key of its gate), parsed once per URL rather than
@@ -226,11 +248,19 @@ impl BotActor {
         self.submit(record, None)
     }
 
+    /// Every change this actor makes goes through here: numbered, queued for disk, and only
+    /// then are the webhook attempts it scheduled handed over, carrying its number.
     fn submit(&mut self, record: Record, publish: Option<Publish>) -> Durable {
         let (seq, durable) = self.journal.submit_then(&record, publish);
         match seq {
-            0 => self.refused = true,
-            seq => self.state.last_seq = seq,
+            0 => {
+                self.refused = true;
+                self.hand_over_attempts(None);
+            }
+            seq => {
+                self.state.last_seq = seq;
+                self.hand_over_attempts(Some(seq));
+            }
         }
         durable
     }
@@ -274,6 +304,7 @@ impl Actor for BotActor {
         for delivery in &open {
             self.schedule(delivery, false);
         }
+        self.hand_over_attempts(Some(self.state.last_seq));
     }
 }
 
@@ -686,8 +717,10 @@ mod tests {
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
         let directory = Arc::new(crate::actors::directory::Directory::new(clock.now()));
+        let journal = Journal::in_memory(1);
         let dispatcher = Dispatcher::new(
             clock.clone(),
+            journal.clone(),
             Arc::clone(&directory),
             std::time::Duration::from_secs(1),
             false,
@@ -698,7 +731,7 @@ mod tests {
             Arc::clone(&published),
             directory,
             clock.clone(),
-            Journal::in_memory(1),
+            journal,
             dispatcher,
         )
         .start();

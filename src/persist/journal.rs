@@ -44,6 +44,34 @@ pub enum FsyncMode {
     Never,
 }
 
+/// A storage fault put into the journal's writes on purpose, so that tests on the real binary
+/// can show what the service does while its disk is slow or failing (`--inject-journal-fault`,
+/// hidden from `--help`; docs/PERSISTENCE.md). Never set in production.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JournalFault {
+    #[default]
+    None,
+    /// Every batch waits this long before anything of it is written: a slow (or frozen) disk.
+    Delay(Duration),
+    /// Every batch holding a record numbered this or later fails as the disk would (EIO).
+    FailFrom(u64),
+}
+
+impl std::str::FromStr for JournalFault {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>");
+        match text.split_once(':') {
+            Some(("delay", ms)) => Ok(Self::Delay(Duration::from_millis(
+                ms.parse().map_err(|_| bad())?,
+            ))),
+            Some(("fail-from", seq)) => Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?)),
+            _ => Err(bad()),
+        }
+    }
+}
+
 /// Why the journal refused a record. Cloned to every write waiting on the batch that failed;
 /// the I/O error is kept as the cause, for the log.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -164,6 +192,16 @@ impl Journal {
 
     /// Starts a new segment at `next_seq` in `dir` and the thread that writes it.
     pub fn open(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        Self::open_with_fault(dir, next_seq, mode, JournalFault::None)
+    }
+
+    /// As [`Journal::open`], with a storage fault put into every write (tests only).
+    pub fn open_with_fault(
+        dir: &Path,
+        next_seq: u64,
+        mode: FsyncMode,
+        fault: JournalFault,
+    ) -> io::Result<Self> {
         let segment = Segment::create(dir, next_seq)?;
         let (tx, rx) = mpsc::channel();
         let journal = Self::with_queue(next_seq, Some(tx));
@@ -176,6 +214,7 @@ impl Journal {
                     dir,
                     segment,
                     mode,
+                    fault,
                     shared,
                 }
                 .run(rx)
@@ -311,6 +350,7 @@ struct Writer {
     dir: PathBuf,
     segment: Segment,
     mode: FsyncMode,
+    fault: JournalFault,
     shared: Arc<Shared>,
 }
 
@@ -382,6 +422,15 @@ impl Writer {
     fn write(&mut self, batch: &[Pending], sync: bool) -> Result<(), JournalError> {
         if let Some(error) = lock(&self.shared.failed).clone() {
             return Err(error);
+        }
+        match self.fault {
+            JournalFault::None => {}
+            JournalFault::Delay(delay) => std::thread::sleep(delay),
+            JournalFault::FailFrom(seq) => {
+                if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) {
+                    return Err(io_error(io::Error::from_raw_os_error(libc::EIO)));
+                }
+            }
         }
         let requested = self.shared.rotate.swap(false, Ordering::Relaxed);
         let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);

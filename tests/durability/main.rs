@@ -4,6 +4,7 @@ mod corruption;
 mod crash;
 mod history;
 mod lifecycle;
+mod ordering;
 mod ownership;
 mod process;
 mod refused;
