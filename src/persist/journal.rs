@@ -53,20 +53,34 @@ pub enum JournalFault {
     None,
     /// Every batch waits this long before anything of it is written: a slow (or frozen) disk.
     Delay(Duration),
-    /// Every batch holding a record numbered this or later fails as the disk would (EIO).
-    FailFrom(u64),
+    /// Every batch holding a record numbered this or later fails with this OS error, as a
+    /// failing (EIO), full (ENOSPC) or read-only (EROFS) disk would.
+    FailFrom(u64, i32),
 }
 
 impl std::str::FromStr for JournalFault {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>");
-        match text.split_once(':') {
-            Some(("delay", ms)) => Ok(Self::Delay(Duration::from_millis(
+        let bad = || {
+            format!(
+                "`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>[:eio|enospc|erofs]"
+            )
+        };
+        let mut parts = text.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("delay"), Some(ms), None, None) => Ok(Self::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| bad())?,
             ))),
-            Some(("fail-from", seq)) => Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?)),
+            (Some("fail-from"), Some(seq), errno, None) => {
+                let errno = match errno.unwrap_or("eio") {
+                    "eio" => libc::EIO,
+                    "enospc" => libc::ENOSPC,
+                    "erofs" => libc::EROFS,
+                    _ => return Err(bad()),
+                };
+                Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?, errno))
+            }
             _ => Err(bad()),
         }
     }
@@ -426,9 +440,9 @@ impl Writer {
         match self.fault {
             JournalFault::None => {}
             JournalFault::Delay(delay) => std::thread::sleep(delay),
-            JournalFault::FailFrom(seq) => {
+            JournalFault::FailFrom(seq, errno) => {
                 if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) {
-                    return Err(io_error(io::Error::from_raw_os_error(libc::EIO)));
+                    return Err(io_error(io::Error::from_raw_os_error(errno)));
                 }
             }
         }
