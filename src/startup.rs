@@ -158,7 +158,14 @@ impl Application {
             handle.stop(true).await;
         });
         self.server.await?;
-        self.stop_loops.pull();
+        // The loops end at once; a webhook attempt in flight within its timeout; a periodic
+        // snapshot under way when it is written.
+        if !self.stop_loops.stopped(LOOPS_PATIENCE).await {
+            tracing::warn!(
+                "background work still running {} s after the stop; stopping without it",
+                LOOPS_PATIENCE.as_secs()
+            );
+        }
         if let Some(persistence) = &self.persistence {
             // After a journal failure no snapshot may be taken (it could hold the change that
             // failed); what was acknowledged is in the journal and is replayed at the next start.
@@ -173,6 +180,9 @@ impl Application {
         Ok(())
     }
 }
+
+/// How long a stop waits for the background loops and the work they started.
+const LOOPS_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Takes the data directory's lock and clears what a crash during a snapshot left behind.
 fn claim_data_dir(settings: &Settings) -> Result<Option<DirLock>, StartError> {

@@ -392,7 +392,13 @@ impl Dispatcher {
                     dispatcher.outbox.report(&job, Attempt::Expired);
                 }
                 for (job, probe) in send {
-                    actix_web::rt::spawn(Arc::clone(&dispatcher).deliver(job, probe));
+                    // Each attempt in flight holds the stop signal: a stop waits for it to end.
+                    let held = stop.clone();
+                    let deliver = Arc::clone(&dispatcher).deliver(job, probe);
+                    actix_web::rt::spawn(async move {
+                        deliver.await;
+                        drop(held);
+                    });
                 }
             }
         });

@@ -360,3 +360,42 @@ fn deliveries_of_an_earlier_build_are_sent_as_stored(
         assert_eq!(shown["state"], "delivered", "{shown}");
     }
 }
+
+/// A stop waits for the webhook attempt in flight: its outcome is kept, so the restart does not
+/// send the delivery again.
+#[test]
+fn sigterm_waits_for_the_webhook_attempt_in_flight() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+    let url = format!("http://{}/hook", listener.local_addr().expect("address"));
+    let seen: Log = Arc::default();
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (id, _) = read_delivery(&stream);
+            log.lock().expect("lock").push((id, Instant::now()));
+            // A slow receiver: the answer comes well after the stop.
+            std::thread::sleep(Duration::from_millis(1500));
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(dir.path(), &["--allow-private-webhooks"]);
+    let bot = hooked_bot(&server, &url);
+    assert_eq!(server.vote(&bot, 7), StatusCode::CREATED);
+    wait_for(&seen, 1);
+    assert!(server.terminate().success(), "a clean stop");
+
+    let server = Server::start(dir.path(), &["--allow-private-webhooks"]);
+    let (_, deliveries) = server.get(
+        &format!("/admin/bots/{bot}/webhook/deliveries"),
+        Some(ADMIN),
+    );
+    assert_eq!(deliveries[0]["state"], "delivered", "{deliveries}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        seen.lock().expect("lock").len(),
+        1,
+        "sent again after the restart"
+    );
+}
