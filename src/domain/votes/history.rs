@@ -18,7 +18,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{vote_window, Shared, SharedVoter, Voter, VoterForm, VoterPool, FORM};
+use super::{vote_window, Shared, SharedVoter, Voter, VoterForm, FORM};
 use crate::domain::ids::Snowflake;
 use crate::domain::time::Timestamp;
 
@@ -50,11 +50,26 @@ impl VoterTable {
         {
             return *number;
         }
-        self.insert(hash, VoterPool::global().intern(voter.clone()))
+        self.insert(hash, Arc::new(voter.clone()))
     }
 
-    /// The number of a voter that is already the pool's shared copy (read from a snapshot's
-    /// voter table): hashed once, not copied and interned again.
+    /// The table's copy of this voter (with this name and avatar) if it holds one, else a new
+    /// copy that is numbered when a ring or history first refers to it: a voter read in full
+    /// from many rings of an older file is held once.
+    pub fn shared(&self, voter: Voter) -> Arc<Voter> {
+        let hash = voter_hash(&voter);
+        let probe = VoterProbe {
+            hash,
+            voter: &voter,
+        };
+        if let Some(known) = self.numbers.get(&probe as &dyn VoterKey) {
+            return Arc::clone(&known.key().voter);
+        }
+        Arc::new(voter)
+    }
+
+    /// The number of a voter that is already a shared copy (read from a snapshot's voter
+    /// table): hashed once, not copied again.
     pub fn number_shared(&self, shared: &Arc<Voter>) -> u32 {
         let hash = voter_hash(shared);
         let probe = VoterProbe {

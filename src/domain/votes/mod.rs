@@ -1,11 +1,9 @@
 //! A bot's votes: the recent-voters ring, the 12-hour check window and the counts.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use chrono::Duration;
-use dashmap::DashMap;
 use rustc_hash::FxBuildHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -31,111 +29,8 @@ pub struct Voter {
     pub avatar: Option<HttpUrl>,
 }
 
-/// Each user's latest voter (name and avatar), shared: the copy a new voter in the voter table
-/// (`history::VoterTable`, which rings and histories refer to by number) is made from, and what a
-/// voter read in full from a file (journal records, older snapshots) is matched against without
-/// building a new one.
-///
-/// Keyed by user: the entry is the user's latest name and avatar. Entries nothing else holds any
-/// more are swept when the pool has doubled since the last sweep, at O(1) amortised work per
-/// vote.
-pub struct VoterPool {
-    voters: DashMap<Snowflake, Arc<Voter>, FxBuildHasher>,
-    sweep_at: AtomicUsize,
-}
-
-/// The pool is not swept below this many entries.
-const MIN_SWEEP: usize = 4096;
-
-impl Default for VoterPool {
-    fn default() -> Self {
-        Self {
-            voters: DashMap::with_hasher(FxBuildHasher),
-            sweep_at: AtomicUsize::new(MIN_SWEEP),
-        }
-    }
-}
-
-impl VoterPool {
-    /// The pool every ring of the process shares.
-    pub fn global() -> &'static VoterPool {
-        static POOL: OnceLock<VoterPool> = OnceLock::new();
-        POOL.get_or_init(VoterPool::default)
-    }
-
-    /// The shared copy of this voter: the pool's when it holds the same name and avatar.
-    pub fn intern(&self, voter: Voter) -> Arc<Voter> {
-        if let Some(known) = self.voters.get(&voter.id) {
-            if **known == voter {
-                return Arc::clone(&known);
-            }
-        }
-        let shared = Arc::new(voter);
-        self.voters.insert(shared.id, Arc::clone(&shared));
-        self.sweep_if_grown();
-        shared
-    }
-
-    /// The shared copy of a voter read from a file, without building a new one when the pool
-    /// holds the same name and avatar already (a voter in many rings is read many times).
-    fn intern_stored(&self, stored: StoredVoter<'_>) -> Result<Arc<Voter>, String> {
-        if let Some(known) = self.voters.get(&stored.id) {
-            if known.username.as_str() == stored.username
-                && known.avatar.as_ref().map(HttpUrl::as_str) == stored.avatar.as_deref()
-            {
-                return Ok(Arc::clone(&known));
-            }
-        }
-        let voter = Voter {
-            id: stored.id,
-            username: VoterName::parse(stored.username.into_owned())
-                .map_err(|why| format!("username: {why}"))?,
-            avatar: stored
-                .avatar
-                .map(|url| HttpUrl::parse(url.into_owned()))
-                .transpose()
-                .map_err(|why| format!("avatar: {why}"))?,
-        };
-        Ok(self.intern(voter))
-    }
-
-    /// How many entries the pool holds for this user: 0 or 1.
-    pub fn entries_for(&self, user: Snowflake) -> usize {
-        usize::from(self.voters.contains_key(&user))
-    }
-
-    /// Entries in the pool.
-    pub fn len(&self) -> usize {
-        self.voters.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.voters.is_empty()
-    }
-
-    fn sweep_if_grown(&self) {
-        let threshold = self.sweep_at.load(Ordering::Relaxed);
-        if self.voters.len() <= threshold {
-            return;
-        }
-        // One thread sweeps; the others go on.
-        if self
-            .sweep_at
-            .compare_exchange(threshold, usize::MAX, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return;
-        }
-        // The shard's write lock is held while each entry is looked at, and every clone is taken
-        // under its read lock: a count of 1 means no ring holds the voter and none can start to.
-        self.voters.retain(|_, voter| Arc::strong_count(voter) > 1);
-        let next = (self.voters.len() * 2).max(MIN_SWEEP);
-        self.sweep_at.store(next, Ordering::Release);
-    }
-}
-
 /// A voter as files older than the voter table store it, and as history writes it outside
-/// snapshots: the pool's shared copy, written in full.
+/// snapshots: the voter table's shared copy, written in full.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SharedVoter(Arc<Voter>);
 
@@ -330,10 +225,17 @@ impl<'de> Deserialize<'de> for SharedVoter {
                 .ok_or_else(|| serde::de::Error::custom("a voter number not in the voter table"));
         }
         let stored = StoredVoter::deserialize(deserializer)?;
-        VoterPool::global()
-            .intern_stored(stored)
-            .map(Self)
-            .map_err(serde::de::Error::custom)
+        let voter = Voter {
+            id: stored.id,
+            username: VoterName::parse(stored.username.into_owned())
+                .map_err(|why| serde::de::Error::custom(format!("username: {why}")))?,
+            avatar: stored
+                .avatar
+                .map(|url| HttpUrl::parse(url.into_owned()))
+                .transpose()
+                .map_err(|why| serde::de::Error::custom(format!("avatar: {why}")))?,
+        };
+        Ok(Self(history::VoterTable::global().shared(voter)))
     }
 }
 
@@ -1062,25 +964,18 @@ mod tests {
 
     #[test]
     fn a_voter_of_many_bots_is_stored_once() {
-        // An id no other test uses: the pool is shared by the whole process.
+        // An id no other test uses: the voter table is shared by the whole process.
         let id = 977_000_000_000_000_001;
-        let user = Snowflake::from_u64(id);
         let mut books: Vec<VoteBook> = (0..50).map(|_| VoteBook::new(t(0))).collect();
         for book in &mut books {
             book.vote(voter(id), t(0)).expect("first vote for this bot");
         }
-        let pool = VoterPool::global();
-        assert_eq!(
-            pool.entries_for(user),
-            1,
-            "one interned entry for the voter"
-        );
         let first = |book: &VoteBook| book.recent.iter().next().expect("one").0;
         let shared = first(&books[0]);
         assert!(books.iter().all(|book| Arc::ptr_eq(&first(book), &shared)));
-        // The 50 rings and histories hold its number in the voter table; the pool, the table
-        // (its list and its index) and `shared` itself hold the one copy.
-        assert_eq!(Arc::strong_count(&shared), 4);
+        // The 50 rings and histories hold its number in the voter table; the table (its list
+        // and its index) and `shared` itself hold the one copy.
+        assert_eq!(Arc::strong_count(&shared), 3);
 
         // Read back from a file, the rings share the one copy too.
         let bytes = rmp_serde::to_vec(&books).expect("encodes");
@@ -1088,33 +983,16 @@ mod tests {
         assert!(decoded
             .iter()
             .all(|book| Arc::ptr_eq(&first(book), &shared)));
-        assert_eq!(pool.entries_for(user), 1);
 
-        // A new name is a new entry in place of the old one; rings not yet told keep theirs.
+        // A new name is a new voter; rings not yet told keep theirs.
         let mut renamed = voter(id);
         renamed.username = VoterName::parse("renamed".into()).expect("valid");
         let later = t(13 * 60);
         books[0]
             .vote(renamed, later)
             .expect("a vote 13 hours later");
-        assert_eq!(pool.entries_for(user), 1);
         assert_eq!(first(&books[0]).username.as_str(), "renamed");
         assert_eq!(first(&books[1]).username.as_str(), format!("user{id}"));
-    }
-
-    #[test]
-    fn the_pool_forgets_voters_no_ring_holds() {
-        let pool = VoterPool::default();
-        let kept: Vec<Arc<Voter>> = (0..10).map(|id| pool.intern(voter(id))).collect();
-        for _ in 0..50 {
-            pool.intern(voter(3));
-        }
-        assert_eq!(pool.len(), 10, "interning a known voter adds no entry");
-        for id in 10..(MIN_SWEEP as u64 + 100) {
-            drop(pool.intern(voter(id)));
-        }
-        assert!(pool.len() < MIN_SWEEP, "swept: {} entries", pool.len());
-        assert!(kept.iter().all(|v| pool.entries_for(v.id) == 1));
     }
 
     #[test]
