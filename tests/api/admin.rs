@@ -1872,3 +1872,44 @@ async fn a_webhook_format_given_as_a_number_is_refused() {
     let response = patch_bot(&app, &created.id, json!({ "webhook_format": 1 })).await;
     assert_bad_request_naming(response, "webhook_format").await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Unicode format characters in single-line text (issue 27)
+// ---------------------------------------------------------------------------------------------
+
+/// Bidirectional overrides and isolates, zero-width characters and the byte order mark: all of
+/// general category Cf.
+const FORMAT_CHARACTERS: [char; 8] = [
+    '\u{202E}', '\u{202A}', '\u{200B}', '\u{200E}', '\u{FEFF}', '\u{2066}', '\u{2069}', '\u{00AD}',
+];
+
+#[actix_web::test]
+async fn format_characters_in_single_line_text_are_bad_requests_naming_the_field() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(700, json!({})).await;
+    let profile = id_of(&app.create_user("spoofed").await);
+    for c in FORMAT_CHARACTERS {
+        let spoof = format!("admin{c}gnp.exe");
+        for field in ["name", "username", "short_description", "prefix"] {
+            let body = with(minimal_bot("5550002"), field, json!(spoof));
+            assert_bad_request_naming(post_bot(&app, body).await, field).await;
+            let patch = json!({ field: spoof });
+            assert_bad_request_naming(patch_bot(&app, &bot.id, patch).await, field).await;
+        }
+        for field in ["display_name", "pronouns"] {
+            let body = json!({ "username": "spoofer", field: spoof });
+            assert_bad_request_naming(post_user(&app, body).await, field).await;
+            let patch = json!({ field: spoof });
+            assert_bad_request_naming(patch_user(&app, &profile, patch).await, field).await;
+        }
+        let vote = json!({ "user_id": "42", "username": spoof, "avatar": null });
+        assert_bad_request_naming(post_vote(&app, &bot.id, vote).await, "username").await;
+    }
+    // Nothing was stored, and text without them is still taken, other scripts included.
+    assert_eq!(get_bot(&app, &bot.id).await["name"], "Bot 700");
+    let fine = json!({ "name": "Ünïcødé ボット مرحبا", "short_description": "emoji 🎵 fine" });
+    assert_eq!(
+        patch_bot(&app, &bot.id, fine).await.status(),
+        StatusCode::OK
+    );
+}
