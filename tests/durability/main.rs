@@ -2,6 +2,7 @@
 
 mod corruption;
 mod crash;
+mod hardening;
 mod history;
 mod lifecycle;
 mod ownership;
