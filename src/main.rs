@@ -19,6 +19,9 @@ const REFUSED: u8 = 2;
 const IN_USE: u8 = 3;
 /// The exit code of a stop (SIGTERM, SIGINT) after the journal failed: no last snapshot.
 const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
+/// The exit code of a start refused for an unsafe setup: a data directory others can write to
+/// or another user owns, a symlink there.
+const UNSAFE: u8 = 5;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -67,6 +70,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(IN_USE);
         }
+        Err(StartError::Unsafe(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(UNSAFE);
+        }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");
             return ExitCode::FAILURE;
@@ -104,7 +111,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
 
 fn generate(args: &GenerateArgs) -> ExitCode {
     let started = Instant::now();
-    if let Err(error) = std::fs::create_dir_all(&args.out) {
+    if let Err(error) = botlist::persist::private::create_dir(&args.out) {
         eprintln!("cannot create {}: {error}", args.out.display());
         return ExitCode::FAILURE;
     }
@@ -114,6 +121,10 @@ fn generate(args: &GenerateArgs) -> ExitCode {
         Err(error @ LockError::Held { .. }) => {
             eprintln!("botlist generate will not run: {error}");
             return ExitCode::from(IN_USE);
+        }
+        Err(error @ LockError::Unsafe(_)) => {
+            eprintln!("botlist generate will not run: {error}");
+            return ExitCode::from(UNSAFE);
         }
         Err(error) => {
             eprintln!("{error}");

@@ -39,6 +39,9 @@ pub enum StartError {
     Refused(String),
     /// Another process holds the data directory (exit code 3).
     InUse(String),
+    /// An unsafe setup: a data directory others can write to or another user owns, a symlink
+    /// where a file of ours belongs (exit code 5).
+    Unsafe(String),
     Io(std::io::Error),
 }
 
@@ -51,7 +54,7 @@ impl From<std::io::Error> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Refused(why) | Self::InUse(why) => f.write_str(why),
+            Self::Refused(why) | Self::InUse(why) | Self::Unsafe(why) => f.write_str(why),
             Self::Io(error) => write!(f, "{error}"),
         }
     }
@@ -181,6 +184,7 @@ fn claim_data_dir(settings: &Settings) -> Result<Option<DirLock>, StartError> {
     };
     let lock = DirLock::acquire(dir).map_err(|e| match e {
         LockError::Held { .. } => StartError::InUse(e.to_string()),
+        LockError::Unsafe(why) => StartError::Unsafe(why),
         LockError::Io { error, .. } => StartError::Io(error),
     })?;
     for (file, bytes) in snapshot::remove_stale_temps(dir)? {
