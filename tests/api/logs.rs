@@ -308,6 +308,33 @@ async fn json_logs_are_one_object_a_line_and_hold_no_secret() {
 }
 
 #[actix_web::test]
+async fn a_failed_admin_authentication_is_a_warning_with_the_client_address_but_not_the_token() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = start("text", dir.path());
+    let guess = "admin-guess-3c9d1e7f0a";
+    let response = reqwest::Client::new()
+        .post(format!("{}/admin/users", server.base))
+        .header("Authorization", guess)
+        .json(&json!({ "username": "guessed" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let logs = server.wait_for("admin authentication failed").await;
+    let line = logs
+        .lines()
+        .find(|l| l.contains("admin authentication failed"))
+        .expect("the line");
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("client=127.0.0.1"), "{line}");
+    assert!(
+        !logs.contains(guess),
+        "the value tried is never logged:\n{logs}"
+    );
+    assert!(!logs.contains("3c9d1e7f0a"), "{logs}");
+}
+
+#[actix_web::test]
 async fn a_failed_webhook_attempt_logs_the_receivers_host_but_not_its_path_or_query() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let server = start("text", dir.path());

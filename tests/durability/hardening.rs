@@ -1,12 +1,14 @@
 //! Issue 27 at the process level: the data directory's modes and owner, files never opened
-//! through a symlink, and the demo directory read the same on its first start as after a
-//! restart.
+//! through a symlink, the admin token kept off the command line, `/metrics` on its own
+//! listener, and the demo directory read the same on its first start as after a restart.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
+use reqwest::blocking::Client;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -87,6 +89,23 @@ fn refused(command: Command) -> (Option<i32>, String) {
         Ok(started) => panic!("started: {:?}", started.printed),
         Err(refusal) => refusal,
     }
+}
+
+fn client() -> Client {
+    Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+fn admin_post(base: &str, token: &str, path: &str, body: &Value) -> StatusCode {
+    client()
+        .post(format!("{base}{path}"))
+        .header("Authorization", token)
+        .json(body)
+        .send()
+        .expect("sent")
+        .status()
 }
 
 // ---- the data directory ----
@@ -225,6 +244,109 @@ fn a_temporary_file_that_is_a_symlink_is_never_written_through() {
         .file_type()
         .is_symlink());
     assert_eq!(std::fs::read(&key).expect("read").len(), 32);
+}
+
+// ---- the admin token ----
+
+#[test]
+fn an_admin_token_under_16_characters_is_refused_at_start() {
+    let root = tempfile::tempdir().expect("temp dir");
+    for (how, token) in [("flag", "fifteen-chars-x"), ("env", "short")] {
+        let mut command = serve(root.path(), &[]);
+        match how {
+            "flag" => command.args(["--admin-token", token]),
+            _ => command.env("BOTLIST_ADMIN_TOKEN", token),
+        };
+        let (code, stderr) = refused(command);
+        assert_eq!(code, Some(UNSAFE), "{how}: {stderr}");
+        assert!(stderr.contains("16 characters"), "{how}: {stderr}");
+        assert!(
+            !stderr.contains(token),
+            "the token is not repeated: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_admin_token_is_read_from_a_file_named_by_flag_or_environment() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let file = root.path().join("admin-token");
+    let token = "from-a-file-0123456789";
+    std::fs::write(&file, format!("{token}\n")).expect("written");
+    for how in ["flag", "env"] {
+        let dir = root.path().join(format!("data-{how}"));
+        let mut command = serve(&dir, &[]);
+        match how {
+            "flag" => command.arg("--admin-token-file").arg(&file),
+            _ => command.env("BOTLIST_ADMIN_TOKEN_FILE", &file),
+        };
+        let started = start(command).unwrap_or_else(|e| panic!("{how}: {e:?}"));
+        let body = json!({ "username": "fromfile" });
+        assert_eq!(
+            admin_post(&started.base, token, "/admin/users", &body),
+            StatusCode::CREATED,
+            "{how}: the file's token, without its line break"
+        );
+    }
+    // A short token in the file is refused like one on the command line.
+    std::fs::write(&file, "short\n").expect("written");
+    let mut command = serve(&root.path().join("data-short"), &[]);
+    command.arg("--admin-token-file").arg(&file);
+    let (code, stderr) = refused(command);
+    assert_eq!(code, Some(UNSAFE), "{stderr}");
+    // A file that cannot be read is named.
+    let mut command = serve(&root.path().join("data-missing"), &[]);
+    command
+        .arg("--admin-token-file")
+        .arg(root.path().join("missing"));
+    let (code, stderr) = refused(command);
+    assert_eq!(code, Some(UNSAFE), "{stderr}");
+    assert!(stderr.contains("missing"), "{stderr}");
+}
+
+// ---- metrics ----
+
+#[test]
+fn metrics_bind_serves_metrics_on_its_own_listener_and_not_on_the_api_address() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let command = serve(
+        root.path(),
+        &["--admin-token", ADMIN, "--metrics-bind", "127.0.0.1:0"],
+    );
+    let started = start(command).expect("starts");
+    let metrics_base = started
+        .printed
+        .iter()
+        .find_map(|line| line.strip_prefix("metrics on "))
+        .unwrap_or_else(|| panic!("the metrics address is printed: {:?}", started.printed))
+        .to_owned();
+    let api_root = started.base.trim_end_matches("/api/v1").to_owned();
+    let metrics = client()
+        .get(format!("{metrics_base}/metrics"))
+        .send()
+        .expect("sent");
+    assert_eq!(metrics.status(), StatusCode::OK);
+    let text = metrics.text().expect("text");
+    assert!(text.contains("botlist_"), "{text}");
+    let on_api = client()
+        .get(format!("{api_root}/metrics"))
+        .send()
+        .expect("sent");
+    assert_eq!(on_api.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        client()
+            .get(format!("{api_root}/healthz"))
+            .send()
+            .expect("sent")
+            .status(),
+        StatusCode::OK
+    );
+    // Only /metrics is on the metrics listener.
+    let other = client()
+        .get(format!("{metrics_base}/api/v1/bots"))
+        .send()
+        .expect("sent");
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
 }
 
 // ---- the demo, on its first start and after a restart ----
