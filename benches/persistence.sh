@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BOTS=${1:-100000}
 VOTES=${2:-5000000}
-ADMIN=bench-admin
+ADMIN=bench-admin-token-0001
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
 if [ -n "${AFTER:-}" ]; then
   BIN=$AFTER

@@ -29,7 +29,7 @@ TOKEN=$(awk '/its token:/ {print $3}' "$WORK/generate.out")
 round() { # bin n
   local bin=$1 dir="$WORK/round-$2-$(basename "$1")" server probe trace=""
   mkdir -p "$dir"; cp -a "$WORK/big" "$dir/data"
-  "$bin" serve --bind 127.0.0.1:18320 --data-dir "$dir/data" --admin-token stall \
+  "$bin" serve --bind 127.0.0.1:18320 --data-dir "$dir/data" --admin-token stall-admin-token-01 \
     --snapshot-interval 0 > "$dir/out" 2> "$dir/err" &
   server=$!
   until grep -q "listening on" "$dir/out" 2>/dev/null; do
@@ -49,7 +49,7 @@ round() { # bin n
   [ -n "$trace" ] && sleep 0.5
   local t0 t1
   t0=$(date +%s%3N)
-  curl -sf -X POST -H "Authorization: stall" http://127.0.0.1:18320/api/v1/admin/snapshot > /dev/null
+  curl -sf -X POST -H "Authorization: stall-admin-token-01" http://127.0.0.1:18320/api/v1/admin/snapshot > /dev/null
   t1=$(date +%s%3N)
   wait "$probe"
   [ -n "$trace" ] && wait "$trace"

@@ -27,7 +27,7 @@ PERF=${PERF:-}
 PERF_READERS=${PERF_READERS:-100}
 SYSCALLS=${SYSCALLS:-}
 SERVER_ARGS=${SERVER_ARGS:-}
-ADMIN=bench-admin
+ADMIN=bench-admin-token-0001
 [ -x "$READER" ] || { echo "build the reader first: cargo build --release --example stream_reader" >&2; exit 1; }
 
 dir=$(mktemp -d)

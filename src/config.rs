@@ -27,6 +27,8 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+/// Parsed once at start and taken apart at once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the API (the default).
@@ -104,9 +106,16 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(0..=60_000))]
     pub rate_limit: u32,
 
-    /// Key rate limits by the first X-Forwarded-For address (behind a trusted proxy only).
+    /// Key rate limits (and count failed admin logins) by the X-Forwarded-For address the
+    /// trusted proxies appended (behind trusted proxies only).
     #[arg(long, env = "BOTLIST_TRUST_FORWARDED_FOR")]
     pub trust_forwarded_for: bool,
+
+    /// Proxies in front of the server that each append to X-Forwarded-For: the client is the
+    /// Nth entry from the right (with --trust-forwarded-for).
+    #[arg(long, env = "BOTLIST_TRUSTED_PROXIES", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub trusted_proxies: u32,
 
     /// Connections served at once, over all workers; more wait in the listen backlog.
     #[arg(long, env = "BOTLIST_MAX_CONNECTIONS", default_value_t = 10_000)]
@@ -125,9 +134,18 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_ALLOW_PRIVATE_WEBHOOKS")]
     pub allow_private_webhooks: bool,
 
-    /// Token of the admin API; without one the admin API answers 404.
+    /// Token of the admin API, at least 16 characters; without one the admin API answers 404.
+    /// Prefer the environment variable or --admin-token-file: a flag is visible in `ps`.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<Secret>,
+
+    /// A file holding the admin token (one line; surrounding whitespace is dropped).
+    #[arg(long, env = "BOTLIST_ADMIN_TOKEN_FILE", conflicts_with = "admin_token")]
+    pub admin_token_file: Option<PathBuf>,
+
+    /// Serve `/metrics` on this address instead of the API's (which then has no /metrics).
+    #[arg(long, env = "BOTLIST_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
 
     /// Load the deterministic demo directory when the directory is empty.
     #[arg(long, env = "BOTLIST_DEMO")]
@@ -247,6 +265,40 @@ impl From<&str> for Secret {
     }
 }
 
+/// The least length of an admin token: shorter ones are guessed too soon.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
+
+impl ServeArgs {
+    /// The admin token of `--admin-token` or of the file `--admin-token-file` names.
+    pub fn admin_token(&self) -> Result<Option<Secret>, String> {
+        let Some(path) = &self.admin_token_file else {
+            return Ok(self.admin_token.clone());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the admin token file {}: {e}", path.display()))?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(format!("the admin token file {} is empty", path.display()));
+        }
+        Ok(Some(Secret(token.to_owned())))
+    }
+}
+
+impl Secret {
+    /// Refuses a token shorter than [`MIN_ADMIN_TOKEN_CHARS`], without repeating it.
+    pub fn check_admin_token(&self) -> Result<(), String> {
+        let chars = self.0.chars().count();
+        if chars < MIN_ADMIN_TOKEN_CHARS {
+            return Err(format!(
+                "the admin token is {chars} characters long; it must have at least {MIN_ADMIN_TOKEN_CHARS} characters \
+                 (a random one: `openssl rand -hex 32`). Set it in BOTLIST_ADMIN_TOKEN or in a file named \
+                 by --admin-token-file"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// What the server needs, whether it came from the command line or a test.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -268,6 +320,10 @@ pub struct Settings {
     /// Requests per minute per key; 0 turns limits off.
     pub rate_limit: u32,
     pub trust_forwarded_for: bool,
+    /// With `trust_forwarded_for`: the client is this many X-Forwarded-For entries from the right.
+    pub trusted_proxies: usize,
+    /// `Some`: `/metrics` is served there, and not on `bind`.
+    pub metrics_bind: Option<SocketAddr>,
     /// Connections served at once, over all workers.
     pub max_connections: usize,
     /// Time to send headers, and again to send the body.
@@ -284,12 +340,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn from_args(args: &ServeArgs) -> Self {
+    /// The settings of the command line, with the admin token already read (see
+    /// [`ServeArgs::admin_token`]).
+    pub fn from_args(args: &ServeArgs, admin_token: Option<Secret>) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
         Self {
             bind: args.bind,
             base_path: args.base_path.clone(),
-            admin_token: args.admin_token.clone(),
+            admin_token,
             demo: args.demo,
             workers: args.workers.map_or(cores, NonZeroUsize::get),
             actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
@@ -301,6 +359,8 @@ impl Settings {
             recover: args.recover,
             rate_limit: args.rate_limit,
             trust_forwarded_for: args.trust_forwarded_for,
+            trusted_proxies: args.trusted_proxies as usize,
+            metrics_bind: args.metrics_bind,
             max_connections: args.max_connections.max(1),
             request_timeout: Duration::from_secs(args.request_timeout.max(1)),
             keep_alive: Duration::from_secs(args.keep_alive),
@@ -362,6 +422,27 @@ mod tests {
             Cli::try_parse_from(["botlist", "--cors-origin", "https://a.example/path"]).is_err()
         );
         assert!(Cli::try_parse_from(["botlist", "--cors-origin", "example.com"]).is_err());
+        assert_eq!(args.trusted_proxies, 1);
+        assert!(args.metrics_bind.is_none());
+        let both = ["botlist", "--admin-token", "a", "--admin-token-file", "f"];
+        assert!(
+            Cli::try_parse_from(both).is_err(),
+            "one source of the admin token"
+        );
+    }
+
+    #[test]
+    fn an_admin_token_under_16_characters_is_refused_without_repeating_it() {
+        let refusal = Secret::from("fifteen-chars-x")
+            .check_admin_token()
+            .expect_err("refused");
+        assert!(
+            refusal.contains("16") && !refusal.contains("fifteen"),
+            "{refusal}"
+        );
+        Secret::from(crate::demo::DEMO_ADMIN_TOKEN)
+            .check_admin_token()
+            .expect("the demo's token is long enough");
     }
 
     #[test]
@@ -371,7 +452,7 @@ mod tests {
         let Command::Serve(args) = cli.into_command() else {
             panic!("serve is the default command");
         };
-        let settings = Settings::from_args(&args);
+        let settings = Settings::from_args(&args, args.admin_token().expect("a token"));
         assert_eq!(
             settings.admin_token.as_ref().map(Secret::expose),
             Some("hunter2-admin-token")

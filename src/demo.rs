@@ -224,6 +224,10 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     }
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
+        // What a snapshot's reader does to every bot: the lookups and the check window that
+        // readers see are rebuilt from the state, so a fresh demo reads exactly as it does
+        // after a restart (before, its checks read an empty window until the first restart).
+        state.restore();
     }
 
     let info = DemoInfo {

@@ -19,6 +19,9 @@ const REFUSED: u8 = 2;
 const IN_USE: u8 = 3;
 /// The exit code of a stop (SIGTERM, SIGINT) after the journal failed: no last snapshot.
 const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
+/// The exit code of a start refused for an unsafe setup: an admin token too short or
+/// unreadable, a data directory others can write to or another user owns, a symlink there.
+const UNSAFE: u8 = 6;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -54,7 +57,15 @@ fn free_small_blocks_at_once() {
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
-    let app = match Application::build(Settings::from_args(&args), Arc::new(SystemClock)).await {
+    let admin_token = match args.admin_token() {
+        Ok(token) => token,
+        Err(why) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(UNSAFE);
+        }
+    };
+    let settings = Settings::from_args(&args, admin_token);
+    let app = match Application::build(settings, Arc::new(SystemClock)).await {
         Ok(app) => {
             free_small_blocks_at_once();
             app
@@ -66,6 +77,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(StartError::InUse(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(IN_USE);
+        }
+        Err(StartError::Unsafe(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(UNSAFE);
         }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");
@@ -83,6 +98,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("  demo bot token:     {}", demo.bot_token.as_str());
         println!("  a recent voter:     {}", demo.recent_voter);
         println!("  a profile id:       {}", demo.profile_id);
+    }
+    if let Some(metrics) = app.metrics_url() {
+        println!("metrics on {metrics}");
     }
     println!("listening on {}", app.base_url());
     match app.run_until(stop_signal()).await {
@@ -104,7 +122,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
 
 fn generate(args: &GenerateArgs) -> ExitCode {
     let started = Instant::now();
-    if let Err(error) = std::fs::create_dir_all(&args.out) {
+    if let Err(error) = botlist::persist::private::create_dir(&args.out) {
         eprintln!("cannot create {}: {error}", args.out.display());
         return ExitCode::FAILURE;
     }
@@ -114,6 +132,10 @@ fn generate(args: &GenerateArgs) -> ExitCode {
         Err(error @ LockError::Held { .. }) => {
             eprintln!("botlist generate will not run: {error}");
             return ExitCode::from(IN_USE);
+        }
+        Err(error @ LockError::Unsafe(_)) => {
+            eprintln!("botlist generate will not run: {error}");
+            return ExitCode::from(UNSAFE);
         }
         Err(error) => {
             eprintln!("{error}");

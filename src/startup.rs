@@ -12,11 +12,12 @@ use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
+use crate::api::admin_failures::AdminFailures;
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
 use crate::api::http::{self, AllowedMethods, BasePath};
-use crate::api::limits::{self, RateLimiter};
+use crate::api::limits::{self, ClientAddress, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::{Secret, Settings};
 use crate::demo::{self, DemoInfo, DemoSize};
@@ -39,6 +40,9 @@ pub enum StartError {
     Refused(String),
     /// Another process holds the data directory (exit code 3).
     InUse(String),
+    /// An unsafe setup: an admin token too short, a data directory others can write to or
+    /// another user owns, a symlink where a file of ours belongs (exit code 6).
+    Unsafe(String),
     Io(std::io::Error),
 }
 
@@ -51,7 +55,7 @@ impl From<std::io::Error> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Refused(why) | Self::InUse(why) => f.write_str(why),
+            Self::Refused(why) | Self::InUse(why) | Self::Unsafe(why) => f.write_str(why),
             Self::Io(error) => write!(f, "{error}"),
         }
     }
@@ -80,6 +84,8 @@ pub struct Application {
     address: SocketAddr,
     base_path: String,
     server: Server,
+    /// `/metrics` on its own listener (`--metrics-bind`), and where it is.
+    metrics: Option<(SocketAddr, Server)>,
     pub registry: Addr<Registry>,
     pub directory: Arc<Directory>,
     pub persistence: Option<Arc<Persistence>>,
@@ -111,6 +117,9 @@ impl Application {
     /// Recovers the data directory, starts the actors and binds the listener; serving begins
     /// with [`Self::run_until`].
     pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        if let Some(token) = &settings.admin_token {
+            token.check_admin_token().map_err(StartError::Unsafe)?;
+        }
         // The lock comes first: recovery moves and removes files, which only the owner may do.
         let lock = claim_data_dir(&settings)?;
         telemetry::install_metrics();
@@ -118,11 +127,12 @@ impl Application {
         let warnings = recovered.warnings.clone();
         let (stop_loops, loops) = shutdown::channel();
         let started = start_actors(&settings, &clock, recovered, loops.clone()).await?;
-        let (address, server) = serve(&settings, &started, clock, loops)?;
+        let (address, server, metrics) = serve(&settings, &started, clock, loops)?;
         Ok(Self {
             address,
             base_path: settings.base_path,
             server,
+            metrics,
             registry: started.registry,
             directory: started.directory,
             persistence: started.persistence,
@@ -144,6 +154,13 @@ impl Application {
         format!("http://{}{}", self.address, self.base_path)
     }
 
+    /// `http://HOST:PORT` of the metrics listener, when `/metrics` has one of its own.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics
+            .as_ref()
+            .map(|(address, _)| format!("http://{address}"))
+    }
+
     /// Serves until `shutdown` resolves (the process's signals: [`stop_signal`]): then stops
     /// accepting, lets requests in flight finish, stops the background loops and writes a last
     /// snapshot.
@@ -152,9 +169,17 @@ impl Application {
         shutdown: impl Future<Output = ()> + 'static,
     ) -> std::io::Result<()> {
         let handle = self.server.handle();
+        let metrics = self.metrics.map(|(_, server)| {
+            let handle = server.handle();
+            actix_web::rt::spawn(server);
+            handle
+        });
         actix_web::rt::spawn(async move {
             shutdown.await;
             tracing::info!("stopping: finishing requests in flight, then a last snapshot");
+            if let Some(metrics) = metrics {
+                metrics.stop(true).await;
+            }
             handle.stop(true).await;
         });
         self.server.await?;
@@ -191,6 +216,7 @@ fn claim_data_dir(settings: &Settings) -> Result<Option<DirLock>, StartError> {
     };
     let lock = DirLock::acquire(dir).map_err(|e| match e {
         LockError::Held { .. } => StartError::InUse(e.to_string()),
+        LockError::Unsafe(why) => StartError::Unsafe(why),
         LockError::Io { error, .. } => StartError::Io(error),
     })?;
     for (file, bytes) in snapshot::remove_stale_temps(dir)? {
@@ -299,13 +325,17 @@ async fn start_actors(
     })
 }
 
-/// Binds the listener and builds the HTTP server over the started actors.
+/// The metrics listener, when there is one: its address and its server.
+type MetricsServer = Option<(SocketAddr, Server)>;
+
+/// Binds the listener (and the metrics listener) and builds the HTTP server over the started
+/// actors.
 fn serve(
     settings: &Settings,
     started: &Started,
     clock: Arc<dyn Clock>,
     loops: Shutdown,
-) -> std::io::Result<(SocketAddr, Server)> {
+) -> std::io::Result<(SocketAddr, Server, MetricsServer)> {
     let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
     if let Some(limiter) = &limiter {
         limits::spawn_sweeper(Arc::clone(limiter), loops);
@@ -326,7 +356,7 @@ fn serve(
     let state = web::Data::new(AppState {
         directory: Arc::clone(&started.directory),
         registry: started.registry.clone(),
-        clock,
+        clock: Arc::clone(&clock),
         admin_token: started
             .admin_token
             .as_ref()
@@ -334,12 +364,18 @@ fn serve(
         openapi_json: openapi_json.into(),
         persistence: started.persistence.clone(),
         limiter,
-        trust_forwarded_for: settings.trust_forwarded_for,
+        client_address: ClientAddress::new(settings.trust_forwarded_for, settings.trusted_proxies),
+        admin_failures: AdminFailures::new(Arc::clone(&clock)),
         request_timeout: settings.request_timeout,
         allow_private_webhooks: settings.allow_private_webhooks,
         history,
     });
     let base_path = settings.base_path.clone();
+    let metrics = match settings.metrics_bind {
+        Some(bind) => Some(serve_metrics(bind, state.clone())?),
+        None => None,
+    };
+    let metrics_on_api = metrics.is_none();
     // actix-web's HttpServer, but over connections that stop reading a refused body; signals
     // are ours: actix's own would stop the whole actor system before the last snapshot.
     let server = connection::serve(
@@ -369,9 +405,31 @@ fn serve(
                 .wrap(Compress::default())
                 .wrap(from_fn(http::finish))
                 .wrap(from_fn(telemetry::observe))
-                .configure(routes(&base_path))
+                .configure(routes(&base_path, metrics_on_api))
         },
     )?;
+    Ok((address, server, metrics))
+}
+
+/// `GET /metrics` alone on its own address (`--metrics-bind`), so an operator can keep it on a
+/// private interface; everything else there is 404.
+fn serve_metrics(
+    bind: SocketAddr,
+    state: web::Data<AppState>,
+) -> std::io::Result<(SocketAddr, Server)> {
+    let listener = TcpListener::bind(bind)?;
+    let address = listener.local_addr()?;
+    let server = actix_web::HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .route("/metrics", web::get().to(crate::api::health::metrics))
+            .default_service(web::to(crate::api::routes::no_route))
+            .wrap(from_fn(envelope_errors))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)?
+    .run();
     Ok((address, server))
 }
 

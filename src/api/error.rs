@@ -31,6 +31,9 @@ pub enum Code {
     /// A bug. What went wrong is logged, never sent.
     Internal,
     Unavailable,
+    /// Too many failed admin authentications from one address; carries `Retry-After`. (The
+    /// rate limits' own 429 is not the envelope: CONTRACT section 3.)
+    TooManyRequests,
 }
 
 /// One error code: what clients branch on, its HTTP status and the message it has when the
@@ -59,7 +62,7 @@ const fn row(
 }
 
 /// The table of errors, in the order of [`Code`]. A new error is one row here.
-pub const ERRORS: [ErrorRow; 13] = [
+pub const ERRORS: [ErrorRow; 14] = [
     row(
         Code::BadRequest,
         "bad_request",
@@ -138,6 +141,12 @@ pub const ERRORS: [ErrorRow; 13] = [
         StatusCode::SERVICE_UNAVAILABLE,
         "the service is shutting down",
     ),
+    row(
+        Code::TooManyRequests,
+        "too_many_requests",
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many failed admin authentications from this address; try again later",
+    ),
 ];
 
 impl Code {
@@ -150,6 +159,7 @@ impl Code {
         ApiError {
             kind: self,
             message: Cow::Borrowed(self.row().message),
+            retry_after: None,
         }
     }
 
@@ -158,6 +168,7 @@ impl Code {
         ApiError {
             kind: self,
             message: Cow::Owned(message),
+            retry_after: None,
         }
     }
 }
@@ -167,6 +178,8 @@ impl Code {
 pub struct ApiError {
     pub kind: Code,
     message: Cow<'static, str>,
+    /// Seconds for a `Retry-After` header.
+    retry_after: Option<u64>,
 }
 
 /// `{"error": {"code", "message"}}`: every non-2xx answer but 429.
@@ -218,6 +231,12 @@ impl ApiError {
 
     pub fn internal() -> Self {
         Code::Internal.error()
+    }
+
+    /// Sends `Retry-After: seconds` with the error.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// The error for a status the framework produced on its own, with no message of ours.
@@ -276,6 +295,11 @@ impl ResponseError for ApiError {
         };
         let mut response = reply::json(self.status_code(), &body);
         response.extensions_mut().insert(Enveloped);
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(actix_web::http::header::RETRY_AFTER, seconds.into());
+        }
         if self.kind == Code::PayloadTooLarge {
             // The rest of the body is not read: the connection cannot carry another request.
             response

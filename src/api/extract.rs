@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::connection::ReadLimit;
 use super::error::{ApiError, Code};
+use super::limits::client_ip;
 use super::AppState;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
 
@@ -309,10 +310,28 @@ impl FromRequest for Admin {
                     request.path()
                 ))
             })?;
+            // An address that failed too often is refused before its token is looked at, so
+            // a guess that happens to be right tells nothing during the lockout either.
+            let client = client_ip(request, state.client_address);
+            if let Some(seconds) = state.admin_failures.locked_for(client) {
+                return Err(Code::TooManyRequests
+                    .with(format!(
+                        "too many failed admin authentications from this address; try again in {seconds} seconds"
+                    ))
+                    .retry_after(seconds));
+            }
             let token = presented_token(request.headers())?;
             if expected.matches(&TokenHash::of(token)) {
                 Ok(Admin)
             } else {
+                // The address and the route, never the value tried.
+                tracing::warn!(
+                    client = %client,
+                    method = %request.method(),
+                    route = request.match_pattern().as_deref().unwrap_or("unmatched"),
+                    "admin authentication failed"
+                );
+                state.admin_failures.failed(client);
                 Err(Code::Unauthorized.with("unknown admin token".into()))
             }
         })())

@@ -9,6 +9,9 @@ use super::routes::Route;
 use super::{reply, AppState};
 use crate::telemetry;
 
+/// Where the metrics are, on the API's address or on `--metrics-bind`'s.
+pub const METRICS_PATH: &str = "/metrics";
+
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
     vec![

@@ -165,7 +165,9 @@ fn load_or_create_key(dir: &Path) -> std::io::Result<[u8; 32]> {
     let temp = dir.join(format!("{KEY_FILE}.tmp"));
     {
         use std::io::Write;
-        let mut file = std::fs::File::create(&temp)?;
+        // New, 0600, and never through a symlink: a link planted at the temporary name would
+        // otherwise get the key written into its target.
+        let mut file = crate::persist::private::create_new(&temp)?;
         file.write_all(&key)?;
         file.sync_all()?;
     }

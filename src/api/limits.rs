@@ -1,5 +1,6 @@
 //! Rate limits: a GCRA bucket per key, burst N, one request back every
 //! 60/N seconds; `/bots` routes share one bucket per key, `/users` has its own, keyed by IP.
+//! The client address is also what failed admin authentications are counted by.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
-use actix_web::web;
+use actix_web::{web, HttpRequest};
 use dashmap::DashMap;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -148,16 +149,40 @@ pub struct RetryAfter {
     pub retry_after: u64,
 }
 
-/// The client address a limit is keyed by: the TCP peer, or the first X-Forwarded-For address
-/// when the operator said a trusted proxy sets it. IPv6 clients are keyed by their /64, which is
-/// what one subscriber usually gets.
-pub fn client_ip(request: &ServiceRequest, trust_forwarded_for: bool) -> IpAddr {
-    let forwarded = trust_forwarded_for
-        .then(|| request.headers().get("x-forwarded-for"))
-        .flatten()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .and_then(|first| first.trim().parse::<IpAddr>().ok());
+/// Where the client address comes from: the TCP peer, or, behind trusted proxies, the
+/// X-Forwarded-For entry the outermost of them appended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAddress {
+    Peer,
+    /// The Nth X-Forwarded-For entry from the right (1: the rightmost). Each proxy appends the
+    /// address it saw, so the entries a client writes itself are always further left.
+    ForwardedFor {
+        trusted_proxies: usize,
+    },
+}
+
+impl ClientAddress {
+    pub fn new(trust_forwarded_for: bool, trusted_proxies: usize) -> Self {
+        if trust_forwarded_for {
+            Self::ForwardedFor {
+                trusted_proxies: trusted_proxies.max(1),
+            }
+        } else {
+            Self::Peer
+        }
+    }
+}
+
+/// The client address a limit is keyed by (see [`ClientAddress`]); the TCP peer when the
+/// header is missing or its entry is not an address. With fewer entries than trusted proxies,
+/// the leftmost is taken: the request passed fewer proxies, and that entry is the one the
+/// outermost of them wrote. IPv6 clients are keyed by their /64, which is what one subscriber
+/// usually gets.
+pub fn client_ip(request: &HttpRequest, source: ClientAddress) -> IpAddr {
+    let forwarded = match source {
+        ClientAddress::Peer => None,
+        ClientAddress::ForwardedFor { trusted_proxies } => forwarded_for(request, trusted_proxies),
+    };
     let ip = forwarded
         .or_else(|| request.peer_addr().map(|a| a.ip()))
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
@@ -172,6 +197,17 @@ pub fn client_ip(request: &ServiceRequest, trust_forwarded_for: bool) -> IpAddr 
         },
         v4 => v4,
     }
+}
+
+/// The Nth X-Forwarded-For entry from the right, over every header line of that name (a later
+/// line continues the list).
+fn forwarded_for(request: &HttpRequest, nth_from_right: usize) -> Option<IpAddr> {
+    let mut entries: Vec<&str> = Vec::new();
+    for value in request.headers().get_all("x-forwarded-for") {
+        entries.extend(value.to_str().ok()?.split(','));
+    }
+    let at = entries.len().saturating_sub(nth_from_right);
+    entries.get(at)?.trim().parse().ok()
 }
 
 fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
@@ -204,7 +240,7 @@ pub async fn limit_bots(
             .and_then(|token| state.directory.authenticate(token));
         match token_bot {
             Some(bot) => RateKey::Bot(bot),
-            None => RateKey::BotsByIp(client_ip(request, state.trust_forwarded_for)),
+            None => RateKey::BotsByIp(client_ip(request.request(), state.client_address)),
         }
     })
     .await
@@ -216,7 +252,7 @@ pub async fn limit_users(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     limit(request, next, |state, request| {
-        RateKey::UsersByIp(client_ip(request, state.trust_forwarded_for))
+        RateKey::UsersByIp(client_ip(request.request(), state.client_address))
     })
     .await
 }
@@ -281,6 +317,48 @@ mod tests {
 
     fn ip(n: u32) -> RateKey {
         RateKey::BotsByIp(IpAddr::from(n.to_be_bytes()))
+    }
+
+    fn forwarded(values: &[&str], source: ClientAddress) -> IpAddr {
+        let mut request = actix_web::test::TestRequest::default()
+            .peer_addr("192.0.2.99:4000".parse().expect("an address"));
+        for value in values {
+            request = request.append_header(("x-forwarded-for", *value));
+        }
+        client_ip(&request.to_http_request(), source)
+    }
+
+    #[test]
+    fn the_client_is_the_nth_forwarded_for_entry_from_the_right() {
+        let one = ClientAddress::new(true, 1);
+        let two = ClientAddress::new(true, 2);
+        let ip = |text: &str| text.parse::<IpAddr>().expect("an address");
+        assert_eq!(
+            forwarded(&["1.1.1.1, 2.2.2.2, 3.3.3.3"], one),
+            ip("3.3.3.3")
+        );
+        assert_eq!(
+            forwarded(&["1.1.1.1, 2.2.2.2, 3.3.3.3"], two),
+            ip("2.2.2.2")
+        );
+        assert_eq!(
+            forwarded(&["1.1.1.1, 2.2.2.2", "3.3.3.3"], two),
+            ip("2.2.2.2"),
+            "two lines"
+        );
+        assert_eq!(
+            forwarded(&["3.3.3.3"], two),
+            ip("3.3.3.3"),
+            "fewer entries: the leftmost"
+        );
+        assert_eq!(
+            forwarded(&["1.1.1.1, nonsense"], one),
+            ip("192.0.2.99"),
+            "the peer"
+        );
+        assert_eq!(forwarded(&[], one), ip("192.0.2.99"));
+        let untrusted = ClientAddress::new(false, 1);
+        assert_eq!(forwarded(&["1.1.1.1"], untrusted), ip("192.0.2.99"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The HTTP API: one module per resource, thin handlers that parse, ask an actor and reply.
 
 pub mod admin;
+pub mod admin_failures;
 pub mod bots;
 pub mod connection;
 pub mod docs;
@@ -46,7 +47,10 @@ pub struct AppState {
     pub persistence: Option<Arc<Persistence>>,
     /// `None` with `--rate-limit 0`.
     pub limiter: Option<Arc<limits::RateLimiter>>,
-    pub trust_forwarded_for: bool,
+    /// Where rate limits and failed admin authentications find the client's address.
+    pub client_address: limits::ClientAddress,
+    /// Failed admin authentications per client address.
+    pub admin_failures: admin_failures::AdminFailures,
     /// How long a client has to send a body once its headers are in.
     pub request_timeout: std::time::Duration,
     pub allow_private_webhooks: bool,
@@ -99,8 +103,15 @@ fn under(path: &str, scope: &str) -> bool {
 /// of their own for their rate limits. The reference's files (`{file:.*}`, a regex) are tried
 /// after the API when the API has a base path of its own, so API requests never run it (and a
 /// base path under `/docs` is not taken for a file).
-pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+///
+/// Without `metrics_on_api` (`--metrics-bind`), `/metrics` is served on its own listener and
+/// not here.
+pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
+        let root: Vec<Route> = root_routes()
+            .into_iter()
+            .filter(|route| metrics_on_api || route.path != health::METRICS_PATH)
+            .collect();
         let (bot_routes, rest): (Vec<Route>, Vec<Route>) = api_routes()
             .into_iter()
             .partition(|route| under(&route.path, "/bots"));
@@ -108,7 +119,7 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
             .into_iter()
             .partition(|route| under(&route.path, "/users"));
         let docs_first = base_path.is_empty();
-        cfg.configure(|cfg| routes::resources(cfg, "", root_routes()))
+        cfg.configure(|cfg| routes::resources(cfg, "", root))
             .default_service(web::to(routes::no_route));
         if docs_first {
             cfg.configure(docs_routes(base_path));

@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bots::{find_bot, own_bot, token_bot, BOT_ID};
+use super::bots::{own_bot, token_bot, BOT_ID};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{snowflake_param, BotToken};
 use super::routes::Route;
@@ -90,7 +90,7 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
     Ok(reply::ok(&entries))
 }
 
-/// Whether a user voted for the bot in the last 12 hours.
+/// Whether a user voted for the bot in the last 12 hours (the bot's own token).
 #[utoipa::path(
     get, path = "/bots/{id}/check", tag = "votes",
     params(
@@ -101,16 +101,16 @@ async fn recent_voters(bot: &BotHandle) -> Result<HttpResponse, ApiError> {
     responses(
         (status = 200, description = "Whether the user voted in the last 12 hours", body = VoteCheck),
         (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token belongs to another bot (a vote is told only to the bot voted for)", body = ErrorBody),
     )
 )]
 pub async fn check(
-    _token: BotToken,
+    token: BotToken,
     state: web::Data<AppState>,
     id: web::Path<String>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
-    check_vote(&bot, &state, &request)
+    check_vote(&*own_bot(&state, token.0, &id)?, &state, &request)
 }
 
 /// The classic route: whether a user voted for the token's bot in the last 12 hours.

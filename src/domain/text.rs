@@ -81,6 +81,46 @@ macro_rules! string_serde {
     };
 }
 
+/// Serde for free text: like [`string_serde`], but stored files (MessagePack, not
+/// human-readable) are read without the rules added since they were written, so text a
+/// previous build accepted still loads; every value taken from a client is checked in full.
+macro_rules! text_serde {
+    ($name:ident, $min:expr, $max:expr, $multiline:expr) => {
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let stored = !deserializer.is_human_readable();
+                let text = String::deserialize(deserializer)?;
+                let rules = if stored { Rules::Stored } else { Rules::All };
+                check_text(&text, $min, $max, $multiline, rules)
+                    .map_err(serde::de::Error::custom)?;
+                Ok(Self(text))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Which rules a text is checked against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    /// Everything: text from a client.
+    All,
+    /// What every build has checked (length, blank, control characters): text read back from
+    /// the data directory, written when it passed the rules of its time.
+    Stored,
+}
+
 /// Free text with a length range in characters; `multiline` allows line breaks and tabs.
 macro_rules! bounded_text {
     ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr, multiline: $multiline:expr) => {
@@ -93,7 +133,7 @@ macro_rules! bounded_text {
             pub const MAX: usize = $max;
 
             pub fn parse(text: String) -> Result<Self, String> {
-                check_text(&text, $min, $max, $multiline)?;
+                check_text(&text, $min, $max, $multiline, Rules::All)?;
                 Ok(Self(text))
             }
 
@@ -102,7 +142,7 @@ macro_rules! bounded_text {
             }
         }
 
-        string_serde!($name);
+        text_serde!($name, $min, $max, $multiline);
         string_to_schema!(
             $name,
             concat!(
@@ -122,14 +162,17 @@ macro_rules! bounded_text {
 }
 
 /// The pattern of what [`check_text`] accepts besides its length, for the OpenAPI document:
-/// no control characters (but line breaks and tabs in multiline text), and not blank when
-/// the text may not be empty.
+/// no control characters (but line breaks and tabs in multiline text), no format characters in
+/// single-line text (those of the Basic Multilingual Plane, which a pattern without the `u` flag
+/// can name), and not blank when the text may not be empty.
 const fn text_pattern(min: usize, multiline: bool) -> &'static str {
     match (min > 0, multiline) {
-        (false, false) => r"^[^\u0000-\u001F\u007F-\u009F]*$",
+        (false, false) => {
+            r"^[^\u0000-\u001F\u007F-\u009F\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB]*$"
+        }
         (false, true) => r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$",
         (true, false) => {
-            r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+            r"^[^\u0000-\u001F\u007F-\u009F\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB]*[^\s\u0000-\u001F\u007F-\u009F\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB][^\u0000-\u001F\u007F-\u009F\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB]*$"
         }
         (true, true) => {
             r"^[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
@@ -137,7 +180,13 @@ const fn text_pattern(min: usize, multiline: bool) -> &'static str {
     }
 }
 
-fn check_text(text: &str, min: usize, max: usize, multiline: bool) -> Result<(), String> {
+fn check_text(
+    text: &str,
+    min: usize,
+    max: usize,
+    multiline: bool,
+    rules: Rules,
+) -> Result<(), String> {
     let chars = text.chars().count();
     if chars < min || chars > max {
         return Err(format!("must be {min} to {max} characters, got {chars}"));
@@ -149,7 +198,59 @@ fn check_text(text: &str, min: usize, max: usize, multiline: bool) -> Result<(),
     if text.chars().any(|c| c.is_control() && !allowed_control(c)) {
         return Err("must not contain control characters".into());
     }
+    // A name shown on one line must read as what it is: a right-to-left override turns
+    // `admin\u{202E}gnp.exe` into "adminexe.png", zero-width characters make look-alikes.
+    if !multiline && rules == Rules::All {
+        if let Some(c) = text.chars().find(|&c| is_format_character(c)) {
+            return Err(format!(
+                "must not contain invisible formatting characters (Unicode category Cf), got U+{:04X}",
+                u32::from(c)
+            ));
+        }
+    }
     Ok(())
+}
+
+/// Unicode general category Cf (format characters), from the Unicode Character Database 16.0
+/// (`DerivedGeneralCategory.txt`). Twenty-one ranges that change rarely, so a table here beats a
+/// crate; a test checks it against regex-syntax's own table of the same category.
+const FORMAT_CHARACTERS: [(char, char); 21] = [
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{0600}', '\u{0605}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{06DD}', '\u{06DD}'),
+    ('\u{070F}', '\u{070F}'),
+    ('\u{0890}', '\u{0891}'),
+    ('\u{08E2}', '\u{08E2}'),
+    ('\u{180E}', '\u{180E}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{2064}'),
+    ('\u{2066}', '\u{206F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFF9}', '\u{FFFB}'),
+    ('\u{110BD}', '\u{110BD}'),
+    ('\u{110CD}', '\u{110CD}'),
+    ('\u{13430}', '\u{1343F}'),
+    ('\u{1BCA0}', '\u{1BCA3}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0001}', '\u{E0001}'),
+    ('\u{E0020}', '\u{E007F}'),
+];
+
+/// Whether `c` is a format character (general category Cf).
+pub fn is_format_character(c: char) -> bool {
+    FORMAT_CHARACTERS
+        .binary_search_by(|&(low, high)| {
+            if high < c {
+                std::cmp::Ordering::Less
+            } else if low > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }
 
 bounded_text!(
@@ -418,6 +519,60 @@ pub fn fold_case(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_character_table_is_unicode_category_cf() {
+        let cf = match regex_syntax::Parser::new()
+            .parse(r"\p{Cf}")
+            .expect("a class")
+            .into_kind()
+        {
+            regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(class)) => class,
+            other => panic!("{other:?}"),
+        };
+        let theirs: Vec<(char, char)> = cf.ranges().iter().map(|r| (r.start(), r.end())).collect();
+        assert_eq!(theirs, FORMAT_CHARACTERS);
+        for c in [
+            '\u{202E}',
+            '\u{200B}',
+            '\u{FEFF}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{E0041}',
+        ] {
+            assert!(is_format_character(c), "{c:?}");
+        }
+        for c in [
+            'a',
+            ' ',
+            '\u{200A}',
+            '\u{2065}',
+            '\u{FE0F}',
+            '\u{1F3B5}',
+            '\u{E0000}',
+        ] {
+            assert!(!is_format_character(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn single_line_text_refuses_format_characters_and_stored_text_still_loads() {
+        for text in ["admin\u{202E}gnp.exe", "zero\u{200B}width", "\u{FEFF}bom"] {
+            let refusal = BotName::parse(text.into()).expect_err("refused");
+            assert!(
+                refusal.contains("Cf") && refusal.contains("U+"),
+                "{refusal}"
+            );
+            assert!(serde_json::from_value::<BotName>(serde_json::json!(text)).is_err());
+            // A snapshot written before the rule still loads.
+            let stored = rmp_serde::to_vec(text).expect("encoded");
+            let read: BotName = rmp_serde::from_slice(&stored).expect("read back");
+            assert_eq!(read.as_str(), text);
+        }
+        // Multi-line text is not a name: it keeps them.
+        assert!(LongDescription::parse("a\u{200B}b".into()).is_ok());
+    }
 
     #[test]
     fn a_webhook_secret_is_never_printed() {
@@ -428,7 +583,6 @@ mod tests {
             "Some(WebhookSecret(redacted))"
         );
     }
-    use super::*;
 
     #[test]
     fn text_limits_count_characters() {

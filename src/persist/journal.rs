@@ -8,7 +8,7 @@
 //! `len: u32 LE | crc32: u32 LE | seq: u64 LE | payload (MessagePack Record, len bytes)`, the
 //! CRC covering `len`, `seq` and the payload. docs/PERSISTENCE.md has the details.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -342,7 +342,8 @@ impl Segment {
                 format!("{} already holds records", path.display()),
             ));
         }
-        let file = OpenOptions::new()
+        // 0600 and never through a symlink (see `super::private`).
+        let file = super::private::options()
             .write(true)
             .create(true)
             .truncate(true)

@@ -2,7 +2,7 @@
 //! life of the process. The kernel drops it when the process ends, however it ends, so kill -9
 //! never leaves a stale lock; the pid written inside only names the holder in the refusal.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,9 @@ pub enum LockError {
     /// Another process holds the directory.
     #[error("the data directory {} is in use by another botlist process{}; one process at a time owns a data directory. Stop that process or use another --data-dir", dir.display(), pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
     Held { dir: PathBuf, pid: Option<u32> },
+    /// The directory (or its lock file) is not safe to use (exit code 6).
+    #[error("{0}")]
+    Unsafe(String),
     #[error("cannot lock the data directory {}: {error}", dir.display())]
     Io {
         dir: PathBuf,
@@ -29,21 +32,37 @@ pub enum LockError {
 }
 
 impl DirLock {
-    /// Takes the lock on `dir` (created if missing) without waiting.
+    /// Takes the lock on `dir` (created 0700 if missing, refused if others can write to it or
+    /// another user owns it; see [`super::private`]) without waiting.
     pub fn acquire(dir: &Path) -> Result<Self, LockError> {
         let io_error = |error| LockError::Io {
             dir: dir.to_owned(),
             error,
         };
-        std::fs::create_dir_all(dir).map_err(io_error)?;
+        let tightened = super::private::claim(dir).map_err(|e| LockError::Unsafe(e.0))?;
+        for change in tightened {
+            tracing::warn!("{change}: the data directory holds secrets");
+        }
         let path = dir.join(LOCK_FILE);
-        let mut file = OpenOptions::new()
+        // Never through a symlink: the pid written below would overwrite the link's target.
+        let mut file = super::private::options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(io_error)?;
+            .map_err(|error| {
+                if super::private::is_symlink_refusal(&error) {
+                    LockError::Unsafe(format!(
+                        "{} is a symbolic link; botlist never writes through one. Remove it \
+                         (rm {}) and start again",
+                        path.display(),
+                        path.display()
+                    ))
+                } else {
+                    io_error(error)
+                }
+            })?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -88,5 +107,20 @@ mod tests {
         );
         drop(first);
         DirLock::acquire(dir.path()).expect("free again");
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").expect("written");
+        let data = dir.path().join("data");
+        super::super::private::create_dir(&data).expect("created");
+        std::os::unix::fs::symlink(&victim, data.join(LOCK_FILE)).expect("symlink");
+        match DirLock::acquire(&data) {
+            Err(LockError::Unsafe(why)) => assert!(why.contains("symbolic link"), "{why}"),
+            other => panic!("expected Unsafe, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
     }
 }

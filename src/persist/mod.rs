@@ -5,6 +5,7 @@
 pub mod files;
 pub mod journal;
 pub mod lock;
+pub mod private;
 pub mod recovery;
 pub mod snapshot;
 pub mod state;

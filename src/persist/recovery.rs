@@ -25,7 +25,7 @@ pub struct Refusal(pub String);
 /// Reads the data directory. With `recover`, damage that would otherwise stop the start is moved
 /// aside as `*.corrupt` and the service starts from the last good state before it.
 pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
-    fs::create_dir_all(dir).map_err(|e| {
+    super::private::create_dir(dir).map_err(|e| {
         Refusal(format!(
             "cannot create the data directory {}: {e}",
             dir.display()

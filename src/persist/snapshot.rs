@@ -4,7 +4,7 @@
 //! crc32 of payload: u32 LE | payload`. Written to a temporary file, fsynced, renamed into place,
 //! and the directory fsynced, so a snapshot file is either whole or absent.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -116,11 +116,8 @@ impl SnapshotWriter {
         profiles: &[Profile],
     ) -> io::Result<Self> {
         let temp = temp_path(dir, seq);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)?;
+        // New, 0600, and never through a symlink (see `super::private`).
+        let file = super::private::create_new(&temp)?;
         Self::start(dir, seq, registry_seq, profiles, temp.clone(), file)
             .inspect_err(|_| remove_temp(&temp))
     }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 /// Loopback, private, shared (CGNAT), link-local, unspecified, multicast, broadcast, documentation
-/// and other special-purpose addresses: nowhere a public receiver lives.
+/// and other special-purpose addresses (IPv4-translated and Teredo IPv6 among them): nowhere a
+/// public receiver lives.
 pub fn is_forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -42,7 +43,14 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
             if seg[0] == 0x2002 && is_forbidden(IpAddr::V4(embedded_v4(seg[1], seg[2]))) {
                 return true;
             }
-            v6.is_loopback()
+            // IPv4-translated (::ffff:0:a.b.c.d, RFC 2765/6052's SIIT form) reaches IPv4 through a
+            // translator, and Teredo (2001::/32) tunnels to an IPv4 address inside it: neither
+            // is where a public receiver lives, and both can hide a private IPv4 target.
+            let translated = seg[..4] == [0; 4] && seg[4] == 0xffff && seg[5] == 0;
+            let teredo = seg[0] == 0x2001 && seg[1] == 0;
+            translated
+                || teredo
+                || v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (seg[0] & 0xfe00) == 0xfc00
@@ -151,6 +159,52 @@ mod tests {
         }
         for good in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
             assert!(!is_forbidden(good.parse().expect("an address")), "{good}");
+        }
+    }
+
+    /// One address of each range, as a literal URL when it is set and as what a name resolves
+    /// to at delivery.
+    const TRANSLATED_AND_TEREDO: [&str; 4] = [
+        // 127.0.0.1 in the IPv4-translated form, and 8.8.8.8: the whole ::ffff:0:0:0/96.
+        "::ffff:0:7f00:1",
+        "::ffff:0:808:808",
+        // Teredo: a server and an obfuscated client address; the whole 2001::/32.
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "2001::1",
+    ];
+
+    #[test]
+    fn ipv4_translated_and_teredo_addresses_are_forbidden() {
+        for bad in TRANSLATED_AND_TEREDO {
+            assert!(is_forbidden(bad.parse().expect("an address")), "{bad}");
+        }
+        // Neighbours that are public stay allowed.
+        for good in ["2001:4860:4860::8888", "2001:1::1", "::ffff:1:7f00:1"] {
+            assert!(!is_forbidden(good.parse().expect("an address")), "{good}");
+        }
+    }
+
+    #[actix_web::test]
+    async fn ipv4_translated_and_teredo_literal_urls_are_refused_when_set() {
+        for bad in TRANSLATED_AND_TEREDO {
+            let url = format!("http://[{bad}]/hook");
+            assert!(check_url(&url, false).await.is_err(), "{url}");
+            assert!(check_url(&url, true).await.is_ok(), "{url} with the flag");
+        }
+    }
+
+    #[actix_web::test]
+    async fn the_delivery_resolver_drops_ipv4_translated_and_teredo_addresses() {
+        use std::str::FromStr;
+        for bad in TRANSLATED_AND_TEREDO {
+            let name = Name::from_str(bad).expect("a name");
+            let resolved = resolver(false).resolve(name).await;
+            assert!(resolved.is_err(), "{bad} resolved to an allowed address");
+            let name = Name::from_str(bad).expect("a name");
+            assert!(
+                resolver(true).resolve(name).await.is_ok(),
+                "{bad} with the flag"
+            );
         }
     }
 

@@ -102,6 +102,8 @@ pub enum SendError {
 
 impl From<reqwest::Error> for SendError {
     fn from(error: reqwest::Error) -> Self {
+        // The client's error names the whole URL; logs and the delivery record name the host.
+        let error = error.without_url();
         if error.is_timeout() {
             Self::Timeout(error)
         } else if error.is_connect() {
@@ -493,12 +495,15 @@ impl Dispatcher {
     async fn attempt(&self, job: &Job, prepared: &Prepared) -> Attempt {
         match self.send(job, prepared).await {
             Ok(attempt) => attempt,
+            // The receiver's host only: a path or query often holds the receiver's own secret.
             Err(Failure::Refused(refused)) => {
-                tracing::debug!(delivery = %job.delivery, error = %chain(&refused), "webhook target refused");
+                let host = receiver_host(&prepared.target.url);
+                tracing::debug!(delivery = %job.delivery, %host, error = %chain(&refused), "webhook target refused");
                 Attempt::Refused(refused.to_string())
             }
             Err(Failure::Unanswered(error)) => {
-                tracing::debug!(delivery = %job.delivery, error = %chain(&error), "webhook receiver did not answer");
+                let host = receiver_host(&prepared.target.url);
+                tracing::debug!(delivery = %job.delivery, %host, error = %chain(&error), "webhook receiver did not answer");
                 Attempt::Unreachable(describe(&error))
             }
         }
@@ -591,6 +596,14 @@ pub fn receiver_key(url: &str) -> Arc<str> {
         .into(),
         Err(_) => url.into(),
     }
+}
+
+/// The host a URL names, for logs: never its path, query or credentials.
+fn receiver_host(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "(not a URL)".into())
 }
 
 /// A short reason for the delivery log: what went wrong, with the innermost cause under the

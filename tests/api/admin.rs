@@ -226,6 +226,9 @@ async fn admin_routes_with_a_wrong_token_are_unauthorized() {
     let almost = format!("{ADMIN}x");
 
     for wrong in ["wrong-token", almost.as_str(), bot.token.as_str()] {
+        // Ten failures a minute from one address are allowed before 429 (issue 27): each token
+        // is tried in a minute of its own.
+        app.clock.advance(Duration::seconds(61));
         for (method, path, body) in admin_routes(&bot.id, &user) {
             let response =
                 send_admin_as(&app, method.clone(), &path, body.as_ref(), Some(wrong)).await;
@@ -238,6 +241,80 @@ async fn admin_routes_with_a_wrong_token_are_unauthorized() {
         }
     }
     assert_eq!(get_bot(&app, &bot.id).await["name"], "Bot 101");
+}
+
+async fn wrong_admin_token(app: &TestApp, guess: &str) -> Response {
+    send_admin_as(
+        app,
+        Method::POST,
+        "/admin/users",
+        Some(&json!({ "username": "guessed" })),
+        Some(guess),
+    )
+    .await
+}
+
+#[actix_web::test]
+async fn ten_failed_admin_authentications_a_minute_from_one_address_then_429_with_retry_after() {
+    let app = spawn_app().await;
+    for n in 0..10 {
+        let response = wrong_admin_token(&app, &format!("guess-number-{n:04}")).await;
+        assert_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    }
+    app.clock.advance(Duration::seconds(20));
+    for token in ["guess-number-0010", ADMIN] {
+        // Refused before the token is looked at: not even the right one is told apart now.
+        let response = wrong_admin_token(&app, token).await;
+        assert_eq!(
+            response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("40"),
+            "{token}"
+        );
+        let message =
+            assert_error(response, StatusCode::TOO_MANY_REQUESTS, "too_many_requests").await;
+        assert!(message.contains("40 seconds"), "{message}");
+    }
+    // A missing header guesses nothing and is not counted, but is refused all the same.
+    let body = json!({ "username": "nobody" });
+    let response = send_admin_as(&app, Method::POST, "/admin/users", Some(&body), None).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The public API is not touched by admin failures.
+    assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
+    app.clock.advance(Duration::seconds(39));
+    let response = wrong_admin_token(&app, ADMIN).await;
+    assert_eq!(
+        response.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    app.clock.advance(Duration::seconds(1));
+    let response = wrong_admin_token(&app, ADMIN).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::CREATED,
+        "a minute later the right token works"
+    );
+    for n in 0..10 {
+        let response = wrong_admin_token(&app, &format!("second-minute-{n}")).await;
+        assert_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    }
+    let response = wrong_admin_token(&app, "second-minute-10").await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[actix_web::test]
+async fn the_right_admin_token_is_never_counted_as_a_failure() {
+    let app = spawn_app().await;
+    for n in 0..30 {
+        let response = post_user(&app, json!({ "username": format!("user{n}") })).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
+    for n in 0..10 {
+        let response = wrong_admin_token(&app, &format!("guess-number-{n:04}")).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
 }
 
 #[actix_web::test]
@@ -1871,4 +1948,45 @@ async fn a_webhook_format_given_as_a_number_is_refused() {
     let created = app.create_bot(78, json!({})).await;
     let response = patch_bot(&app, &created.id, json!({ "webhook_format": 1 })).await;
     assert_bad_request_naming(response, "webhook_format").await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unicode format characters in single-line text (issue 27)
+// ---------------------------------------------------------------------------------------------
+
+/// Bidirectional overrides and isolates, zero-width characters and the byte order mark: all of
+/// general category Cf.
+const FORMAT_CHARACTERS: [char; 8] = [
+    '\u{202E}', '\u{202A}', '\u{200B}', '\u{200E}', '\u{FEFF}', '\u{2066}', '\u{2069}', '\u{00AD}',
+];
+
+#[actix_web::test]
+async fn format_characters_in_single_line_text_are_bad_requests_naming_the_field() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(700, json!({})).await;
+    let profile = id_of(&app.create_user("spoofed").await);
+    for c in FORMAT_CHARACTERS {
+        let spoof = format!("admin{c}gnp.exe");
+        for field in ["name", "username", "short_description", "prefix"] {
+            let body = with(minimal_bot("5550002"), field, json!(spoof));
+            assert_bad_request_naming(post_bot(&app, body).await, field).await;
+            let patch = json!({ field: spoof });
+            assert_bad_request_naming(patch_bot(&app, &bot.id, patch).await, field).await;
+        }
+        for field in ["display_name", "pronouns"] {
+            let body = json!({ "username": "spoofer", field: spoof });
+            assert_bad_request_naming(post_user(&app, body).await, field).await;
+            let patch = json!({ field: spoof });
+            assert_bad_request_naming(patch_user(&app, &profile, patch).await, field).await;
+        }
+        let vote = json!({ "user_id": "42", "username": spoof, "avatar": null });
+        assert_bad_request_naming(post_vote(&app, &bot.id, vote).await, "username").await;
+    }
+    // Nothing was stored, and text without them is still taken, other scripts included.
+    assert_eq!(get_bot(&app, &bot.id).await["name"], "Bot 700");
+    let fine = json!({ "name": "Ünïcødé ボット مرحبا", "short_description": "emoji 🎵 fine" });
+    assert_eq!(
+        patch_bot(&app, &bot.id, fine).await.status(),
+        StatusCode::OK
+    );
 }

@@ -10,6 +10,8 @@ fn owner_routes(bot: &str) -> Vec<(Method, String)> {
     vec![
         (Method::GET, format!("/bots/{bot}/votes")),
         (Method::POST, format!("/bots/{bot}/stats")),
+        // CONTRACT section 2 (2026-11): a vote is told only to the bot voted for.
+        (Method::GET, format!("/bots/{bot}/check?userId=1")),
     ]
 }
 
@@ -27,7 +29,6 @@ async fn a_missing_unknown_or_bearer_token_is_401() {
     let bot = app.create_bot(42, json!({})).await;
     let bearer = format!("Bearer {}", bot.token);
     let mut routes = owner_routes(&bot.id);
-    routes.push((Method::GET, format!("/bots/{}/check?userId=1", bot.id)));
     routes.push((Method::GET, "/bots/check?userId=1".into()));
     routes.push((Method::GET, "/bots/votes".into()));
     routes.push((Method::POST, "/bots/stats".into()));
@@ -103,13 +104,18 @@ async fn ownership_is_checked_before_the_body() {
 }
 
 #[actix_web::test]
-async fn check_takes_any_valid_bot_token() {
+async fn check_takes_only_the_bots_own_token() {
     let app = spawn_app().await;
     let mine = app.create_bot(42, json!({})).await;
     let other = app.create_bot(43, json!({})).await;
     app.vote_ok(&other.id, 7).await;
     let response = app
         .get_with(&format!("/bots/{}/check?userId=7", other.id), &mine.token)
+        .await;
+    let message = assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
+    assert!(message.contains("another bot"), "{message}");
+    let response = app
+        .get_with(&format!("/bots/{}/check?userId=7", other.id), &other.token)
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(

@@ -97,6 +97,8 @@ pub fn test_settings() -> Settings {
         recover: false,
         rate_limit: 60,
         trust_forwarded_for: false,
+        trusted_proxies: 1,
+        metrics_bind: None,
         max_connections: 1_000,
         request_timeout: std::time::Duration::from_secs(10),
         keep_alive: std::time::Duration::from_secs(15),

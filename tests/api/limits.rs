@@ -188,7 +188,8 @@ async fn forwarded_for_is_the_key_only_when_trusted() {
     for n in 0..61 {
         let response = app
             .request(Method::GET, "/bots", None)
-            .header("x-forwarded-for", format!("203.0.113.{n}, 10.0.0.1"))
+            // The trusted proxy appends the address it saw: the rightmost entry.
+            .header("x-forwarded-for", format!("10.0.0.1, 203.0.113.{n}"))
             .send()
             .await
             .expect("sent");
@@ -198,6 +199,55 @@ async fn forwarded_for_is_the_key_only_when_trusted() {
             "each client address has its own bucket"
         );
     }
+}
+
+/// How many of `requests` to `/bots` with these X-Forwarded-For values got through.
+async fn passed(app: &TestApp, forwarded: impl Iterator<Item = String>) -> usize {
+    let mut passed = 0;
+    for value in forwarded {
+        let response = app
+            .request(Method::GET, "/bots", None)
+            .header("x-forwarded-for", value)
+            .send()
+            .await
+            .expect("sent");
+        match response.status() {
+            StatusCode::OK => passed += 1,
+            status => assert_eq!(status, StatusCode::TOO_MANY_REQUESTS),
+        }
+    }
+    passed
+}
+
+#[actix_web::test]
+async fn a_client_varying_the_leftmost_forwarded_for_entry_does_not_escape_the_limit() {
+    let mut settings = test_settings();
+    settings.trust_forwarded_for = true;
+    settings.rate_limit = 5;
+    let app = spawn_app_with(settings).await;
+    // The client writes whatever it likes on the left; the proxy appends 203.0.113.7.
+    let spoofed = (0..12).map(|n| format!("198.51.100.{n}, 203.0.113.7"));
+    assert_eq!(passed(&app, spoofed).await, 5);
+    // Without a header the TCP peer is the key (the proxy itself, here): its own bucket.
+    assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
+}
+
+#[actix_web::test]
+async fn with_two_trusted_proxies_the_client_is_the_second_entry_from_the_right() {
+    let mut settings = test_settings();
+    settings.trust_forwarded_for = true;
+    settings.trusted_proxies = 2;
+    settings.rate_limit = 5;
+    let app = spawn_app_with(settings).await;
+    // The outer proxy appended the client (203.0.113.7), the inner one the outer proxy.
+    let spoofed = (0..12).map(|n| format!("198.51.100.{n}, 203.0.113.7, 10.0.0.2"));
+    assert_eq!(passed(&app, spoofed).await, 5);
+    let clients = (0..12).map(|n| format!("203.0.113.{}, 10.0.0.2", 100 + n));
+    assert_eq!(
+        passed(&app, clients).await,
+        12,
+        "each client its own bucket"
+    );
 }
 
 /// Raw HTTP on a blocking thread: returns what the server sent before closing, and how long

@@ -306,3 +306,76 @@ async fn json_logs_are_one_object_a_line_and_hold_no_secret() {
     let webhook_metrics_after_delivery = delivered["attempts"].as_u64();
     assert_eq!(webhook_metrics_after_delivery, Some(2));
 }
+
+#[actix_web::test]
+async fn a_failed_admin_authentication_is_a_warning_with_the_client_address_but_not_the_token() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = start("text", dir.path());
+    let guess = "admin-guess-3c9d1e7f0a";
+    let response = reqwest::Client::new()
+        .post(format!("{}/admin/users", server.base))
+        .header("Authorization", guess)
+        .json(&json!({ "username": "guessed" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let logs = server.wait_for("admin authentication failed").await;
+    let line = logs
+        .lines()
+        .find(|l| l.contains("admin authentication failed"))
+        .expect("the line");
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("client=127.0.0.1"), "{line}");
+    assert!(
+        !logs.contains(guess),
+        "the value tried is never logged:\n{logs}"
+    );
+    assert!(!logs.contains("3c9d1e7f0a"), "{logs}");
+}
+
+#[actix_web::test]
+async fn a_failed_webhook_attempt_logs_the_receivers_host_but_not_its_path_or_query() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = start("text", dir.path());
+    // A port nothing listens on: every attempt fails to connect.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hooks/path-secret-8d1e?key=query-secret-4b7c");
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("{}/admin/bots", server.base))
+        .header("Authorization", ADMIN_TOKEN)
+        .json(&json!({
+            "platform_id": "43", "name": "Unreachable", "username": "unreachable",
+            "short_description": "Its receiver keeps a secret in the path",
+            "webhook_url": url,
+        }))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let id = created["bot"]["id"].as_str().expect("an id").to_owned();
+    let vote = client
+        .post(format!("{}/admin/bots/{id}/votes", server.base))
+        .header("Authorization", ADMIN_TOKEN)
+        .json(&json!({ "user_id": "7", "username": "voter", "avatar": null }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(vote.status(), StatusCode::CREATED);
+    server.wait_for("webhook receiver did not answer").await;
+    let logs = server.wait_for("webhook attempt failed; retrying").await;
+    for secret in ["path-secret-8d1e", "query-secret-4b7c", "/hooks"] {
+        assert!(!logs.contains(secret), "`{secret}` is in the logs:\n{logs}");
+    }
+    let line = logs
+        .lines()
+        .find(|l| l.contains("webhook receiver did not answer"))
+        .expect("the line");
+    assert!(line.contains("host=127.0.0.1"), "{line}");
+}

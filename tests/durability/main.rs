@@ -3,6 +3,7 @@
 mod connections;
 mod corruption;
 mod crash;
+mod hardening;
 mod history;
 mod lifecycle;
 mod ordering;

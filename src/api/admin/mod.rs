@@ -57,6 +57,11 @@ impl Modify for AdminDoc {
                     "admin_token",
                     Vec::<String>::new(),
                 )]);
+                operation
+                    .responses
+                    .responses
+                    .entry("429".into())
+                    .or_insert_with(|| RefOr::T(locked_out()));
                 if operation.request_body.is_some() {
                     operation
                         .responses
@@ -67,6 +72,41 @@ impl Modify for AdminDoc {
             }
         }
     }
+}
+
+/// The answer to an address locked out after failed admin authentications (docs/API.md,
+/// "Authentication"): the envelope, unlike the rate limits' 429.
+fn locked_out() -> Response {
+    let header = |description: &str, kind: utoipa::openapi::schema::Type| {
+        utoipa::openapi::header::HeaderBuilder::new()
+            .schema(utoipa::openapi::schema::ObjectBuilder::new().schema_type(kind))
+            .description(Some(description))
+            .build()
+    };
+    let mut response = ResponseBuilder::new()
+        .description("`too_many_requests`: 10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build();
+    response.headers.insert(
+        "Retry-After".into(),
+        header(
+            "Whole seconds until the address may try again, at least 1",
+            utoipa::openapi::schema::Type::Integer,
+        ),
+    );
+    response.headers.insert(
+        "X-Request-Id".into(),
+        header(
+            "The request's id: the client's own if it sent a sane one, else a new one",
+            utoipa::openapi::schema::Type::String,
+        ),
+    );
+    response
 }
 
 fn bad_body() -> Response {

@@ -6,8 +6,8 @@
 # Starts the receivers, not botlist. Start botlist yourself WITH --allow-private-webhooks (the
 # receivers listen on 127.0.0.1, which the SSRF guard refuses otherwise), e.g.
 #   ./target/release/botlist serve --bind 127.0.0.1:18282 --data-dir /tmp/wh-data \
-#     --admin-token adm --allow-private-webhooks &
-#   BASE=http://127.0.0.1:18282/api/v1 ADMIN=adm tests/clients/webhooks/run.sh
+#     --admin-token webhooks-admin-token --allow-private-webhooks &
+#   BASE=http://127.0.0.1:18282/api/v1 ADMIN=webhooks-admin-token tests/clients/webhooks/run.sh
 #
 # BASE   botlist's v1 API base URL (loopback, plain http; a bare http://host:port gets /api/v1)
 # ADMIN  the admin token (sent raw as Authorization)
