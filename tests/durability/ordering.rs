@@ -221,22 +221,13 @@ fn a_journal_that_fails_sends_nothing_for_the_writes_it_refused() {
         .to_owned();
 
     assert_eq!(server.vote(&bot, 2), StatusCode::SERVICE_UNAVAILABLE);
-    let (status, _) = server
-        .post(
-            &format!("/admin/bots/{bot}/webhook/test"),
-            ADMIN,
-            &json!({}),
-        )
-        .expect("sent");
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    let (status, _) = server
-        .post(
-            &format!("/admin/bots/{bot}/webhook/deliveries/{delivered}/redeliver"),
-            ADMIN,
-            &json!({}),
-        )
-        .expect("sent");
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    for path in [
+        format!("/admin/bots/{bot}/webhook/test"),
+        format!("/admin/bots/{bot}/webhook/deliveries/{delivered}/redeliver"),
+    ] {
+        let (status, _) = server.post(&path, ADMIN, &json!({})).expect("sent");
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+    }
     assert_eq!(accepted_votes(&server), 0);
     // Attempts go out within a tick (25 ms) of being due: a second is forty ticks.
     std::thread::sleep(Duration::from_secs(1));
