@@ -2,10 +2,10 @@
 //!
 //! Of a bot's public object only three values change without its listing changing: its vote
 //! count, its monthly count (which also depends on the month it is read in) and its server
-//! count. Everything else (the strings and their escaping, the tags, the owners, the timestamp)
-//! is rendered once, the first time a listing is read or published, by the plain serializer, and
-//! cut around those three values. An answer is then the listing's bytes with three integers
-//! written between them. The property test `tests/render.rs` holds the result byte-for-byte to
+//! count. Every other value (the strings and their escaping, the tags, the owners, the
+//! timestamp) is rendered once, when the listing is made or first read, by the plain serializer;
+//! the keys, the same for every bot, are not kept per bot. An answer is then the constant keys,
+//! the listing's values and three integers, copied in order. The property test `tests/render.rs` holds the result byte-for-byte to
 //! `serde_json::to_vec` of [`PublicBot`] over random bots.
 //!
 //! The bytes also give the answer's validator without hashing it: the listing's digest (taken
@@ -18,43 +18,75 @@ use sha2::{Digest, Sha256};
 
 use super::bot::{Listing, PublicBot, ServerCount};
 
-/// What separates the listing's bytes before and after the counts, in the plain serializer's
-/// output of a bot with no votes and no server count. Every `"` inside a JSON string is escaped,
-/// so these bytes occur only as the object's own keys.
-const COUNTS: &[u8] = b"\"vote_count\":0,\"monthly_vote_count\":0,";
+/// The keys of the fields before the counts, in the order `PublicBot` declares them, each with
+/// what the compact serializer writes before it. They are the same for every bot, so only the
+/// values are kept.
+const KEYS: [&[u8]; 14] = [
+    b"{\"id\":",
+    b",\"name\":",
+    b",\"username\":",
+    b",\"avatar\":",
+    b",\"short_description\":",
+    b",\"long_description\":",
+    b",\"tags\":",
+    b",\"language_code\":",
+    b",\"prefix\":",
+    b",\"invite_url\":",
+    b",\"website_url\":",
+    b",\"support_server_url\":",
+    b",\"github_url\":",
+    b",\"owner_ids\":",
+];
 
-/// A listing's public JSON around its counts.
+/// A listing's public JSON values, rendered once.
 pub struct RenderedListing {
-    /// `{"id":..., "owner_ids":[...],"vote_count":` then `,"certified":...}`.
-    bytes: Box<[u8]>,
-    /// Where the first part ends.
-    head: usize,
-    /// The first 128 bits of the SHA-256 of `bytes`: names the listing's part of a body.
+    /// The values of the [`KEYS`] back to back, then `created_at`'s.
+    values: Box<[u8]>,
+    /// Where each value of the [`KEYS`] ends in `values`.
+    ends: [u32; KEYS.len()],
+    certified: bool,
+    featured: bool,
+    /// The first 128 bits of the SHA-256 of the values and flags: names the listing's part of
+    /// a body.
     digest: u128,
 }
 
 impl RenderedListing {
     fn of(listing: &Listing) -> Self {
-        let blank = PublicBot::of(listing, 0, 0, None);
-        let mut bytes = serde_json::to_vec(&blank).unwrap_or_default();
-        // The counts follow the owners and precede the flags and the timestamp, none of which
-        // can hold these bytes: the last occurrence is the one.
-        let head = match memchr::memmem::rfind(&bytes, COUNTS) {
-            Some(at) => {
-                let head = at + b"\"vote_count\":".len();
-                // Keep `"vote_count":`, drop `0,"monthly_vote_count":0`, keep `,"certified"...`.
-                bytes.drain(head..at + COUNTS.len() - 1);
-                head
-            }
-            // Not reached: the serializer writes every field, in declaration order.
-            None => bytes.len(),
+        let bot = PublicBot::of(listing, 0, 0, None);
+        let mut values = Vec::with_capacity(256);
+        let mut ends = [0; KEYS.len()];
+        // Each value as the serializer writes it inside the object: the same bytes.
+        let value = |values: &mut Vec<u8>, value: &dyn erased::Value| {
+            value.write(values);
+            values.len() as u32
         };
-        let digest = Sha256::digest(&bytes);
+        ends[0] = value(&mut values, &bot.id);
+        ends[1] = value(&mut values, &bot.name);
+        ends[2] = value(&mut values, &bot.username);
+        ends[3] = value(&mut values, &bot.avatar);
+        ends[4] = value(&mut values, &bot.short_description);
+        ends[5] = value(&mut values, &bot.long_description);
+        ends[6] = value(&mut values, &bot.tags);
+        ends[7] = value(&mut values, &bot.language_code);
+        ends[8] = value(&mut values, &bot.prefix);
+        ends[9] = value(&mut values, &bot.invite_url);
+        ends[10] = value(&mut values, &bot.website_url);
+        ends[11] = value(&mut values, &bot.support_server_url);
+        ends[12] = value(&mut values, &bot.github_url);
+        ends[13] = value(&mut values, &bot.owner_ids);
+        value(&mut values, &bot.created_at);
+        let mut hasher = Sha256::new();
+        hasher.update(&values);
+        hasher.update([u8::from(bot.certified), u8::from(bot.featured)]);
+        let digest = hasher.finalize();
         let mut first = [0u8; 16];
         first.copy_from_slice(&digest[..16]);
         Self {
-            bytes: bytes.into_boxed_slice(),
-            head,
+            values: values.into_boxed_slice(),
+            ends,
+            certified: bot.certified,
+            featured: bot.featured,
             digest: u128::from_be_bytes(first),
         }
     }
@@ -68,8 +100,14 @@ impl RenderedListing {
         monthly_vote_count: u64,
         server_count: Option<ServerCount>,
     ) {
+        let mut start = 0;
+        for (key, &end) in KEYS.iter().zip(&self.ends) {
+            out.extend_from_slice(key);
+            out.extend_from_slice(&self.values[start..end as usize]);
+            start = end as usize;
+        }
         let mut digits = itoa::Buffer::new();
-        out.extend_from_slice(&self.bytes[..self.head]);
+        out.extend_from_slice(b",\"vote_count\":");
         out.extend_from_slice(digits.format(vote_count).as_bytes());
         out.extend_from_slice(b",\"monthly_vote_count\":");
         out.extend_from_slice(digits.format(monthly_vote_count).as_bytes());
@@ -77,16 +115,28 @@ impl RenderedListing {
             out.extend_from_slice(b",\"server_count\":");
             out.extend_from_slice(digits.format(servers.get()).as_bytes());
         }
-        out.extend_from_slice(&self.bytes[self.head..]);
+        out.extend_from_slice(if self.certified {
+            b",\"certified\":true"
+        } else {
+            b",\"certified\":false"
+        });
+        out.extend_from_slice(if self.featured {
+            b",\"featured\":true"
+        } else {
+            b",\"featured\":false"
+        });
+        out.extend_from_slice(b",\"created_at\":");
+        out.extend_from_slice(&self.values[start..]);
+        out.push(b'}');
     }
 
     /// About how many bytes [`RenderedListing::write`] appends.
     pub fn len(&self) -> usize {
-        self.bytes.len() + 64
+        self.values.len() + 400
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.values.is_empty()
     }
 
     /// A strong validator of the object [`RenderedListing::write`] makes with these counts:
@@ -145,5 +195,19 @@ impl fmt::Debug for ListingRender {
         } else {
             "not yet rendered"
         })
+    }
+}
+
+/// Writing any one field's value the way the serializer does inside an object.
+mod erased {
+    pub trait Value {
+        fn write(&self, out: &mut Vec<u8>);
+    }
+
+    impl<T: serde::Serialize + ?Sized> Value for T {
+        fn write(&self, out: &mut Vec<u8>) {
+            // Our own types always serialize (into memory, nothing can fail).
+            let _ = serde_json::to_writer(&mut *out, self);
+        }
     }
 }
