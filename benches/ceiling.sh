@@ -192,4 +192,10 @@ awk -F'|' '
 echo
 echo "resident after the runs: $(( $(rss) / 1048576 )) MiB; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "log lines written: $(wc -l < "$WORK/botlist.log")"
+# What bounds the write routes: the journal's fsyncs over the whole run (fill included).
+curl -sf "http://127.0.0.1:$PORT/metrics" | awk '
+  /^botlist_journal_fsync_duration_seconds_sum/ {s = $2} /^botlist_journal_fsync_duration_seconds_count/ {c = $2}
+  /^botlist_journal_written_bytes_total/ {b = $2}
+  END { if (c > 0) printf "journal: %d fsyncs, mean %.2f ms each, %.0f bytes written per fsync\n", c, s / c * 1000, b / c }'
+
 kill $PID; wait $PID 2>/dev/null || true

@@ -35,7 +35,9 @@ local BLURBS = { "plays music from every platform with a queue that never skips"
 -- A small deterministic generator per thread (no math.random: the same fill every run).
 local function rand(n)
   seed = (seed * 1103515245 + 12345) % 2147483648
-  return seed % n
+  -- The high bits: the low bits of a power-of-two LCG repeat with short periods, which would
+  -- tie a bot's noun to its tags.
+  return math.floor(seed / 65536) % n
 end
 
 function setup(thread)
