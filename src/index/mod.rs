@@ -469,23 +469,20 @@ impl SearchIndex {
         if let Some(min) = search.min_votes.filter(|min| *min > 0) {
             sets.push(self.with_at_least(min));
         }
-        let mut verify = None;
         if let Some(text) = &search.text {
             match self.grams.lookup(text.as_bytes()) {
                 Lookup::Exact(None) => return Some(RoaringBitmap::new()),
                 Lookup::Exact(Some(set)) => sets.push(Cow::Borrowed(set)),
                 Lookup::Candidates(grams) => match self.needles.get(text) {
-                    Some(exact) => sets.push(Cow::Owned(RoaringBitmap::clone(&exact))),
-                    // Alone, a long needle is verified in full once and remembered; with other
-                    // filters, only the candidates that pass them are verified.
-                    None if sets.is_empty() => {
+                    Some(exact) => sets.push(Cow::Owned(exact)),
+                    // A long needle is verified in full once and remembered, with other
+                    // filters or without: verifying only the candidates that pass the filters
+                    // would cost every request in proportion to its matches (a common needle
+                    // in a common category: thousands of bots at a million).
+                    None => {
                         let exact = self.verified(grams, text);
                         self.needles.put(text, exact.clone());
                         sets.push(Cow::Owned(exact));
-                    }
-                    None => {
-                        sets.extend(grams.into_iter().map(Cow::Borrowed));
-                        verify = Some(Finder::new(text.as_bytes()));
                     }
                 },
             }
@@ -498,9 +495,6 @@ impl SearchIndex {
                 break;
             }
             found &= set.as_ref();
-        }
-        if let Some(finder) = verify {
-            found = sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)));
         }
         Some(found)
     }
