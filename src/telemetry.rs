@@ -53,6 +53,7 @@ pub fn init_logs(format: LogFormat) {
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_timer(EventTime)
         .with_writer(LogWriter);
     let _ = match format {
         LogFormat::Text => builder
@@ -66,6 +67,24 @@ pub fn init_logs(format: LogFormat) {
     };
 }
 
+thread_local! {
+    /// When the event being written happened, if not now: set by the access-log thread while it
+    /// writes the lines of requests answered earlier.
+    static EVENT_TIME: std::cell::Cell<Option<SystemTime>> = const { std::cell::Cell::new(None) };
+}
+
+/// The log's timestamps, as tracing-subscriber's default writes them (RFC 3339, microseconds,
+/// UTC), of the moment the event happened: an access line is written after its request.
+struct EventTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for EventTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        let at = EVENT_TIME.get().unwrap_or_else(SystemTime::now);
+        let at: chrono::DateTime<chrono::Utc> = at.into();
+        write!(w, "{}", at.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    }
+}
+
 /// The target of the per-request lines.
 const ACCESS_TARGET: &str = "botlist::access";
 /// How long an access line may wait in memory before it is written.
@@ -73,9 +92,10 @@ const ACCESS_FLUSH: Duration = Duration::from_millis(50);
 /// Past this many bytes waiting, the line that crosses it writes them all at once.
 const ACCESS_BUFFER: usize = 64 * 1024;
 
-/// Standard error, except for the access lines: one per request, they are gathered and written
-/// by a thread every [`ACCESS_FLUSH`] (or when [`ACCESS_BUFFER`] bytes wait) instead of costing
-/// each request a write system call. Other events (warnings, errors, startup) are written at once.
+/// Standard error, except for the access lines: one per request, they are formatted and written
+/// by the access-log thread every [`ACCESS_FLUSH`] (or when [`ACCESS_BUFFER`] bytes wait), so a
+/// request pays neither the formatting nor a write system call. Other events (warnings, errors,
+/// startup) are written at once.
 struct LogWriter;
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
@@ -97,21 +117,101 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 
 type AccessBuffer = std::sync::Mutex<Vec<u8>>;
 
-/// The waiting access lines, with the thread that writes them started on first use; `None` if
-/// the thread could not be started (lines are then written at once).
-fn access_buffer() -> Option<&'static AccessBuffer> {
-    static BUFFER: OnceLock<Option<&'static AccessBuffer>> = OnceLock::new();
-    *BUFFER.get_or_init(|| {
+/// A request's line as the request leaves it: formatted later, on the access-log thread.
+struct AccessRecord {
+    at: SystemTime,
+    method: &'static str,
+    route: Cow<'static, str>,
+    status: StatusCode,
+    latency: Duration,
+    id: HeaderValue,
+    key: Option<&'static str>,
+}
+
+type AccessQueue = std::sync::Mutex<Vec<AccessRecord>>;
+
+/// Past this many requests waiting, a request writes its own line: the queue stays bounded
+/// even if the log thread falls behind.
+const ACCESS_QUEUE: usize = 65_536;
+
+/// The formatted lines and the requests waiting for theirs, with the thread that writes them
+/// started on first use; `None` if the thread could not be started (lines are then written at
+/// once).
+fn access_log() -> Option<(&'static AccessBuffer, &'static AccessQueue)> {
+    static LOG: OnceLock<Option<(&'static AccessBuffer, &'static AccessQueue)>> = OnceLock::new();
+    *LOG.get_or_init(|| {
         let buffer: &'static AccessBuffer = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
+        let queue: &'static AccessQueue = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
         std::thread::Builder::new()
             .name("access-log".into())
-            .spawn(move || loop {
-                std::thread::sleep(ACCESS_FLUSH);
-                write_out(buffer);
+            .spawn(move || {
+                let mut records = Vec::new();
+                loop {
+                    std::thread::sleep(ACCESS_FLUSH);
+                    std::mem::swap(
+                        &mut records,
+                        &mut *queue.lock().unwrap_or_else(|p| p.into_inner()),
+                    );
+                    for record in records.drain(..) {
+                        EVENT_TIME.set(Some(record.at));
+                        log_line(
+                            record.method,
+                            &record.route,
+                            record.status,
+                            record.latency,
+                            &record.id,
+                            record.key,
+                        );
+                    }
+                    EVENT_TIME.set(None);
+                    write_out(buffer);
+                }
             })
             .ok()
-            .map(|_| buffer)
+            .map(|_| (buffer, queue))
     })
+}
+
+fn access_buffer() -> Option<&'static AccessBuffer> {
+    access_log().map(|(buffer, _)| buffer)
+}
+
+/// A request's log line: queued for the access-log thread to format and write with the
+/// others of the last [`ACCESS_FLUSH`], so the request pays for a clock read and a push. A
+/// line its level leaves out is not queued at all.
+fn access_line(
+    method: &'static str,
+    route: Cow<'static, str>,
+    status: StatusCode,
+    latency: Duration,
+    id: &HeaderValue,
+    key: Option<&'static str>,
+) {
+    use tracing::Level;
+    let enabled = match status.as_u16() {
+        500.. => tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
+        400..=499 => tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
+        _ => tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
+    };
+    if !enabled {
+        return;
+    }
+    if let Some((_, queue)) = access_log() {
+        let mut waiting = queue.lock().unwrap_or_else(|p| p.into_inner());
+        if waiting.len() < ACCESS_QUEUE {
+            waiting.push(AccessRecord {
+                at: SystemTime::now(),
+                method,
+                route,
+                status,
+                latency,
+                id: id.clone(),
+                key,
+            });
+            return;
+        }
+    }
+    log_line(method, &route, status, latency, id, key);
 }
 
 fn write_out(buffer: &AccessBuffer) {
@@ -526,10 +626,10 @@ pub async fn observe(
         }
         Err(error) => (error.as_response_error().status_code(), None, None),
     };
-    let route = route.as_deref().unwrap_or("unmatched");
+    let route = route.unwrap_or(Cow::Borrowed("unmatched"));
     let latency = started.elapsed();
-    record(method, route, status, latency);
-    log_line(method, route, status, latency, &id, key);
+    record(method, &route, status, latency);
+    access_line(method, route, status, latency, &id, key);
     match result {
         Ok(mut response) => {
             response.headers_mut().insert(REQUEST_ID.clone(), id);

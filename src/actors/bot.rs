@@ -256,6 +256,9 @@ impl BotActor {
     /// applies them in.
     fn commit(&mut self, record: Record, also: Option<Publish>) -> (Durable, Arc<BotView>) {
         let view = Arc::new(self.state.view());
+        // An edited listing is rendered here, on the actor's thread, not by the journal's
+        // writer or a reader (a vote keeps the listing and its rendering).
+        view.listing.rendered();
         let directory = Arc::clone(&self.directory);
         let published = Arc::clone(&self.published);
         let shown = Arc::clone(&view);

@@ -4,6 +4,7 @@
 //! change they made is durable; request handlers read it directly, so resolving an id, a token
 //! or a profile, or searching, never queues behind a write.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use actix::{Addr, Handler, MailboxError, Message};
@@ -21,6 +22,41 @@ use crate::domain::webhook::Attempt;
 use crate::domain::Rejection;
 use crate::index::SearchIndex;
 use crate::webhooks::{Job, LocalFuture, Outbox, Prepared};
+
+/// A page of a search and the state of the index it was read from.
+pub struct VersionedPage {
+    pub page: SearchPage,
+    /// The index's version: every change to the index gives it a new one.
+    pub version: u64,
+    /// The directory's own random number, so versions of another run name other answers.
+    pub seed: u64,
+}
+
+impl VersionedPage {
+    /// A strong validator of an answer made from this page and `query` alone: the index's
+    /// state and the query say what the body is, with no need to hash it.
+    pub fn etag(&self, query: &str) -> String {
+        use std::hash::{Hash, Hasher};
+        // The query only keeps answers to different URLs apart; the version is what changes.
+        let mut hasher = rustc_hash::FxHasher::default();
+        query.hash(&mut hasher);
+        format!(
+            "\"{:016x}-{:x}-{:016x}\"",
+            self.seed,
+            self.version,
+            hasher.finish()
+        )
+    }
+}
+
+/// A random number per directory, or the time when the system has no randomness to give.
+fn validator_seed(now: Timestamp) -> u64 {
+    let mut seed = [0u8; 8];
+    match getrandom::fill(&mut seed) {
+        Ok(()) => u64::from_le_bytes(seed),
+        Err(_) => now.millis() as u64 ^ u64::from(std::process::id()),
+    }
+}
 
 /// A listed bot as the rest of the service reaches it.
 pub struct BotHandle {
@@ -60,6 +96,13 @@ pub struct Directory {
     profiles: DashMap<ProfileId, Arc<Profile>>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
+    /// Counts the index's changes: written only under the index's write guard, so a reader
+    /// holding the read guard sees the number of the very state it reads. With
+    /// `validator_seed`, it names a search's answer for its `ETag`.
+    index_version: AtomicU64,
+    /// Drawn once per directory, so that numbers counted again after a restart name nothing
+    /// a client saw before it.
+    validator_seed: u64,
     /// How long vote history is kept (`--vote-history-days`); read by every bot actor.
     pub vote_history_retention: crate::domain::votes::history::Retention,
 }
@@ -72,6 +115,8 @@ impl Directory {
             tokens: DashMap::new(),
             profiles: DashMap::new(),
             index: RwLock::new(SearchIndex::new(now.month())),
+            index_version: AtomicU64::new(0),
+            validator_seed: validator_seed(now),
             vote_history_retention: Default::default(),
         }
     }
@@ -113,28 +158,49 @@ impl Directory {
     /// One page of a search. Runs on the calling thread: at these costs a hop to a thread pool
     /// would cost more than the search.
     pub fn search(&self, search: &Search, now: Timestamp) -> SearchPage {
+        self.search_versioned(search, now).page
+    }
+
+    /// One page of a search, with the number of the index's state it was read from.
+    pub fn search_versioned(&self, search: &Search, now: Timestamp) -> VersionedPage {
         let month = now.month();
         {
             let index = self.index.read();
             if index.month() == month {
-                return index.search(search);
+                return self.versioned(&index, search);
             }
         }
         // The first search of a new month: every monthly count reads 0 from now on, with or
         // without a vote, so the monthly order is rebuilt before anyone reads it. (A plain read
         // first: parking_lot lets only one upgradable reader in at a time.)
-        let mut index = self.index.write();
+        let mut index = self.write_index();
         if index.month() != month {
             index.roll_month(month);
         }
-        RwLockWriteGuard::downgrade(index).search(search)
+        let index = RwLockWriteGuard::downgrade(index);
+        self.versioned(&index, search)
+    }
+
+    fn versioned(&self, index: &SearchIndex, search: &Search) -> VersionedPage {
+        VersionedPage {
+            page: index.search(search),
+            version: self.index_version.load(Ordering::Acquire),
+            seed: self.validator_seed,
+        }
+    }
+
+    /// The index for a change: every change gets a new version number.
+    fn write_index(&self) -> RwLockWriteGuard<'_, SearchIndex> {
+        let guard = self.index.write();
+        self.index_version.fetch_add(1, Ordering::AcqRel);
+        guard
     }
 
     /// Publishes a newly listed (or, at startup, restored) bot. Its platform id comes from its
     /// listing: the directory's map is an index of published listings, never written apart.
     pub(super) fn publish_listed(&self, handle: Arc<BotHandle>, token: TokenHash) {
         let view = handle.view();
-        self.index.write().insert(Arc::clone(&view));
+        self.write_index().insert(Arc::clone(&view));
         self.platform_ids
             .insert(view.listing.platform_id, handle.id);
         self.tokens.insert(token, handle.id);
@@ -145,7 +211,7 @@ impl Directory {
     /// core, instead of a bot at a time.
     pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
         {
-            let mut index = self.index.write();
+            let mut index = self.write_index();
             if index.is_empty() {
                 let views = bots.iter().map(|(handle, _)| handle.view()).collect();
                 *index = SearchIndex::build(index.month(), views);
@@ -177,7 +243,7 @@ impl Directory {
             self.platform_ids.remove_if(&was, |_, owner| *owner == id);
             self.platform_ids.insert(is, id);
         }
-        self.index.write().update(view);
+        self.write_index().update(view);
     }
 
     pub(super) fn publish_delisted(&self, id: BotId, token: TokenHash) {
@@ -187,7 +253,7 @@ impl Directory {
             self.platform_ids
                 .remove_if(&platform_id, |_, owner| *owner == id);
         }
-        self.index.write().remove(id);
+        self.write_index().remove(id);
     }
 
     pub(super) fn publish_token(&self, id: BotId, old: TokenHash, new: TokenHash) {

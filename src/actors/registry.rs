@@ -470,6 +470,8 @@ impl Registry {
         // stays 0: replay has nothing of its own to skip.
         self.apply(&record);
         let handle = self.handle_of(id)?;
+        // Rendered here, so that neither the journal's writer nor a reader renders it.
+        handle.view().listing.rendered();
         let directory = Arc::clone(&self.directory);
         let shown = Arc::clone(&handle);
         let (_, durable) = self.commit(

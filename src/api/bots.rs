@@ -201,15 +201,38 @@ pub async fn search(
 ) -> Result<HttpResponse, ApiError> {
     let search = Search::parse(request.query_string()).map_err(|e| Code::BadRequest.with(e.0))?;
     let now = state.clock.now();
-    let page = state.directory.search(&search, now);
-    let results: Vec<PublicBot<'_>> = page.bots.iter().map(|bot| bot.public(now)).collect();
-    Ok(reply::ok(&BotList {
-        count: results.len() as u64,
-        results,
-        limit: search.limit,
-        offset: search.offset,
-        total: page.total,
-    }))
+    let answer = state.directory.search_versioned(&search, now);
+    let page = &answer.page;
+    // The bytes `BotList`'s serializer writes, assembled from each bot's rendering.
+    let mut body = Vec::with_capacity(
+        96 + page
+            .bots
+            .iter()
+            .map(|bot| bot.listing.rendered().len())
+            .sum::<usize>(),
+    );
+    body.extend_from_slice(b"{\"results\":[");
+    for (i, bot) in page.bots.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        bot.write_public(now, &mut body);
+    }
+    let mut digits = itoa::Buffer::new();
+    for (key, value) in [
+        (&b"],\"limit\":"[..], search.limit),
+        (b",\"offset\":", search.offset),
+        (b",\"count\":", page.bots.len() as u64),
+        (b",\"total\":", page.total),
+    ] {
+        body.extend_from_slice(key);
+        body.extend_from_slice(digits.format(value).as_bytes());
+    }
+    body.push(b'}');
+    Ok(reply::tagged_json(
+        body,
+        &answer.etag(request.query_string()),
+    ))
 }
 
 /// One bot's public record.
@@ -225,5 +248,9 @@ pub async fn get_bot(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let view = find_bot(&state, &id)?.view();
-    Ok(reply::ok(&view.public(state.clock.now())))
+    let now = state.clock.now();
+    Ok(reply::tagged_json(
+        view.public_json(now),
+        &view.public_etag(now),
+    ))
 }

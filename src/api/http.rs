@@ -140,8 +140,16 @@ fn tag(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
         // A streamed body is not hashed: it goes out untagged.
         Err(body) => return ServiceResponse::new(request, head.set_body(body)),
     };
-    let etag = etag_of(&bytes);
-    head.headers_mut().insert(ETAG, etag.clone());
+    // A handler that knows what its answer was made of has tagged it already; only the others'
+    // bodies are hashed.
+    let etag = match head.headers().get(ETAG) {
+        Some(etag) => etag.clone(),
+        None => {
+            let etag = etag_of(&bytes);
+            head.headers_mut().insert(ETAG, etag.clone());
+            etag
+        }
+    };
     let matches = request
         .headers()
         .get_all(IF_NONE_MATCH)

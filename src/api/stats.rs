@@ -45,10 +45,16 @@ pub async fn get_stats(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = find_bot(&state, &id)?.view();
-    Ok(reply::ok(&Stats {
-        server_count: view.servers(),
-    }))
+    let servers = find_bot(&state, &id)?.view().servers();
+    let body = serde_json::to_vec(&Stats {
+        server_count: servers,
+    })
+    .map_err(|_| Code::Internal.with("a response did not serialize".into()))?;
+    // The body is the count and nothing else: the count is its validator.
+    Ok(reply::tagged_json(
+        body,
+        &format!("\"servers-{servers:016x}\""),
+    ))
 }
 
 /// Post the bot's server count (its own token).

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use super::ids::{BotId, ProfileId, Snowflake};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
+use super::render::{ListingRender, RenderedListing};
 pub use super::stats::ServerCount;
 use super::stats::{ShardCounts, StatsUpdate};
 use super::text::{
@@ -55,9 +56,17 @@ pub struct Listing {
     /// not stored: [`BotState::restore`] rebuilds it with this build's folding.
     #[serde(skip)]
     pub search_text: SearchText,
+    /// Its public JSON, rendered on first use (see [`super::render`]).
+    #[serde(skip)]
+    pub rendered: ListingRender,
 }
 
 impl Listing {
+    /// Its public JSON around the counts, rendered once.
+    pub fn rendered(&self) -> &RenderedListing {
+        self.rendered.get(self)
+    }
+
     /// The bot as its webhook events name it.
     pub fn event_bot(&self) -> EventBot {
         EventBot {
@@ -238,6 +247,7 @@ impl BotState {
             certified: new.certified,
             featured: new.featured,
             created_at: now,
+            rendered: ListingRender::default(),
         };
         Self {
             listing: Arc::new(listing),
@@ -361,29 +371,36 @@ impl BotView {
     }
 
     pub fn public(&self, now: Timestamp) -> PublicBot<'_> {
-        let l = &*self.listing;
-        PublicBot {
-            id: l.id,
-            name: &l.name,
-            username: &l.username,
-            avatar: l.avatar.as_ref(),
-            short_description: &l.short_description,
-            long_description: l.long_description.as_ref(),
-            tags: &l.tags,
-            language_code: l.language_code.as_ref(),
-            prefix: l.prefix.as_ref(),
-            invite_url: l.invite_url.as_ref(),
-            website_url: l.website_url.as_ref(),
-            support_server_url: l.support_server_url.as_ref(),
-            github_url: l.github_url.as_ref(),
-            owner_ids: &l.owner_ids,
-            vote_count: self.vote_count,
-            monthly_vote_count: self.monthly.at(now),
-            server_count: self.server_count,
-            certified: l.certified,
-            featured: l.featured,
-            created_at: l.created_at,
-        }
+        PublicBot::of(
+            &self.listing,
+            self.vote_count,
+            self.monthly.at(now),
+            self.server_count,
+        )
+    }
+
+    /// `serde_json::to_vec(&self.public(now))` appended to `out`, from the listing's rendering.
+    pub fn write_public(&self, now: Timestamp, out: &mut Vec<u8>) {
+        self.listing.rendered().write(
+            out,
+            self.vote_count,
+            self.monthly.at(now),
+            self.server_count,
+        );
+    }
+
+    /// The public JSON as [`BotView::write_public`] writes it.
+    pub fn public_json(&self, now: Timestamp) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.listing.rendered().len());
+        self.write_public(now, &mut out);
+        out
+    }
+
+    /// A strong validator of [`BotView::public_json`] read at `now`.
+    pub fn public_etag(&self, now: Timestamp) -> String {
+        self.listing
+            .rendered()
+            .etag(self.vote_count, self.monthly.at(now), self.server_count)
     }
 }
 
@@ -431,4 +448,36 @@ pub struct PublicBot<'a> {
     pub featured: bool,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
+}
+
+impl<'a> PublicBot<'a> {
+    pub fn of(
+        l: &'a Listing,
+        vote_count: u64,
+        monthly_vote_count: u64,
+        server_count: Option<ServerCount>,
+    ) -> Self {
+        PublicBot {
+            id: l.id,
+            name: &l.name,
+            username: &l.username,
+            avatar: l.avatar.as_ref(),
+            short_description: &l.short_description,
+            long_description: l.long_description.as_ref(),
+            tags: &l.tags,
+            language_code: l.language_code.as_ref(),
+            prefix: l.prefix.as_ref(),
+            invite_url: l.invite_url.as_ref(),
+            website_url: l.website_url.as_ref(),
+            support_server_url: l.support_server_url.as_ref(),
+            github_url: l.github_url.as_ref(),
+            owner_ids: &l.owner_ids,
+            vote_count,
+            monthly_vote_count,
+            server_count,
+            certified: l.certified,
+            featured: l.featured,
+            created_at: l.created_at,
+        }
+    }
 }

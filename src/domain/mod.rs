@@ -8,6 +8,7 @@ pub mod ids;
 pub mod patch;
 pub mod profile;
 pub mod query;
+pub mod render;
 pub mod search;
 pub mod stats;
 pub mod text;

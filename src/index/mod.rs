@@ -29,6 +29,8 @@ use orders::{place, rank, Orders, Place};
 
 /// Vote counts are bucketed by bit length: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
 const VOTE_BUCKETS: usize = 65;
+/// `votes=N` for N up to this is one bitmap, kept exact: no bot is checked per request.
+const VOTE_FLOORS: u64 = 64;
 
 fn vote_bucket(votes: u64) -> usize {
     (u64::BITS - votes.leading_zeros()) as usize
@@ -54,6 +56,10 @@ pub struct SearchIndex {
     languages: HashMap<String, RoaringBitmap>,
     invites: [RoaringBitmap; Invites::ALL.len()],
     votes: Vec<RoaringBitmap>,
+    /// `floors[k - 1]`: the bots with at least `k` votes, for `k` up to [`VOTE_FLOORS`]. A
+    /// vote adds its bot to one of them at most; most bots have few votes, so most of them are
+    /// in few.
+    floors: Vec<RoaringBitmap>,
     grams: Grams,
     texts: TextArena,
     /// The exact matches of recently searched long needles, kept exact by every write.
@@ -105,6 +111,7 @@ impl SearchIndex {
             languages: HashMap::default(),
             invites: Default::default(),
             votes: vec![RoaringBitmap::new(); VOTE_BUCKETS],
+            floors: vec![RoaringBitmap::new(); VOTE_FLOORS as usize],
             grams: Grams::default(),
             texts: TextArena::default(),
             needles: NeedleCache::default(),
@@ -188,6 +195,7 @@ impl SearchIndex {
             doc,
         );
         add_doc(&mut self.votes[vote_bucket(view.vote_count)], doc);
+        self.move_floors(doc, 0, view.vote_count);
         let entry = Doc {
             votes: view.vote_count,
             view,
@@ -235,6 +243,7 @@ impl SearchIndex {
             self.votes[was].remove(doc);
             add_doc(&mut self.votes[is], doc);
         }
+        self.move_floors(doc, old.view.vote_count, view.vote_count);
         let ranks = self.ranks_of(&view);
         for sort in Sort::ALL {
             let i = sort.position();
@@ -284,6 +293,7 @@ impl SearchIndex {
         self.texts.stale += old.text.len;
         self.invites[Invites::of(old.view.servers()).position()].remove(doc);
         self.votes[vote_bucket(old.view.vote_count)].remove(doc);
+        self.move_floors(doc, old.view.vote_count, 0);
         self.free.push(doc);
     }
 
@@ -376,7 +386,13 @@ impl SearchIndex {
         }
         let (start, end) = (start as usize, end as usize);
         let docs = match &candidates {
-            None => self.walk(search.sort, start, end, |_| true),
+            // Every listed bot is a candidate: the order jumps to the page.
+            None => self
+                .orders
+                .iter_from(search.sort, start)
+                .take(end - start)
+                .map(|place| place.3)
+                .collect(),
             Some(set) if self.walk_is_cheaper(end, set.len()) => {
                 self.walk(search.sort, start, end, |doc| set.contains(doc))
             }
@@ -451,25 +467,22 @@ impl SearchIndex {
             sets.push(Cow::Borrowed(&self.invites[bucket.position()]));
         }
         if let Some(min) = search.min_votes.filter(|min| *min > 0) {
-            sets.push(Cow::Owned(self.with_at_least(min)));
+            sets.push(self.with_at_least(min));
         }
-        let mut verify = None;
         if let Some(text) = &search.text {
             match self.grams.lookup(text.as_bytes()) {
                 Lookup::Exact(None) => return Some(RoaringBitmap::new()),
                 Lookup::Exact(Some(set)) => sets.push(Cow::Borrowed(set)),
                 Lookup::Candidates(grams) => match self.needles.get(text) {
-                    Some(exact) => sets.push(Cow::Owned(RoaringBitmap::clone(&exact))),
-                    // Alone, a long needle is verified in full once and remembered; with other
-                    // filters, only the candidates that pass them are verified.
-                    None if sets.is_empty() => {
+                    Some(exact) => sets.push(Cow::Owned(exact)),
+                    // A long needle is verified in full once and remembered, with other
+                    // filters or without: verifying only the candidates that pass the filters
+                    // would cost every request in proportion to its matches (a common needle
+                    // in a common category: thousands of bots at a million).
+                    None => {
                         let exact = self.verified(grams, text);
                         self.needles.put(text, exact.clone());
                         sets.push(Cow::Owned(exact));
-                    }
-                    None => {
-                        sets.extend(grams.into_iter().map(Cow::Borrowed));
-                        verify = Some(Finder::new(text.as_bytes()));
                     }
                 },
             }
@@ -482,9 +495,6 @@ impl SearchIndex {
                 break;
             }
             found &= set.as_ref();
-        }
-        if let Some(finder) = verify {
-            found = sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)));
         }
         Some(found)
     }
@@ -514,8 +524,28 @@ impl SearchIndex {
         self.docs.get(doc as usize).and_then(Option::as_ref)
     }
 
-    /// Bots with at least `min` votes: whole buckets above `min`'s, and a check of each bot in it.
-    fn with_at_least(&self, min: u64) -> RoaringBitmap {
+    /// A document's vote count went from `was` to `is`: it joins or leaves the floors between.
+    fn move_floors(&mut self, doc: u32, was: u64, is: u64) {
+        let (low, high) = (was.min(is).min(VOTE_FLOORS), was.max(is).min(VOTE_FLOORS));
+        for floor in &mut self.floors[low as usize..high as usize] {
+            if is > was {
+                add_doc(floor, doc);
+            } else {
+                floor.remove(doc);
+            }
+        }
+    }
+
+    /// Bots with at least `min` votes: one kept bitmap up to [`VOTE_FLOORS`]; above it, whole
+    /// buckets above `min`'s, and a check of each bot in its own.
+    fn with_at_least(&self, min: u64) -> Cow<'_, RoaringBitmap> {
+        if let Some(floor) = min.checked_sub(1).and_then(|k| self.floors.get(k as usize)) {
+            return Cow::Borrowed(floor);
+        }
+        Cow::Owned(self.scan_at_least(min))
+    }
+
+    fn scan_at_least(&self, min: u64) -> RoaringBitmap {
         let own = vote_bucket(min);
         let mut found = sorted_set(
             self.votes[own]
@@ -539,6 +569,7 @@ impl SearchIndex {
             .invites
             .iter()
             .chain(&self.votes)
+            .chain(&self.floors)
             .map(RoaringBitmap::serialized_size)
             .sum();
         IndexMemory {

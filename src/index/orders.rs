@@ -1,8 +1,6 @@
 //! One maintained order per sort key, iterated in response order: featured first, the key
 //! descending, the listing id ascending.
 
-use std::collections::BTreeSet;
-
 use crate::domain::search::Sort;
 
 /// A document's place in one order. Ascending tuple order is response order: the rank packs
@@ -25,9 +23,126 @@ pub fn place(rank: u64, id: u128, doc: u32) -> Place {
     (rank, (id >> 64) as u64, id as u64, doc)
 }
 
+/// The most places a block holds; a block that grows past it is split in two.
+const BLOCK: usize = 512;
+
+/// One order: its places sorted, in blocks of at most [`BLOCK`]. Unlike a B-tree, it can jump
+/// to the n-th place by counting whole blocks, so a page at offset 20,000 costs about what the
+/// first page costs; a change moves at most one block's places.
+#[derive(Default)]
+pub struct Order {
+    blocks: Vec<Vec<Place>>,
+    len: usize,
+}
+
+impl Order {
+    fn from_sorted(places: Vec<Place>) -> Self {
+        let len = places.len();
+        let blocks = places
+            .chunks(BLOCK * 3 / 4)
+            .map(|chunk| {
+                let mut block = Vec::with_capacity(BLOCK);
+                block.extend_from_slice(chunk);
+                block
+            })
+            .collect();
+        Self { blocks, len }
+    }
+
+    /// The block a place belongs in: the first whose last place is not below it.
+    fn block_of(&self, place: &Place) -> usize {
+        let at = self
+            .blocks
+            .partition_point(|block| block.last().is_some_and(|last| last < place));
+        at.min(self.blocks.len().saturating_sub(1))
+    }
+
+    pub fn insert(&mut self, place: Place) {
+        if self.blocks.is_empty() {
+            self.blocks.push(Vec::with_capacity(BLOCK));
+        }
+        let b = self.block_of(&place);
+        let block = &mut self.blocks[b];
+        let Err(at) = block.binary_search(&place) else {
+            return;
+        };
+        block.insert(at, place);
+        self.len += 1;
+        if block.len() > BLOCK {
+            let mut upper = Vec::with_capacity(BLOCK);
+            upper.extend_from_slice(&block[BLOCK / 2..]);
+            block.truncate(BLOCK / 2);
+            self.blocks.insert(b + 1, upper);
+        }
+    }
+
+    pub fn remove(&mut self, place: &Place) {
+        if self.blocks.is_empty() {
+            return;
+        }
+        let b = self.block_of(place);
+        let block = &mut self.blocks[b];
+        let Ok(at) = block.binary_search(place) else {
+            return;
+        };
+        block.remove(at);
+        let left = block.len();
+        self.len -= 1;
+        if left == 0 {
+            self.blocks.remove(b);
+        } else if left < BLOCK / 4
+            && b + 1 < self.blocks.len()
+            && left + self.blocks[b + 1].len() <= BLOCK
+        {
+            // Churn must not leave many small blocks behind: a small block takes in its
+            // neighbour when both fit in one.
+            let next = self.blocks.remove(b + 1);
+            self.blocks[b].extend_from_slice(&next);
+        }
+    }
+
+    /// The places from the `start`-th on, in order: whole blocks are counted, not visited.
+    pub fn iter_from(&self, start: usize) -> impl Iterator<Item = &Place> {
+        let mut skipped = 0;
+        let mut first = self.blocks.len();
+        for (b, block) in self.blocks.iter().enumerate() {
+            if skipped + block.len() > start {
+                first = b;
+                break;
+            }
+            skipped += block.len();
+        }
+        let within = start - skipped.min(start);
+        self.blocks[first..]
+            .iter()
+            .flatten()
+            .skip(if first < self.blocks.len() { within } else { 0 })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Place> {
+        self.blocks.iter().flatten()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|block| block.capacity() * std::mem::size_of::<Place>())
+            .sum::<usize>()
+            + self.blocks.capacity() * std::mem::size_of::<Vec<Place>>()
+    }
+}
+
 #[derive(Default)]
 pub struct Orders {
-    sets: [BTreeSet<Place>; Sort::ALL.len()],
+    sets: [Order; Sort::ALL.len()],
 }
 
 impl Orders {
@@ -43,17 +158,21 @@ impl Orders {
         self.sets[sort.position()].iter()
     }
 
+    /// The order's places from the `start`-th on, reached without visiting those before it.
+    pub fn iter_from(&self, sort: Sort, start: usize) -> impl Iterator<Item = &Place> {
+        self.sets[sort.position()].iter_from(start)
+    }
+
     /// Builds one order anew from every place at once (a month's rollover).
     pub fn rebuild(&mut self, sort: Sort, mut places: Vec<Place>) {
         places.sort_unstable();
-        self.sets[sort.position()] = places.into_iter().collect();
+        places.dedup();
+        self.sets[sort.position()] = Order::from_sorted(places);
     }
 
-    /// Bytes held by the orders, for the memory report: a B-tree node holds up to 11 places
-    /// and is, on average, about three quarters full.
+    /// Bytes held by the orders, for the memory report.
     pub fn heap_bytes(&self) -> usize {
-        let places: usize = self.sets.iter().map(BTreeSet::len).sum();
-        places * std::mem::size_of::<Place>() * 4 / 3
+        self.sets.iter().map(Order::heap_bytes).sum()
     }
 }
 
@@ -74,6 +193,53 @@ mod tests {
         places.sort_unstable();
         let docs: Vec<u32> = places.iter().map(|p| p.3).collect();
         assert_eq!(docs, [4, 1, 5, 3, 2, 0]);
+    }
+
+    /// Inserts, removes and jumps agree with a plain sorted set, through splits and merges.
+    #[test]
+    fn an_order_is_a_sorted_set_that_jumps_to_a_rank() {
+        let mut order = Order::default();
+        let mut plain = std::collections::BTreeSet::new();
+        let mut x: u64 = 12345;
+        for step in 0..40_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let p = place(x >> 52, u128::from(x >> 40 & 0xff), 0);
+            if step % 3 == 2 || plain.len() > 3000 {
+                order.remove(&p);
+                plain.remove(&p);
+            } else {
+                order.insert(p);
+                plain.insert(p);
+            }
+            if step % 997 == 0 {
+                assert!(order.iter().eq(plain.iter()));
+            }
+        }
+        assert_eq!(order.len(), plain.len());
+        assert!(order.iter().eq(plain.iter()));
+        for start in [
+            0,
+            1,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            plain.len() / 2,
+            plain.len() - 1,
+            plain.len(),
+            plain.len() + 5,
+        ] {
+            assert!(
+                order.iter_from(start).eq(plain.iter().skip(start)),
+                "from {start}"
+            );
+        }
+        let mut rebuilt = Orders::default();
+        rebuilt.rebuild(Sort::Votes, plain.iter().copied().collect());
+        assert!(rebuilt
+            .iter_from(Sort::Votes, 777)
+            .eq(plain.iter().skip(777)));
     }
 
     #[test]

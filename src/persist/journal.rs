@@ -221,6 +221,11 @@ impl Journal {
         let journal = Self::with_queue(next_seq, Some(tx));
         let shared = Arc::clone(&journal.shared);
         let dir = dir.to_path_buf();
+        let (published, publications) = mpsc::channel();
+        let publisher_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("journal-publisher".into())
+            .spawn(move || publish_batches(&publisher_shared, &publications))?;
         std::thread::Builder::new()
             .name("journal-writer".into())
             .spawn(move || {
@@ -230,6 +235,7 @@ impl Journal {
                     mode,
                     fault,
                     shared,
+                    published,
                 }
                 .run(rx)
             })?;
@@ -367,6 +373,35 @@ struct Writer {
     mode: FsyncMode,
     fault: JournalFault,
     shared: Arc<Shared>,
+    /// Each batch once written (and synced, as the mode promises), to the publisher.
+    published: mpsc::Sender<Written>,
+}
+
+/// A batch as the writer left it: its records and whether they are kept.
+type Written = (Vec<Pending>, Result<(), JournalError>);
+
+/// The publisher thread: runs each written batch's publications in record order and then
+/// answers its writers, while the writer already writes and syncs the next batch. Nothing is
+/// published before its batch is durable, and a write is answered only after its
+/// publication, as before; only the writer's group commit no longer waits for them.
+fn publish_batches(shared: &Shared, publications: &mpsc::Receiver<Written>) {
+    while let Ok(written) = publications.recv() {
+        publish_batch(shared, written);
+    }
+}
+
+fn publish_batch(shared: &Shared, (batch, result): Written) {
+    for pending in batch {
+        if result.is_ok() {
+            if let Some(publish) = pending.publish {
+                publish();
+            }
+            if !pending.frame.is_empty() {
+                shared.durable_seq.fetch_max(pending.seq, Ordering::AcqRel);
+            }
+        }
+        let _ = pending.done.send(result.clone());
+    }
 }
 
 impl Writer {
@@ -415,18 +450,9 @@ impl Writer {
             if let Err(error) = &result {
                 self.fail(error.clone());
             }
-            for pending in batch {
-                if result.is_ok() {
-                    if let Some(publish) = pending.publish {
-                        publish();
-                    }
-                    if !pending.frame.is_empty() {
-                        self.shared
-                            .durable_seq
-                            .fetch_max(pending.seq, Ordering::AcqRel);
-                    }
-                }
-                let _ = pending.done.send(result.clone());
+            if let Err(mpsc::SendError(written)) = self.published.send((batch, result)) {
+                // The publisher is gone (it only stops with the process): publish here.
+                publish_batch(&self.shared, written);
             }
         }
         if unsynced {
