@@ -34,6 +34,7 @@ pub type Published = Arc<ArcSwap<BotView>>;
 pub trait Publications: Send + Sync {
     fn publish_view(&self, published: &Published, view: Arc<BotView>);
     fn history_retention(&self) -> &Retention;
+    fn weekend(&self) -> &crate::domain::weekend::WeekendRule;
 }
 
 /// Requests that queue behind a busy bot wait for room instead of growing its mailbox.
@@ -292,6 +293,8 @@ impl Handler<RecordVote> for BotActor {
         }
         let bot = self.state.listing.id;
         let user = voter.id;
+        // The weight is decided here, once, and kept in the record: replay counts it again.
+        let weight = self.directory.weekend().weight_at(at);
         // With a webhook, the vote's record also queues its delivery (and gives up the oldest
         // open ones past the outbox's limit): one record, rendered into bodies only when sent.
         let (record, queued) = if self.state.webhook.url.is_some() {
@@ -302,10 +305,17 @@ impl Handler<RecordVote> for BotActor {
                 voter,
                 at,
                 delivery,
+                weight,
             };
             (record, Some((delivery, given_up)))
         } else {
-            (Record::Voted { bot, voter, at }, None)
+            let record = Record::Voted {
+                bot,
+                voter,
+                at,
+                weight,
+            };
+            (record, None)
         };
         self.apply(&record);
         if let Some((delivery, given_up)) = queued {

@@ -62,6 +62,8 @@ pub struct Directory {
     index: RwLock<SearchIndex>,
     /// How long vote history is kept (`--vote-history-days`); read by every bot actor.
     pub vote_history_retention: crate::domain::votes::history::Retention,
+    /// The weekend multiplier (`--weekend-multiplier`); read by every bot actor and `/weekend`.
+    pub weekend: crate::domain::weekend::WeekendRule,
 }
 
 impl Directory {
@@ -73,6 +75,7 @@ impl Directory {
             profiles: DashMap::new(),
             index: RwLock::new(SearchIndex::new(now.month())),
             vote_history_retention: Default::default(),
+            weekend: Default::default(),
         }
     }
 
@@ -211,6 +214,10 @@ impl Publications for Directory {
 
     fn history_retention(&self) -> &Retention {
         &self.vote_history_retention
+    }
+
+    fn weekend(&self) -> &crate::domain::weekend::WeekendRule {
+        &self.weekend
     }
 }
 

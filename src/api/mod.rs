@@ -17,6 +17,7 @@ pub mod routes;
 pub mod stats;
 pub mod users;
 pub mod votes;
+pub mod weekend;
 
 use std::sync::Arc;
 
@@ -68,6 +69,7 @@ pub fn api_routes() -> Vec<Route> {
         stats::routes(),
         users::routes(),
         admin::routes(),
+        weekend::routes(),
     ]
     .into_iter()
     .flatten()

@@ -14,6 +14,7 @@ pub mod text;
 pub mod time;
 pub mod votes;
 pub mod webhook;
+pub mod weekend;
 
 use time::Timestamp;
 

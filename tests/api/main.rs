@@ -21,3 +21,4 @@ mod time_rules;
 mod users;
 mod votes;
 mod webhooks;
+mod weekend;
