@@ -1,6 +1,7 @@
 //! The HTTP API: one module per resource, thin handlers that parse, ask an actor and reply.
 
 pub mod admin;
+pub mod badge;
 pub mod bots;
 pub mod connection;
 pub mod docs;
@@ -70,6 +71,7 @@ pub fn api_routes() -> Vec<Route> {
         users::routes(),
         admin::routes(),
         weekend::routes(),
+        badge::routes(),
     ]
     .into_iter()
     .flatten()

@@ -2,6 +2,7 @@
 //!
 //! Nothing here knows about HTTP or actors; a value of these types has passed its validation.
 
+pub mod badge;
 pub mod bot;
 pub mod feed;
 pub mod ids;

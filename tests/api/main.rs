@@ -2,6 +2,7 @@
 
 mod admin;
 mod auth;
+mod badge;
 mod bots;
 mod compat;
 mod docs;
