@@ -510,6 +510,24 @@ impl Handler<VoteHistoryPage> for BotActor {
     }
 }
 
+/// The bot's server counts and votes over time, as far as they are durable.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<crate::domain::growth::Point>, Rejection>")]
+pub struct GrowthPoints {
+    pub interval: crate::domain::growth::Interval,
+    pub from: Timestamp,
+    pub to: Timestamp,
+}
+
+impl Handler<GrowthPoints> for BotActor {
+    type Result = ResponseFuture<Result<Vec<crate::domain::growth::Point>, Rejection>>;
+
+    fn handle(&mut self, ask: GrowthPoints, _: &mut Self::Context) -> Self::Result {
+        let points = self.state.growth.points(ask.interval, ask.from, ask.to);
+        self.when_seen_durable(points)
+    }
+}
+
 /// A place for one more vote stream, unless `0` are open already.
 #[derive(Message)]
 #[rtype(result = "Option<StreamSlot>")]

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod growth;
 pub mod guard;
 pub mod health;
 pub mod history;
@@ -72,6 +73,7 @@ pub fn api_routes() -> Vec<Route> {
         admin::routes(),
         weekend::routes(),
         badge::routes(),
+        growth::routes(),
     ]
     .into_iter()
     .flatten()

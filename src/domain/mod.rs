@@ -5,6 +5,7 @@
 pub mod badge;
 pub mod bot;
 pub mod feed;
+pub mod growth;
 pub mod ids;
 pub mod patch;
 pub mod profile;

@@ -162,11 +162,12 @@ impl ApplyRecord for BotState {
         match record {
             Record::Voted {
                 voter, at, weight, ..
-            } => self
-                .votes
-                .vote_weighted(voter.clone(), *at, *weight)
-                .map(drop)
-                .map_err(|_| NotApplied::AlreadyVoted)?,
+            } => {
+                self.votes
+                    .vote_weighted(voter.clone(), *at, *weight)
+                    .map_err(|_| NotApplied::AlreadyVoted)?;
+                self.growth.vote(*at, *weight);
+            }
             Record::VotedWithDelivery {
                 voter,
                 at,
@@ -178,6 +179,7 @@ impl ApplyRecord for BotState {
                     .votes
                     .vote_weighted(voter.clone(), *at, *weight)
                     .map_err(|_| NotApplied::AlreadyVoted)?;
+                self.growth.vote(*at, *weight);
                 queue_vote_delivery(self, *delivery, voter, *at, counts, *weight);
             }
             Record::StatsPosted { count, at, .. } => {

@@ -7,6 +7,7 @@ mod bots;
 mod compat;
 mod docs;
 mod errors;
+mod growth;
 mod helpers;
 mod history;
 mod http;

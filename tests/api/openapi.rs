@@ -477,6 +477,7 @@ async fn request_ids_etags_and_304_are_documented_where_the_server_sends_them() 
         "/bots/{id}/stats",
         "/users/{user_id}",
         "/bots/{id}/badge/{kind}.svg",
+        "/bots/{id}/stats/history",
     ];
     let mut tagged_seen = 0;
     for (method, path, operation) in operations(&doc) {

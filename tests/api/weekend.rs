@@ -121,7 +121,7 @@ async fn the_weekend_route_is_public_and_accepts_a_token_good_or_not() {
 }
 
 /// Serves until the returned sender fires; the task ends after the last snapshot.
-async fn serve_until_stopped(
+pub async fn serve_until_stopped(
     settings: botlist::config::Settings,
     at: Timestamp,
 ) -> (
@@ -149,7 +149,7 @@ async fn serve_until_stopped(
     (test_app, stop, task)
 }
 
-fn snapshots(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub fn snapshots(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found: Vec<_> = std::fs::read_dir(dir)
         .expect("the directory")
         .map(|entry| entry.expect("an entry").path())
