@@ -133,6 +133,11 @@ impl Directory {
         RwLockWriteGuard::downgrade(index).search(search)
     }
 
+    /// Type-ahead: up to `limit` bots with a word of their name starting with the folded `q`.
+    pub fn suggest(&self, q: &str, limit: usize) -> Vec<Arc<BotView>> {
+        self.index.read().suggest(q, limit)
+    }
+
     /// Publishes a newly listed (or, at startup, restored) bot. Its platform id comes from its
     /// listing: the directory's map is an index of published listings, never written apart.
     pub(super) fn publish_listed(&self, handle: Arc<BotHandle>, token: TokenHash) {

@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod reply;
 pub mod routes;
 pub mod stats;
+pub mod suggest;
 pub mod users;
 pub mod votes;
 pub mod weekend;
@@ -74,6 +75,7 @@ pub fn api_routes() -> Vec<Route> {
         weekend::routes(),
         badge::routes(),
         growth::routes(),
+        suggest::routes(),
     ]
     .into_iter()
     .flatten()

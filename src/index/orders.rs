@@ -43,6 +43,11 @@ impl Orders {
         self.sets[sort.position()].iter()
     }
 
+    /// The places from `start` on, in order.
+    pub fn iter_from(&self, sort: Sort, start: Place) -> impl Iterator<Item = &Place> {
+        self.sets[sort.position()].range(start..)
+    }
+
     /// Builds one order anew from every place at once (a month's rollover).
     pub fn rebuild(&mut self, sort: Sort, mut places: Vec<Place>) {
         places.sort_unstable();

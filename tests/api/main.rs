@@ -18,6 +18,7 @@ mod operations;
 mod routing;
 mod search;
 mod search_concurrency;
+mod search_options;
 mod stats;
 mod time_rules;
 mod users;

@@ -226,8 +226,13 @@ async fn search_parameters_have_the_bounds_the_server_applies() {
             "monthly_votes",
             "recently_updated",
             "invites",
+            "relevance",
             ""
         ])
+    );
+    assert_eq!(
+        parameter("match")["enum"],
+        json!(["substring", "words", ""])
     );
 
     assert_error(
