@@ -62,8 +62,8 @@ impl Options {
     params(
         ("id" = String, Path, description = BOT_ID),
         ("kind" = String, Path, description = "What the badge shows: `servers` (the server count; `n/a` before the first stats post), `votes` (vote_count) or `monthly_votes` (monthly_vote_count)", pattern = "^(servers|votes|monthly_votes)$"),
-        ("label" = Option<String>, Query, max_length = 64, description = "The left text, at most 64 characters without control characters (default: `servers`, `votes` or `monthly votes`); empty shows the value alone"),
-        ("color" = Option<String>, Query, description = "The right side's colour: 3 or 6 hex digits without `#`, or a name: brightgreen, green, yellowgreen, yellow, orange, red, blue (the default), lightgrey, lightgray, grey, gray, success, important, critical, informational, inactive", pattern = "^([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|[A-Za-z]+)$"),
+        ("label" = Option<String>, Query, max_length = 64, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "The left text, at most 64 characters without control characters (default: `servers`, `votes` or `monthly votes`); empty shows the value alone"),
+        ("color" = Option<String>, Query, description = "The right side's colour: 3 or 6 hex digits without `#`, or a name: brightgreen, green, yellowgreen, yellow, orange, red, blue (the default), lightgrey, lightgray, grey, gray, success, important, critical, informational, inactive", pattern = "^([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|brightgreen|green|yellowgreen|yellow|orange|red|blue|lightgrey|lightgray|grey|gray|success|important|critical|informational|inactive)$"),
         ("style" = Option<String>, Query, description = "`flat` (the default: rounded corners, a light gradient) or `flat-square`", pattern = "^(flat|flat-square)$"),
     ),
     responses(

@@ -115,7 +115,11 @@ impl Asked {
                 )
             }
         };
-        if to <= from {
+        if to == from {
+            // An empty range: no point, not an error.
+            return Ok(Self { interval, from, to });
+        }
+        if to < from {
             return Err(format!(
                 "`to` must be after `from` (the start of its {}: {from})",
                 interval.name()
@@ -151,7 +155,7 @@ impl Asked {
     ),
     responses(
         (status = 200, description = "One point per interval, oldest first", body = GrowthHistory),
-        (status = 400, description = "`bad_request`: `interval`, `from` or `to` is invalid or sent twice, `to` is not after `from`, more than 1000 points, or hourly points older than 90 days", body = ErrorBody),
+        (status = 400, description = "`bad_request`: `interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days", body = ErrorBody),
     )
 )]
 pub async fn get_growth(
