@@ -57,7 +57,7 @@ impl WordStarts {
         }
     }
 
-    fn get(&self, prefix: &[u8]) -> Option<&RoaringBitmap> {
+    pub(super) fn get(&self, prefix: &[u8]) -> Option<&RoaringBitmap> {
         self.bitmaps.get(&key(prefix))
     }
 
