@@ -109,6 +109,9 @@ ROUTES=(
   "GET /bots/:id/check?userId=|GET|/bots/$BOT/check?userId=$VOTER|token|"
   "GET /bots/:id/stats|GET|/bots/$BOT/stats|none|"
   "GET /bots/:id|GET|/bots/$BOT|none|"
+  "GET /bots/:id/badge/servers.svg|GET|/bots/$BOT/badge/servers.svg|none|"
+  "GET /bots/:id/stats/history (day)|GET|/bots/$BOT/stats/history|none|"
+  "GET /bots/:id/stats/history?interval=hour|GET|/bots/$BOT/stats/history?interval=hour|none|"
   "POST /bots/:id/stats (fsync always)|POST|/bots/$BOT/stats|token|benches/stats_post.lua"
   "POST /admin/bots/:id/votes (fsync always)|POST|/admin/bots/$BOT/votes|admin|benches/votes.lua"
 )

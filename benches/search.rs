@@ -128,7 +128,56 @@ fn scenarios(bots: usize) -> Vec<(&'static str, String)> {
         ("sort=monthly_votes", "sort=monthly_votes".into()),
         ("sort=recently_updated", "sort=recently_updated".into()),
         ("sort=invites", "sort=invites".into()),
+        ("q, 1 char, sort=relevance", "q=e&sort=relevance".into()),
+        ("q, 3 chars, sort=relevance", "q=ard&sort=relevance".into()),
+        (
+            "q, 6 chars, sort=relevance",
+            "q=wizard&sort=relevance".into(),
+        ),
+        (
+            "q, 6+ chars rare, relevance",
+            format!("q={rare}&sort=relevance"),
+        ),
+        ("match=words, 2 words", "q=music+wizard&match=words".into()),
+        ("match=words, 2 short words", "q=er+ar&match=words".into()),
+        (
+            "match=words + relevance",
+            "q=wizard+bot&match=words&sort=relevance".into(),
+        ),
     ]
+}
+
+/// Type-ahead needles (already folded) and their limit.
+fn suggestions() -> Vec<(&'static str, &'static str, usize)> {
+    vec![
+        ("suggest, 1 char", "w", 10),
+        ("suggest, 1 char, limit 20", "b", 20),
+        ("suggest, 2 chars", "wi", 10),
+        ("suggest, 3 chars", "wiz", 10),
+        ("suggest, 6 chars", "wizard", 10),
+        ("suggest, 4 chars, rare", "zyxw", 10),
+        ("suggest, 2 chars, none", "qq", 10),
+    ]
+}
+
+fn suggest_table(dir: &Directory) {
+    let runs = if dir.bots >= 1_000_000 { 300 } else { 1000 };
+    for (name, q, limit) in suggestions() {
+        let mut times: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let started = thread_cpu();
+                black_box(dir.index.suggest(q, limit));
+                thread_cpu() - started
+            })
+            .collect();
+        times.sort_unstable();
+        let found = dir.index.suggest(q, limit).len();
+        println!(
+            "{name:<30} {:>8.3}ms {:>8.3}ms {found:>9}",
+            percentile(&times, 0.5).as_secs_f64() * 1e3,
+            percentile(&times, 0.99).as_secs_f64() * 1e3,
+        );
+    }
 }
 
 /// CPU time of this thread: what a search costs, whatever else the machine is doing.
@@ -196,6 +245,7 @@ fn bench(c: &mut Criterion) {
     for bots in sizes() {
         let mut dir = build(bots);
         table(&dir);
+        suggest_table(&dir);
         let mut group = c.benchmark_group(format!("search/{bots}"));
         group
             .sample_size(20)
@@ -205,6 +255,11 @@ fn bench(c: &mut Criterion) {
             let search = Search::parse(&query).expect("a valid query");
             group.bench_with_input(BenchmarkId::from_parameter(name), &search, |b, s| {
                 b.iter(|| dir.index.search(s))
+            });
+        }
+        for (name, q, limit) in suggestions() {
+            group.bench_with_input(BenchmarkId::from_parameter(name), &q, |b, q| {
+                b.iter(|| dir.index.suggest(q, limit))
             });
         }
         group.finish();

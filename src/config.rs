@@ -183,6 +183,12 @@ pub struct ServeArgs {
     /// Threads the bot actors are spread over (default: one per core).
     #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
     pub actor_threads: Option<NonZeroUsize>,
+
+    /// What each vote counts from Friday 00:00 to Sunday 23:59:59 UTC (1: no weekend; then
+    /// `GET /weekend` always answers false).
+    #[arg(long, env = "BOTLIST_WEEKEND_MULTIPLIER", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=crate::domain::weekend::MAX_MULTIPLIER as i64))]
+    pub weekend_multiplier: u32,
 }
 
 /// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
@@ -337,6 +343,8 @@ pub struct Settings {
     pub cors_origins: Vec<String>,
     /// Vote history retention and the live vote stream.
     pub vote_history: crate::api::history::HistorySettings,
+    /// What a vote counts on a weekend (1: no weekend).
+    pub weekend_multiplier: u32,
 }
 
 impl Settings {
@@ -375,6 +383,7 @@ impl Settings {
                 write_interval: Duration::from_millis(u64::from(args.stream_write_interval_ms)),
                 ..Default::default()
             },
+            weekend_multiplier: args.weekend_multiplier,
         }
     }
 }
@@ -391,6 +400,11 @@ mod tests {
         assert_eq!(args.data_dir, PathBuf::from("snapshots"));
         // docs/API.md gives the reasons for 100 ms: ingest with 100 readers, and the buffer.
         assert_eq!(args.stream_write_interval_ms, 100);
+        assert_eq!(args.weekend_multiplier, 1);
+        let args = Cli::parse_from(["botlist", "--weekend-multiplier", "2"]).into_serve_args();
+        assert_eq!(Settings::from_args(&args, None).weekend_multiplier, 2);
+        assert!(Cli::try_parse_from(["botlist", "--weekend-multiplier", "0"]).is_err());
+        assert!(Cli::try_parse_from(["botlist", "--weekend-multiplier", "101"]).is_err());
         let args = Cli::parse_from(["botlist", "serve", "--demo", "--base-path", "x/y/"])
             .into_serve_args();
         assert!(args.demo);

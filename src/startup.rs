@@ -270,6 +270,7 @@ async fn start_actors(
     directory
         .vote_history_retention
         .set(settings.vote_history.retention);
+    directory.weekend.set(settings.weekend_multiplier);
     let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
     let dispatcher = Dispatcher::new(
         Arc::clone(clock),

@@ -91,6 +91,8 @@ enum Op {
     /// Minutes; large steps cross months.
     Advance(i64),
     Search(String),
+    /// Type-ahead: a needle and a limit.
+    Suggest(String, usize),
 }
 
 fn query() -> impl Strategy<Value = String> {
@@ -104,46 +106,55 @@ fn query() -> impl Strategy<Value = String> {
         "monthly_votes",
         "recently_updated",
         "invites",
+        "relevance",
     ]);
     (
-        q,
-        prop::option::of(prop::sample::subsequence(TAGS.to_vec(), 1..3)),
-        prop::option::of(prop::sample::select(LANGUAGES.to_vec())),
-        prop::option::of(prop::sample::select(vec![
-            "lt100",
-            "100-1000",
-            "1000-10000",
-            "gt10000",
-        ])),
-        prop::option::of(0u64..4),
-        sort,
-        0u64..6,
-        0u64..8,
+        (
+            q,
+            prop::option::of(prop::sample::subsequence(TAGS.to_vec(), 1..3)),
+            prop::option::of(prop::sample::select(LANGUAGES.to_vec())),
+            prop::option::of(prop::sample::select(vec![
+                "lt100",
+                "100-1000",
+                "1000-10000",
+                "gt10000",
+            ])),
+            prop::option::of(0u64..4),
+            sort,
+            0u64..6,
+            0u64..8,
+        ),
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(q, tags, language, invites, votes, sort, limit, offset)| {
-            let mut params = vec![
-                format!("sort={sort}"),
-                format!("limit={limit}"),
-                format!("offset={offset}"),
-            ];
-            if let Some(q) = q {
-                let encoded: String = form_urlencoded::byte_serialize(q.as_bytes()).collect();
-                params.push(format!("q={encoded}"));
-            }
-            if let Some(tags) = tags {
-                params.push(format!("category={}", tags.join(",")));
-            }
-            if let Some(language) = language {
-                params.push(format!("language={language}"));
-            }
-            if let Some(invites) = invites {
-                params.push(format!("invites={invites}"));
-            }
-            if let Some(votes) = votes {
-                params.push(format!("votes={votes}"));
-            }
-            params.join("&")
-        })
+        .prop_map(
+            |((q, tags, language, invites, votes, sort, limit, offset), words)| {
+                let mut params = vec![
+                    format!("sort={sort}"),
+                    format!("limit={limit}"),
+                    format!("offset={offset}"),
+                ];
+                if words {
+                    params.push("match=words".into());
+                }
+                if let Some(q) = q {
+                    let encoded: String = form_urlencoded::byte_serialize(q.as_bytes()).collect();
+                    params.push(format!("q={encoded}"));
+                }
+                if let Some(tags) = tags {
+                    params.push(format!("category={}", tags.join(",")));
+                }
+                if let Some(language) = language {
+                    params.push(format!("language={language}"));
+                }
+                if let Some(invites) = invites {
+                    params.push(format!("invites={invites}"));
+                }
+                if let Some(votes) = votes {
+                    params.push(format!("votes={votes}"));
+                }
+                params.join("&")
+            },
+        )
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -156,6 +167,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..64).prop_map(|bot| Op::Delist { bot }),
         2 => prop_oneof![1i64..600, 10_000i64..50_000].prop_map(Op::Advance),
         6 => query().prop_map(Op::Search),
+        3 => (prop::collection::vec(0usize..12, 1..6), 1usize..21).prop_map(|(parts, limit)| {
+            Op::Suggest(parts.iter().map(|i| LETTERS[*i % LETTERS.len()]).collect(), limit)
+        }),
     ]
 }
 
@@ -250,6 +264,15 @@ impl Model {
             }
             Op::Advance(minutes) => self.now = self.now.plus(Duration::minutes(*minutes)),
             Op::Search(query) => self.check(query),
+            Op::Suggest(q, limit) => {
+                let q = botlist::domain::text::fold_case(q);
+                let found = self.index.suggest(&q, *limit);
+                let expected = botlist::domain::search::suggest_scan(self.views(), &q, *limit);
+                let ids = |bots: &[Arc<BotView>]| -> Vec<BotId> {
+                    bots.iter().map(|b| b.listing.id).collect()
+                };
+                assert_eq!(ids(&found), ids(&expected), "suggest `{q}` limit {limit}");
+            }
         }
     }
 

@@ -35,6 +35,7 @@ pub type Published = Arc<ArcSwap<BotView>>;
 pub trait Publications: Send + Sync {
     fn publish_view(&self, published: &Published, view: Arc<BotView>);
     fn history_retention(&self) -> &Retention;
+    fn weekend(&self) -> &crate::domain::weekend::WeekendRule;
 }
 
 /// Requests that queue behind a busy bot wait for room instead of growing its mailbox.
@@ -77,6 +78,14 @@ struct Unacked {
     vote: Option<u64>,
     /// The delivery it queued.
     delivery: Option<Uuid>,
+    /// What it added to the growth history: a vote of this weight, or a stats post, at `at`.
+    growth: Option<(Timestamp, GrowthChange)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum GrowthChange {
+    Vote(u32),
+    Post,
 }
 
 /// Where reads through the actor stop when the journal failed: the first history position and
@@ -293,8 +302,17 @@ impl BotActor {
                 Record::DeliverySaved { delivery, .. } => Some(delivery.id),
                 _ => None,
             },
+            growth: match &record {
+                Record::Voted { at, weight, .. } | Record::VotedWithDelivery { at, weight, .. } => {
+                    Some((*at, GrowthChange::Vote(*weight)))
+                }
+                Record::StatsPosted { at, .. } | Record::StatsUpdated { at, .. } => {
+                    Some((*at, GrowthChange::Post))
+                }
+                _ => None,
+            },
         };
-        if unacked.vote.is_some() || unacked.delivery.is_some() {
+        if unacked.vote.is_some() || unacked.delivery.is_some() || unacked.growth.is_some() {
             self.unacked.push_back(unacked);
         }
         match seq {
@@ -408,6 +426,8 @@ impl Handler<RecordVote> for BotActor {
         }
         let bot = self.state.listing.id;
         let user = voter.id;
+        // The weight is decided here, once, and kept in the record: replay counts it again.
+        let weight = self.directory.weekend().weight_at(at);
         // With a webhook, the vote's record also queues its delivery (and gives up the oldest
         // open ones past the outbox's limit): one record, rendered into bodies only when sent.
         let (record, queued) = if self.state.webhook.url.is_some() {
@@ -418,10 +438,17 @@ impl Handler<RecordVote> for BotActor {
                 voter,
                 at,
                 delivery,
+                weight,
             };
             (record, Some((delivery, given_up)))
         } else {
-            (Record::Voted { bot, voter, at }, None)
+            let record = Record::Voted {
+                bot,
+                voter,
+                at,
+                weight,
+            };
+            (record, None)
         };
         self.apply(&record);
         if let Some((delivery, given_up)) = queued {
@@ -628,6 +655,64 @@ impl Handler<VoteHistoryPage> for BotActor {
             return Box::pin(async move { Ok(page) });
         }
         self.when_seen_durable(self.state.votes.history.page(&query), ask, ctx)
+    }
+}
+
+/// The bot's server counts and votes over time, as far as they are durable.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "Result<Vec<crate::domain::growth::Point>, Rejection>")]
+pub struct GrowthPoints {
+    pub interval: crate::domain::growth::Interval,
+    pub from: Timestamp,
+    pub to: Timestamp,
+}
+
+impl Handler<GrowthPoints> for BotActor {
+    type Result = ResponseFuture<Result<Vec<crate::domain::growth::Point>, Rejection>>;
+
+    fn handle(&mut self, ask: GrowthPoints, ctx: &mut Self::Context) -> Self::Result {
+        let mut points = self.state.growth.points(ask.interval, ask.from, ask.to);
+        if self.acknowledged().is_some() {
+            self.leave_out_refused_growth(&mut points, ask.interval);
+            return Box::pin(async move { Ok(points) });
+        }
+        self.when_seen_durable(points, ask, ctx)
+    }
+}
+
+impl BotActor {
+    /// Once the journal has failed, the growth history's points without the refused changes:
+    /// their votes taken out of their intervals, and, from the interval of the first refused
+    /// stats post on, the count acknowledged last (the published one: no post after a refused
+    /// one was ever acknowledged).
+    fn leave_out_refused_growth(
+        &self,
+        points: &mut [crate::domain::growth::Point],
+        interval: crate::domain::growth::Interval,
+    ) {
+        let span = interval.span_ms();
+        let first_post = self
+            .unacked
+            .iter()
+            .filter_map(|u| match u.growth {
+                Some((at, GrowthChange::Post)) => Some(at),
+                _ => None,
+            })
+            .min();
+        let acknowledged_count = self.published.load().server_count.map(|c| c.get());
+        for point in points {
+            let end = point.at.millis().saturating_add(span);
+            for unacked in &self.unacked {
+                if let Some((at, GrowthChange::Vote(weight))) = unacked.growth {
+                    if at >= point.at && at.millis() < end {
+                        point.votes = point.votes.saturating_sub(u64::from(weight));
+                    }
+                }
+            }
+            if first_post.is_some_and(|first| first.millis() < end) {
+                point.server_count = acknowledged_count;
+            }
+        }
     }
 }
 

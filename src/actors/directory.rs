@@ -105,6 +105,8 @@ pub struct Directory {
     validator_seed: u64,
     /// How long vote history is kept (`--vote-history-days`); read by every bot actor.
     pub vote_history_retention: crate::domain::votes::history::Retention,
+    /// The weekend multiplier (`--weekend-multiplier`); read by every bot actor and `/weekend`.
+    pub weekend: crate::domain::weekend::WeekendRule,
 }
 
 impl Directory {
@@ -118,6 +120,7 @@ impl Directory {
             index_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),
             vote_history_retention: Default::default(),
+            weekend: Default::default(),
         }
     }
 
@@ -194,6 +197,11 @@ impl Directory {
         let guard = self.index.write();
         self.index_version.fetch_add(1, Ordering::AcqRel);
         guard
+    }
+
+    /// Type-ahead: up to `limit` bots with a word of their name starting with the folded `q`.
+    pub fn suggest(&self, q: &str, limit: usize) -> Vec<Arc<BotView>> {
+        self.index.read().suggest(q, limit)
     }
 
     /// Publishes a newly listed (or, at startup, restored) bot. Its platform id comes from its
@@ -277,6 +285,10 @@ impl Publications for Directory {
 
     fn history_retention(&self) -> &Retention {
         &self.vote_history_retention
+    }
+
+    fn weekend(&self) -> &crate::domain::weekend::WeekendRule {
+        &self.weekend
     }
 }
 

@@ -51,6 +51,7 @@ impl utoipa::PartialSchema for SortKey {
             "monthly_votes",
             "recently_updated",
             "invites",
+            "relevance",
         ])
     }
 }
@@ -58,6 +59,21 @@ impl utoipa::PartialSchema for SortKey {
 impl ToSchema for SortKey {
     fn name() -> Cow<'static, str> {
         Cow::Borrowed("SortKey")
+    }
+}
+
+/// The `match` parameter's values, for the OpenAPI document.
+pub struct MatchMode;
+
+impl utoipa::PartialSchema for MatchMode {
+    fn schema() -> RefOr<Schema> {
+        string_enum(&["substring", "words"])
+    }
+}
+
+impl ToSchema for MatchMode {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("MatchMode")
     }
 }
 
@@ -185,7 +201,8 @@ pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHa
         ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes, trimmed and lowercased; a bot matches when its language is listed (a bot without one never does). Alias `langs`, used when `language` is not sent"),
         ("invites" = inline(Option<InvitesBucket>), Query, description = "Server-count bucket: lt100 [0, 100), 100-1000 [100, 1000), 1000-10000 [1000, 10000), gt10000 [10000, ...); a count never posted is 0"),
         ("votes" = inline(Option<Count>), Query, description = "Keeps bots with vote_count at least this"),
-        ("sort" = inline(Option<SortKey>), Query, description = "votes (the default: vote_count), newest (created_at), monthly_votes, recently_updated (last listing edit or stats post), invites (server_count)"),
+        ("sort" = inline(Option<SortKey>), Query, description = "votes (the default: vote_count), newest (created_at), monthly_votes, recently_updated (last listing edit or stats post), invites (server_count), relevance (with `q`: name equal to q, name starting with it, a word of the name starting with it, anywhere in the name, only in the description; then vote_count; without `q` it is votes)"),
+        ("match" = inline(Option<MatchMode>), Query, description = "substring (the default: `q` occurs as typed) or words (every whitespace-separated word of `q` occurs, in any order, in the name or the short description)"),
         ("limit" = inline(Option<AnyCount>), Query, description = "Bots per page, default 24; above 100 is 100; 0 gives no results but the true total"),
         ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page"),
         ("page" = inline(Option<PageNumber>), Query, description = "1 or more: offset = (page - 1) * limit"),

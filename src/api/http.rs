@@ -52,11 +52,13 @@ impl AllowedMethods {
 }
 
 /// Routes whose 200 carries an `ETag`, after the base path.
-pub const ETAG_ROUTES: [&str; 4] = [
+pub const ETAG_ROUTES: [&str; 6] = [
     "/bots",
     "/bots/{id}",
     "/bots/{id}/stats",
     "/users/{user_id}",
+    super::badge::PATTERN,
+    super::growth::PATTERN,
 ];
 
 /// Set on a request that arrived as HEAD and is routed as GET.

@@ -2,11 +2,13 @@
 
 pub mod admin;
 pub mod admin_failures;
+pub mod badge;
 pub mod bots;
 pub mod connection;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod growth;
 pub mod guard;
 pub mod health;
 pub mod history;
@@ -16,8 +18,10 @@ pub mod openapi;
 pub mod reply;
 pub mod routes;
 pub mod stats;
+pub mod suggest;
 pub mod users;
 pub mod votes;
+pub mod weekend;
 
 use std::sync::Arc;
 
@@ -72,6 +76,10 @@ pub fn api_routes() -> Vec<Route> {
         stats::routes(),
         users::routes(),
         admin::routes(),
+        weekend::routes(),
+        badge::routes(),
+        growth::routes(),
+        suggest::routes(),
     ]
     .into_iter()
     .flatten()

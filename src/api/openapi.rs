@@ -42,8 +42,9 @@ limited.
 **HEAD** is answered on every GET route exactly as GET is (status, headers, `Content-Length`), \
 without the body; it is not listed as an operation of its own.
 
-**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats` and `GET /users/{user_id}` \
-send an `ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
+**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats`, `GET /users/{user_id}` and \
+the badges (`GET /bots/{id}/badge/{kind}.svg`, also `Cache-Control: public, max-age=60`) send an \
+`ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
 no body and the same headers, and still counts against the rate limit.
 
 **Request ids.** Every response carries `X-Request-Id`: the client's own when it sent one of 1 \

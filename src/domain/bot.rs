@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::growth::Growth;
 use super::ids::{BotId, ProfileId, Snowflake};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::render::{ListingRender, RenderedListing};
@@ -223,6 +224,10 @@ pub struct BotState {
     /// Each shard's latest count, for bots that post per shard; `server_count` is their sum.
     #[serde(default)]
     pub shards: ShardCounts,
+    /// Server counts and votes over time (`GET /bots/:id/stats/history`); last, so that
+    /// snapshots written without it load (as an empty history).
+    #[serde(default)]
+    pub growth: Growth,
 }
 
 impl BotState {
@@ -262,6 +267,7 @@ impl BotState {
             updated_at: now,
             last_seq: 0,
             shards: ShardCounts::default(),
+            growth: Growth::default(),
         }
     }
 
@@ -333,8 +339,10 @@ impl BotState {
     }
 
     pub fn post_stats(&mut self, update: &StatsUpdate, now: Timestamp) {
-        self.server_count = Some(self.shards.apply(update));
+        let count = self.shards.apply(update);
+        self.server_count = Some(count);
         self.updated_at = now;
+        self.growth.post(now, count.get());
     }
 
     /// The immutable picture of this bot that readers see without asking the actor.

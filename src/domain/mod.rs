@@ -2,8 +2,10 @@
 //!
 //! Nothing here knows about HTTP or actors; a value of these types has passed its validation.
 
+pub mod badge;
 pub mod bot;
 pub mod feed;
+pub mod growth;
 pub mod ids;
 pub mod patch;
 pub mod profile;
@@ -15,6 +17,7 @@ pub mod text;
 pub mod time;
 pub mod votes;
 pub mod webhook;
+pub mod weekend;
 
 use time::Timestamp;
 

@@ -125,6 +125,66 @@ pub struct Search {
     pub sort: Sort,
     pub limit: u64,
     pub offset: u64,
+    /// `match=words`: each whitespace-separated word of `q` (folded) must occur in the name or
+    /// the short description, in any order; `text` is then `None`.
+    pub words: Option<Vec<String>>,
+    /// `sort=relevance` with a `q`: the folded `q`, by which matches are ranked (see
+    /// [`relevance_class`]), then by `vote_count`; `sort` is then `Votes`, which relevance
+    /// falls back to without a `q`.
+    pub relevance: Option<String>,
+}
+
+/// How well a folded name matches a folded `q`, best first: 0 the name is `q`, 1 the name
+/// starts with it, 2 a word of the name starts with it (after a character that is not a letter
+/// or digit), 3 it is anywhere in the name, 4 it is not in the name (only in the description,
+/// or, with `match=words`, not as a whole).
+pub fn relevance_class(name: &str, q: &str) -> u8 {
+    if name == q {
+        0
+    } else if name.starts_with(q) {
+        1
+    } else if starts_a_word(name, q) {
+        2
+    } else if name.contains(q) {
+        3
+    } else {
+        4
+    }
+}
+
+/// Type-ahead by brute force, the statement `SearchIndex::suggest` is held to: up to `limit`
+/// bots with a word of their folded name starting with the folded `q`, by `vote_count`
+/// descending, then listing id ascending.
+pub fn suggest_scan(
+    bots: impl IntoIterator<Item = Arc<BotView>>,
+    q: &str,
+    limit: usize,
+) -> Vec<Arc<BotView>> {
+    let mut hits: Vec<Arc<BotView>> = bots
+        .into_iter()
+        .filter(|bot| starts_a_word(&bot.listing.search_text.name, q))
+        .collect();
+    hits.sort_by(|a, b| {
+        b.vote_count
+            .cmp(&a.vote_count)
+            .then(a.listing.id.cmp(&b.listing.id))
+    });
+    hits.truncate(limit);
+    hits
+}
+
+/// Whether a word of `name` (after a character that is not alphanumeric) starts with `q`.
+pub fn starts_a_word(name: &str, q: &str) -> bool {
+    if q.is_empty() {
+        return false;
+    }
+    name.match_indices(q).any(|(at, _)| {
+        at == 0
+            || name[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| !c.is_alphanumeric())
+    })
 }
 
 /// Why a query string was refused, naming the parameter.
@@ -133,7 +193,7 @@ pub struct QueryError(pub String);
 
 const KNOWN: &[&str] = &[
     "q", "query", "category", "tags", "language", "langs", "invites", "votes", "sort", "limit",
-    "offset", "page",
+    "offset", "page", "match",
 ];
 
 impl Search {
@@ -148,8 +208,9 @@ impl Search {
             Some((_, q)) => Some(fold_case(q)),
             None => None,
         };
+        let relevance = params.get("sort") == Some("relevance");
         let sort = match params.get("sort") {
-            None => Sort::Votes,
+            None | Some("relevance") => Sort::Votes,
             Some(s) => Sort::parse(s).ok_or_else(|| {
                 QueryError(format!("`sort` must be one of {}, got `{s}`", Sort::NAMES))
             })?,
@@ -180,8 +241,40 @@ impl Search {
             (None, Some(page)) => (page - 1).saturating_mul(limit),
             (None, None) => 0,
         };
+        let by_words = match params.get("match") {
+            None | Some("substring") => false,
+            Some("words") => true,
+            Some(other) => {
+                return Err(QueryError(format!(
+                    "`match` must be `substring` or `words`, got `{other}`"
+                )))
+            }
+        };
+        let text = text.filter(|q| !q.is_empty());
+        let relevance = text
+            .as_ref()
+            .filter(|_| relevance)
+            .map(|q| {
+                if by_words {
+                    q.trim().to_owned()
+                } else {
+                    q.clone()
+                }
+            })
+            .filter(|q| !q.is_empty());
+        let (text, words) = match text {
+            Some(q) if by_words => {
+                let mut words: Vec<String> = q.split_whitespace().map(str::to_owned).collect();
+                words.sort_unstable();
+                words.dedup();
+                (None, (!words.is_empty()).then_some(words))
+            }
+            text => (text, None),
+        };
         Ok(Self {
-            text: text.filter(|q| !q.is_empty()),
+            words,
+            relevance,
+            text,
             tags: list(params.get_aliased("category", "tags")),
             languages: list(params.get_aliased("language", "langs")),
             invites,
@@ -204,6 +297,15 @@ impl Search {
                     .short_description
                     .contains(text.as_str());
             if !found {
+                return false;
+            }
+        }
+        if let Some(words) = &self.words {
+            let text = &listing.search_text;
+            let all = words.iter().all(|word| {
+                text.name.contains(word.as_str()) || text.short_description.contains(word.as_str())
+            });
+            if !all {
                 return false;
             }
         }
@@ -239,7 +341,14 @@ impl Search {
             .filter(|bot| self.matches(bot))
             .map(|bot| Ranked {
                 featured: bot.listing.featured,
-                key: self.sort.key(&bot, now),
+                key: match &self.relevance {
+                    // Better classes first, then more votes.
+                    Some(q) => {
+                        let class = relevance_class(&bot.listing.search_text.name, q);
+                        (i128::from(4 - class) << 64) | i128::from(bot.vote_count)
+                    }
+                    None => self.sort.key(&bot, now),
+                },
                 id: bot.listing.id,
                 bot,
             })

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::ids::{BotId, Snowflake};
 use super::time::Timestamp;
 use super::votes::{vote_window, VoteCounts, Voter};
+use super::weekend::{self, Weight};
 
 /// The bot an event is about, as the event's bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +159,8 @@ pub enum Content {
         bot: EventBot,
         voter: Arc<Voter>,
         counts: VoteCounts,
+        /// What the vote counted (more than 1 on a weekend with a multiplier).
+        weight: Weight,
     },
     /// An operator's test event.
     Test { bot: EventBot },
@@ -234,8 +237,18 @@ impl Delivery {
         voter: Arc<Voter>,
         voted_at: Timestamp,
         counts: VoteCounts,
+        weight: Weight,
     ) -> Self {
-        Self::new(id, voted_at, Content::Vote { bot, voter, counts })
+        Self::new(
+            id,
+            voted_at,
+            Content::Vote {
+                bot,
+                voter,
+                counts,
+                weight,
+            },
+        )
     }
 
     pub fn test(id: Uuid, bot: EventBot, now: Timestamp) -> Self {
@@ -258,9 +271,17 @@ impl Delivery {
             Content::Vote { bot, .. } | Content::Test { bot } => bot,
         };
         let body = match (&self.content, format) {
-            (Content::Vote { voter, counts, .. }, WebhookFormat::Signed) => {
+            (
+                Content::Vote {
+                    voter,
+                    counts,
+                    weight,
+                    ..
+                },
+                WebhookFormat::Signed,
+            ) => {
                 let voted_at = self.created_at;
-                json!({
+                let mut body = json!({
                     "type": Event::VoteCreate.name(),
                     "id": self.id,
                     "created_at": voted_at,
@@ -272,13 +293,19 @@ impl Delivery {
                         "vote_count": counts.vote_count,
                         "monthly_vote_count": counts.monthly_vote_count,
                     }
-                })
+                });
+                // Only a vote that counted more than once says so: every other body stays
+                // byte for byte what earlier builds sent (a retry after an upgrade included).
+                if *weight > 1 {
+                    body["data"]["weight"] = json!(weight);
+                }
+                body
             }
-            (Content::Vote { voter, .. }, WebhookFormat::Legacy) => json!({
+            (Content::Vote { voter, weight, .. }, WebhookFormat::Legacy) => json!({
                 "bot": bot.platform_id,
                 "user": voter.id,
                 "type": "upvote",
-                "isWeekend": false,
+                "isWeekend": *weight > 1,
                 "query": "",
             }),
             (_, WebhookFormat::Signed) => json!({
@@ -613,6 +640,12 @@ struct StoredVote {
     voter: Arc<Voter>,
     vote_count: u64,
     monthly_vote_count: u64,
+    /// Left out when 1 (and read as 1 from files of earlier builds).
+    #[serde(
+        default = "weekend::single",
+        skip_serializing_if = "weekend::is_single"
+    )]
+    weight: Weight,
 }
 
 /// Stored as a sequence: `[id, event, created_at, content, state, attempts, last_status,
@@ -635,13 +668,19 @@ impl Serialize for Delivery {
                 seq.serialize_element(&bodies.signed)?;
                 seq.serialize_element(&bodies.legacy)?;
             }
-            Content::Vote { bot, voter, counts } => seq.serialize_element(&StoredContent {
+            Content::Vote {
+                bot,
+                voter,
+                counts,
+                weight,
+            } => seq.serialize_element(&StoredContent {
                 bot: bot.id,
                 platform_id: bot.platform_id,
                 vote: Some(StoredVote {
                     voter: Arc::clone(voter),
                     vote_count: counts.vote_count,
                     monthly_vote_count: counts.monthly_vote_count,
+                    weight: *weight,
                 }),
             })?,
             Content::Test { bot } => seq.serialize_element(&StoredContent {
@@ -736,6 +775,7 @@ impl<'de> Deserialize<'de> for Delivery {
                                 vote_count: vote.vote_count,
                                 monthly_vote_count: vote.monthly_vote_count,
                             },
+                            weight: vote.weight,
                         }
                     }
                     (BodyOrContent::Content(stored), Event::Test) => {
@@ -984,7 +1024,35 @@ mod rendering_tests {
                 vote_count: 1,
                 monthly_vote_count: 1,
             },
+            1,
         )
+    }
+
+    #[test]
+    fn a_weekend_vote_says_its_weight_in_both_formats_and_keeps_it_through_a_file() {
+        let mut delivery = voted();
+        let Content::Vote { weight, counts, .. } = &mut delivery.content else {
+            panic!("a vote");
+        };
+        *weight = 2;
+        *counts = VoteCounts {
+            vote_count: 2,
+            monthly_vote_count: 2,
+        };
+        let signed: serde_json::Value =
+            serde_json::from_str(&delivery.body(WebhookFormat::Signed)).expect("JSON");
+        assert_eq!(signed["data"]["weight"], 2);
+        assert_eq!(signed["data"]["vote_count"], 2);
+        assert_eq!(
+            delivery.body(WebhookFormat::Legacy),
+            r#"{"bot":"4242","isWeekend":true,"query":"","type":"upvote","user":"7"}"#
+        );
+        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
+        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(back, delivery);
+        // A delivery of weight 1 is stored as earlier builds stored it.
+        let single = rmp_serde::to_vec(&voted()).expect("encodes");
+        assert!(single.len() < packed.len());
     }
 
     #[test]

@@ -10,14 +10,14 @@ use rustc_hash::FxHashMap;
 
 /// Joins the two searched fields. Never valid UTF-8, so no needle contains it and no gram that
 /// spans it is ever asked for: a match can never run from the name into the description.
-const SEPARATOR: u8 = 0xFF;
+pub(crate) const SEPARATOR: u8 = 0xFF;
 
 /// The longest gram kept; needles up to this length are answered without verification.
 pub const MAX_GRAM: usize = 3;
 
 /// A gram as one number: its bytes, then its length, so grams of different lengths never share
 /// a key (`"a"` and `"\0a"` differ).
-fn key(gram: &[u8]) -> u32 {
+pub(crate) fn key(gram: &[u8]) -> u32 {
     let bytes = gram.iter().fold(0u32, |k, &b| (k << 8) | u32::from(b));
     (bytes << 2) | gram.len() as u32
 }

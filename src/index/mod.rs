@@ -12,6 +12,8 @@
 
 pub mod grams;
 pub mod orders;
+mod relevance;
+pub mod suggest;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -67,6 +69,8 @@ pub struct SearchIndex {
     orders: Orders,
     /// The month the monthly order counts: votes of any other month count 0 in it.
     month: Month,
+    /// Word starts of the names, for type-ahead (`suggest.rs`).
+    word_starts: suggest::WordStarts,
 }
 
 /// A document's searched text in the arena.
@@ -117,6 +121,7 @@ impl SearchIndex {
             needles: NeedleCache::default(),
             orders: Orders::default(),
             month,
+            word_starts: Default::default(),
         }
     }
 
@@ -190,6 +195,7 @@ impl SearchIndex {
                 .insert(sort, place(ranks[sort.position()], id_bits, doc));
         }
         self.index_filters(doc, &view, true);
+        self.word_starts.add(doc, &view.listing.search_text.name);
         add_doc(
             &mut self.invites[Invites::of(view.servers()).position()],
             doc,
@@ -288,6 +294,8 @@ impl SearchIndex {
                 .remove(sort, &place(old.ranks[sort.position()], old.id, doc));
         }
         self.index_filters(doc, &old.view, false);
+        self.word_starts
+            .remove(doc, &old.view.listing.search_text.name);
         self.grams.remove(doc, &grams_of(self.texts.get(old.text)));
         self.needles.forget(doc);
         self.texts.stale += old.text.len;
@@ -364,6 +372,10 @@ impl SearchIndex {
         if was.search_text == is.search_text {
             return None;
         }
+        if was.search_text.name != is.search_text.name {
+            self.word_starts.remove(doc, &was.search_text.name);
+            self.word_starts.add(doc, &is.search_text.name);
+        }
         let text = text_of(new);
         self.grams
             .replace(doc, &grams_of(&text_of(old)), &grams_of(&text));
@@ -386,6 +398,9 @@ impl SearchIndex {
         }
         let (start, end) = (start as usize, end as usize);
         let docs = match &candidates {
+            _ if search.relevance.is_some() => {
+                self.by_relevance(search, candidates.as_ref(), start, end)
+            }
             // Every listed bot is a candidate: the order jumps to the page.
             None => self
                 .orders
@@ -468,6 +483,14 @@ impl SearchIndex {
         }
         if let Some(min) = search.min_votes.filter(|min| *min > 0) {
             sets.push(self.with_at_least(min));
+        }
+        if let Some(words) = &search.words {
+            for word in words {
+                match self.exact_matches(word) {
+                    Some(set) => sets.push(set),
+                    None => return Some(RoaringBitmap::new()),
+                }
+            }
         }
         if let Some(text) = &search.text {
             match self.grams.lookup(text.as_bytes()) {
@@ -577,7 +600,7 @@ impl SearchIndex {
                 + self.by_bot.capacity() * (std::mem::size_of::<(BotId, u32)>() + 1)
                 + self.texts.bytes.capacity(),
             filters: bitmaps(&self.tags) + bitmaps(&self.languages) + buckets,
-            grams: self.grams.heap_bytes(),
+            grams: self.grams.heap_bytes() + self.word_starts.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),
         }

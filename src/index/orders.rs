@@ -119,6 +119,19 @@ impl Order {
             .skip(if first < self.blocks.len() { within } else { 0 })
     }
 
+    /// The places not below `start`, in order: its block is found by a binary search over the
+    /// blocks' last places, then within the block.
+    pub fn iter_from_place(&self, start: &Place) -> impl Iterator<Item = &Place> {
+        let b = self
+            .blocks
+            .partition_point(|block| block.last().is_some_and(|last| last < start));
+        let within = self
+            .blocks
+            .get(b)
+            .map_or(0, |block| block.partition_point(|place| place < start));
+        self.blocks[b..].iter().flatten().skip(within)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Place> {
         self.blocks.iter().flatten()
     }
@@ -161,6 +174,11 @@ impl Orders {
     /// The order's places from the `start`-th on, reached without visiting those before it.
     pub fn iter_from(&self, sort: Sort, start: usize) -> impl Iterator<Item = &Place> {
         self.sets[sort.position()].iter_from(start)
+    }
+
+    /// The places from `start` on (a place, not a rank), in order.
+    pub fn iter_from_place(&self, sort: Sort, start: Place) -> impl Iterator<Item = &Place> {
+        self.sets[sort.position()].iter_from_place(&start)
     }
 
     /// Builds one order anew from every place at once (a month's rollover).

@@ -12,6 +12,7 @@ use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter};
 use crate::domain::webhook::{Delivery, Progress};
+use crate::domain::weekend::{self, Weight};
 use uuid::Uuid;
 
 /// The whole directory at one journal sequence number.
@@ -58,6 +59,13 @@ pub enum Record {
         bot: BotId,
         voter: Voter,
         at: Timestamp,
+        /// What the vote counts (the weekend multiplier when it was taken); left out when 1,
+        /// and read as 1 from records of earlier builds. Last, so those still decode.
+        #[serde(
+            default = "weekend::single",
+            skip_serializing_if = "weekend::is_single"
+        )]
+        weight: Weight,
     },
     StatsPosted {
         bot: BotId,
@@ -99,6 +107,12 @@ pub enum Record {
         voter: Voter,
         at: Timestamp,
         delivery: Uuid,
+        /// As in `Voted`.
+        #[serde(
+            default = "weekend::single",
+            skip_serializing_if = "weekend::is_single"
+        )]
+        weight: Weight,
     },
 }
 
@@ -146,22 +160,27 @@ pub trait ApplyRecord {
 impl ApplyRecord for BotState {
     fn apply_record(&mut self, record: &Record) -> Result<(), NotApplied> {
         match record {
-            Record::Voted { voter, at, .. } => self
-                .votes
-                .vote(voter.clone(), *at)
-                .map(drop)
-                .map_err(|_| NotApplied::AlreadyVoted)?,
+            Record::Voted {
+                voter, at, weight, ..
+            } => {
+                self.votes
+                    .vote_weighted(voter.clone(), *at, *weight)
+                    .map_err(|_| NotApplied::AlreadyVoted)?;
+                self.growth.vote(*at, *weight);
+            }
             Record::VotedWithDelivery {
                 voter,
                 at,
                 delivery,
+                weight,
                 ..
             } => {
                 let counts = self
                     .votes
-                    .vote(voter.clone(), *at)
+                    .vote_weighted(voter.clone(), *at, *weight)
                     .map_err(|_| NotApplied::AlreadyVoted)?;
-                queue_vote_delivery(self, *delivery, voter, *at, counts);
+                self.growth.vote(*at, *weight);
+                queue_vote_delivery(self, *delivery, voter, *at, counts, *weight);
             }
             Record::StatsPosted { count, at, .. } => {
                 self.post_stats(&StatsUpdate::Whole(*count), *at)
@@ -204,6 +223,7 @@ fn queue_vote_delivery(
     voter: &Voter,
     at: Timestamp,
     counts: VoteCounts,
+    weight: Weight,
 ) {
     // The history's shared copy of the voter, which it has just taken.
     let history = &state.votes.history;
@@ -212,7 +232,7 @@ fn queue_vote_delivery(
         .map(|entry| entry.voter)
         .filter(|shared| **shared == *voter)
         .unwrap_or_else(|| Arc::new(voter.clone()));
-    let delivery = Delivery::vote(id, state.listing.event_bot(), shared, at, counts);
+    let delivery = Delivery::vote(id, state.listing.event_bot(), shared, at, counts, weight);
     state.deliveries.queue(delivery);
 }
 

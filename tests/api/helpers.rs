@@ -106,6 +106,7 @@ pub fn test_settings() -> Settings {
         webhook_timeout: std::time::Duration::from_secs(5),
         cors_origins: Vec::new(),
         vote_history: Default::default(),
+        weekend_multiplier: 1,
     }
 }
 

@@ -2,10 +2,12 @@
 
 mod admin;
 mod auth;
+mod badge;
 mod bots;
 mod compat;
 mod docs;
 mod errors;
+mod growth;
 mod helpers;
 mod history;
 mod http;
@@ -16,8 +18,10 @@ mod operations;
 mod routing;
 mod search;
 mod search_concurrency;
+mod search_options;
 mod stats;
 mod time_rules;
 mod users;
 mod votes;
 mod webhooks;
+mod weekend;

@@ -238,8 +238,13 @@ async fn search_parameters_have_the_bounds_the_server_applies() {
             "monthly_votes",
             "recently_updated",
             "invites",
+            "relevance",
             ""
         ])
+    );
+    assert_eq!(
+        parameter("match")["enum"],
+        json!(["substring", "words", ""])
     );
 
     assert_error(
@@ -488,6 +493,8 @@ async fn request_ids_etags_and_304_are_documented_where_the_server_sends_them() 
         "/bots/{id}",
         "/bots/{id}/stats",
         "/users/{user_id}",
+        "/bots/{id}/badge/{kind}.svg",
+        "/bots/{id}/stats/history",
     ];
     let mut tagged_seen = 0;
     for (method, path, operation) in operations(&doc) {

@@ -638,3 +638,39 @@ async fn deliveries_waiting_at_a_failing_receiver_are_given_up_when_their_tries_
     );
     hook.wait_for(2).await;
 }
+
+#[actix_web::test]
+async fn a_weekend_vote_says_is_weekend_in_legacy_and_its_weight_in_signed_deliveries() {
+    let mut settings = test_settings();
+    settings.allow_private_webhooks = true;
+    settings.webhook_timeout = Duration::from_millis(500);
+    settings.weekend_multiplier = 2;
+    // The tests start on a Sunday: a weekend.
+    let app = spawn_app_with(settings).await;
+    let legacy_hook = receiver(&[]).await;
+    let signed_hook = receiver(&[]).await;
+    let legacy = bot_with_hook(&app, 42, &legacy_hook, "legacy").await;
+    let signed = bot_with_hook(&app, 43, &signed_hook, "signed").await;
+    app.vote_ok(&legacy.id, 77).await;
+    app.vote_ok(&signed.id, 77).await;
+    let got = legacy_hook.wait_for(1).await.remove(0);
+    assert_eq!(
+        got.json(),
+        json!({ "bot": "42", "user": "77", "type": "upvote", "isWeekend": true, "query": "" })
+    );
+    let got = signed_hook.wait_for(1).await.remove(0);
+    let event = got.json();
+    assert_eq!(event["data"]["weight"], 2);
+    assert_eq!(event["data"]["vote_count"], 2);
+    assert_eq!(event["data"]["monthly_vote_count"], 2);
+    // On Monday a vote weighs 1 again, and says nothing of a weight.
+    app.clock.advance(chrono::Duration::hours(12));
+    app.vote_ok(&signed.id, 78).await;
+    app.vote_ok(&legacy.id, 78).await;
+    let got = signed_hook.wait_for(2).await.remove(1);
+    let event = got.json();
+    assert!(event["data"].get("weight").is_none(), "{event}");
+    assert_eq!(event["data"]["vote_count"], 3);
+    let got = legacy_hook.wait_for(2).await.remove(1);
+    assert_eq!(got.json()["isWeekend"], false);
+}

@@ -68,6 +68,8 @@ function env() {
     VOTER: process.env.VOTER,
     OTHER: process.env.OTHER_USER || '123456789012345678',
     SERVERS: Number(process.env.SERVER_COUNT || '4242'),
+    // What GET /weekend should answer now (run.sh works it out).
+    WEEKEND: (process.env.EXPECT_WEEKEND || 'false') === 'true',
   };
 }
 

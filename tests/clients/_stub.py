@@ -23,6 +23,9 @@ def env():
         "VOTER": os.environ["VOTER"],
         "OTHER": os.environ.get("OTHER_USER", "123456789012345678"),
         "SERVERS": int(os.environ.get("SERVER_COUNT", "4242")),
+        # What GET /weekend should answer now (run.sh works it out from the day and
+        # WEEKEND_MULTIPLIER, the server's --weekend-multiplier).
+        "WEEKEND": os.environ.get("EXPECT_WEEKEND", "false") == "true",
     }
 
 

@@ -13,7 +13,9 @@
 # VOTER   a platform user id that voted for the bot within 12 h (check must say 1)
 # Optional: OTHER_USER (a user that did not vote; default 123456789012345678),
 #           SERVER_COUNT (default 4242), KEEP_TMP=1 to keep the temp dir,
-#           TOPGGPY / TOPPY / TOPGG_SDK / DBLAPI to override the package specs.
+#           TOPGGPY / TOPPY / TOPGG_SDK / DBLAPI to override the package specs,
+#           WEEKEND_MULTIPLIER (the server's --weekend-multiplier, default 1): with more
+#           than 1, GET /weekend must say true from Friday to Sunday (UTC).
 #
 # Installs into a fresh temp dir: a Python venv (topggpy, top.py) and an npm dir
 # (@top-gg/sdk 3.x, dblapi.js). The scripts change nothing in the libraries but
@@ -24,6 +26,10 @@ set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${BASE:?set BASE}" "${BOT_ID:?set BOT_ID}" "${TOKEN:?set TOKEN}" "${VOTER:?set VOTER}"
 export BASE BOT_ID TOKEN VOTER
+# What GET /weekend must answer today: true only with a multiplier, Friday to Sunday UTC.
+EXPECT_WEEKEND=false
+if [ "${WEEKEND_MULTIPLIER:-1}" -gt 1 ] && [ "$(date -u +%u)" -ge 5 ]; then EXPECT_WEEKEND=true; fi
+export EXPECT_WEEKEND
 case "$BASE" in
   http://127.0.0.1[:/]*|http://localhost[:/]*|http://\[::1\][:/]*) ;;
   *) echo "refusing non-loopback BASE=$BASE" >&2; exit 2 ;;

@@ -1,6 +1,7 @@
 'use strict';
 // @top-gg/sdk 3.x (npm) against botlist. Only change: base URL (see _redirect.js).
-// Routes it uses: POST /bots/stats, GET /bots/check?userId=, GET /bots/votes, GET /bots/{id}/stats.
+// Routes it uses: POST /bots/stats, GET /bots/check?userId=, GET /bots/votes, GET /bots/{id}/stats,
+// GET /weekend.
 const { installUndici, env, results } = require('./_redirect');
 installUndici(require('undici'));
 const Topgg = require('@top-gg/sdk');
@@ -20,6 +21,9 @@ const Topgg = require('@top-gg/sdk');
   await r.call('getVotes', () => api.getVotes(),
     (v) => [Array.isArray(v) && v.some((u) => u.id === e.VOTER),
       Array.isArray(v) ? `${v.length} voters, first=${JSON.stringify(v[0])}` : `not an array: ${JSON.stringify(v).slice(0, 200)}`]);
+  // GET /weekend (public; the SDK sends its token anyway)
+  await r.call('isWeekend', () => api.isWeekend(),
+    (v) => [v === e.WEEKEND, `${v} (want ${e.WEEKEND})`]);
   process.exitCode = r.finish();
   setTimeout(() => process.exit(process.exitCode), 100);
 })();

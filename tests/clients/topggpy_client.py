@@ -39,6 +39,9 @@ async def main():
                      lambda v: (isinstance(v, list) and len(v) > 0
                                 and any(str(u["id"]) == e["VOTER"] for u in v),
                                 f"{len(v)} voters, first={dict(v[0]) if v else None!r}"))
+        # GET {BASE}/weekend (public; topggpy sends its token anyway)
+        await r.call("get_weekend_status", lambda: client.get_weekend_status(),
+                     lambda v: (v is e["WEEKEND"], f"{v!r} (want {e['WEEKEND']!r})"))
     finally:
         await client.close()
     return r.finish()

@@ -214,6 +214,25 @@ fn reads_stay_up_while_the_disk(errno: &str) {
         &format!("/admin/bots/{bot}/webhook/deliveries"),
         Some(ADMIN),
     );
+    let growth = read(&format!("/bots/{bot}/stats/history?interval=hour"), None);
+    let points = growth["points"].as_array().expect("points");
+    let votes: u64 = points.iter().filter_map(|p| p["votes"].as_u64()).sum();
+    assert_eq!(votes, 1, "{growth}");
+    assert_eq!(
+        points.last().map(|p| &p["server_count"]),
+        Some(&json!(5)),
+        "{growth}"
+    );
+    read("/bots/suggest?q=bot", None);
+    read("/weekend", None);
+    let badge = server
+        .client
+        .get(format!("{}/bots/{bot}/badge/servers.svg", server.base))
+        .send()
+        .expect("sent");
+    assert_eq!(badge.status(), StatusCode::OK, "{errno}: the badge");
+    let badge = badge.text().expect("an SVG");
+    assert!(badge.contains(">5<") && !badge.contains("9999"), "{badge}");
 }
 
 #[test]

@@ -124,6 +124,8 @@ impl Model {
                     bot: stored.state.listing.id,
                     voter,
                     at,
+                    // Some votes weigh more (a weekend multiplier): replay keeps their weight.
+                    weight: 1 + u32::from(minutes % 3),
                 };
                 // A vote within 12 hours of the last is refused: no record.
                 if stored.state.apply_record(&record).is_ok() {

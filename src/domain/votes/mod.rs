@@ -810,11 +810,20 @@ impl MonthlyCount {
     }
 
     pub fn add_one(&mut self, at: Timestamp) {
+        self.add(at, 1);
+    }
+
+    /// Counts a vote of this weight (the weekend multiplier) taken at `at`.
+    pub fn add(&mut self, at: Timestamp, weight: u32) {
         let month = at.month();
+        let weight = u64::from(weight);
         if month == self.month {
-            self.count += 1;
+            self.count += weight;
         } else if month > self.month {
-            *self = Self { month, count: 1 };
+            *self = Self {
+                month,
+                count: weight,
+            };
         }
         // A vote stamped in an earlier month than the one counted (the clock went back) counts
         // in the all-time total only.
@@ -862,6 +871,17 @@ impl VoteBook {
     /// A refused vote changes nothing, not even the window's housekeeping: it has no journal
     /// record, so anything it changed would be missing from the state that replay rebuilds.
     pub fn vote(&mut self, voter: Voter, now: Timestamp) -> Result<VoteCounts, AlreadyVoted> {
+        self.vote_weighted(voter, now, 1)
+    }
+
+    /// Takes a vote that counts `weight` in the totals (the weekend multiplier); the voters
+    /// list, the check window and the history hold it once, like any vote.
+    pub fn vote_weighted(
+        &mut self,
+        voter: Voter,
+        now: Timestamp,
+        weight: u32,
+    ) -> Result<VoteCounts, AlreadyVoted> {
         if let Some(retry_at) = self.window.active_until(voter.id, now) {
             return Err(AlreadyVoted { retry_at });
         }
@@ -870,8 +890,8 @@ impl VoteBook {
         let number = history::VoterTable::global().number(&voter);
         self.history.append_number(number, now);
         self.recent.record_number(voter.id, number, now);
-        self.total += 1;
-        self.monthly.add_one(now);
+        self.total += u64::from(weight);
+        self.monthly.add(now, weight);
         Ok(self.counts(now))
     }
 

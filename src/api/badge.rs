@@ -1,0 +1,116 @@
+//! `GET /bots/:id/badge/{servers|votes|monthly_votes}.svg`: a README badge.
+
+use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::bots::{find_bot, BOT_ID};
+use super::error::{ApiError, Code, ErrorBody};
+use super::routes::Route;
+use super::AppState;
+use crate::domain::badge::{metric, parse_label, Badge, BadgeColor, BadgeKind, BadgeStyle};
+use crate::domain::query::pairs;
+
+/// This module's routes; see [`super::routes`].
+pub fn routes() -> Vec<Route> {
+    vec![Route::new(__path_get_badge, get_badge)]
+}
+
+/// The route's pattern below the base path (its `ETag` is added by `http::semantics`).
+pub const PATTERN: &str = "/bots/{id}/badge/{kind}.svg";
+
+/// What the query asks for; unknown parameters are ignored, a parameter sent twice is refused.
+struct Options {
+    label: Option<String>,
+    color: BadgeColor,
+    style: BadgeStyle,
+}
+
+impl Options {
+    fn parse(query_string: &str) -> Result<Self, String> {
+        let mut options = Self {
+            label: None,
+            color: BadgeColor::default(),
+            style: BadgeStyle::default(),
+        };
+        let mut seen = [false; 3];
+        for (name, value) in pairs(query_string).map_err(|e| e.0)? {
+            let at = match name.as_str() {
+                "label" => 0,
+                "color" => 1,
+                "style" => 2,
+                _ => continue,
+            };
+            if std::mem::replace(&mut seen[at], true) {
+                return Err(format!("`{name}` was sent more than once"));
+            }
+            match at {
+                0 => options.label = Some(parse_label(&value)?),
+                1 => options.color = BadgeColor::parse(&value)?,
+                _ => options.style = BadgeStyle::parse(&value)?,
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// A bot's badge, for its README: `label | value` in the flat style of shields.io.
+///
+/// The value is the bot's published count, current as soon as a stats post or a vote is
+/// acknowledged.
+#[utoipa::path(
+    get, path = "/bots/{id}/badge/{kind}.svg", tag = "bots",
+    params(
+        ("id" = String, Path, description = BOT_ID),
+        ("kind" = String, Path, description = "What the badge shows: `servers` (the server count; `n/a` before the first stats post), `votes` (vote_count) or `monthly_votes` (monthly_vote_count)", pattern = "^(servers|votes|monthly_votes)$"),
+        ("label" = Option<String>, Query, max_length = 64, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "The left text, at most 64 characters without control characters (default: `servers`, `votes` or `monthly votes`); empty shows the value alone"),
+        ("color" = Option<String>, Query, description = "The right side's colour: 3 or 6 hex digits without `#`, or a name: brightgreen, green, yellowgreen, yellow, orange, red, blue (the default), lightgrey, lightgray, grey, gray, success, important, critical, informational, inactive", pattern = "^([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|brightgreen|green|yellowgreen|yellow|orange|red|blue|lightgrey|lightgray|grey|gray|success|important|critical|informational|inactive)$"),
+        ("style" = Option<String>, Query, description = "`flat` (the default: rounded corners, a light gradient) or `flat-square`", pattern = "^(flat|flat-square)$"),
+    ),
+    responses(
+        (status = 200, description = "The badge, `Cache-Control: public, max-age=60`", content_type = "image/svg+xml", body = String),
+        (status = 400, description = "`bad_request`: `label`, `color` or `style` is invalid or sent twice", body = ErrorBody),
+        (status = 404, description = "`not_found`: no listed bot has this id, or the kind is not one of servers, votes, monthly_votes", body = ErrorBody),
+    )
+)]
+pub async fn get_badge(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let (id, kind) = path.into_inner();
+    let kind = BadgeKind::parse(&kind).ok_or_else(|| {
+        Code::NotFound.with(format!(
+            "no badge `{}.svg`: the badges are servers.svg, votes.svg and monthly_votes.svg",
+            kind.chars().take(40).collect::<String>()
+        ))
+    })?;
+    let options =
+        Options::parse(request.query_string()).map_err(|why| Code::BadRequest.with(why))?;
+    let view = find_bot(&state, &id)?.view();
+    let value = match kind {
+        BadgeKind::Servers => view
+            .server_count
+            .map_or_else(|| "n/a".to_owned(), |count| metric(count.get())),
+        BadgeKind::Votes => metric(view.vote_count),
+        BadgeKind::MonthlyVotes => metric(view.monthly.at(state.clock.now())),
+    };
+    let label = options
+        .label
+        .as_deref()
+        .unwrap_or_else(|| kind.default_label());
+    let svg = Badge {
+        label,
+        value: &value,
+        color: &options.color,
+        style: options.style,
+        title: view.listing.name.as_str(),
+    }
+    .render();
+    Ok(HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")))
+        .insert_header((
+            CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=60"),
+        ))
+        .body(svg))
+}

@@ -1,0 +1,154 @@
+//! Type-ahead (`GET /bots/suggest`): bots with a word of their name starting with `q`, by
+//! `vote_count`. Each name's word starts are indexed by their first 1, 2 and 3 bytes (folded),
+//! one bitmap per prefix: a `q` of up to 3 bytes is one bitmap, exactly; a longer one is the
+//! bitmap of its first 3 bytes and its trigrams, each candidate then checked in the arena.
+//! The answer is then either a walk of the votes order (featured and not merged back into one
+//! order by `vote_count`) keeping candidates, or a ranking of just the candidates, whichever
+//! is cheaper, as for `GET /bots`.
+
+use roaring::RoaringBitmap;
+use rustc_hash::FxHashMap;
+
+use super::grams::{add_doc, key, Lookup, MAX_GRAM};
+use super::orders::Place;
+use super::SearchIndex;
+use crate::domain::search::{starts_a_word, Sort};
+
+/// Word-start prefixes of every listed bot's folded name.
+#[derive(Default)]
+pub struct WordStarts {
+    bitmaps: FxHashMap<u32, RoaringBitmap>,
+}
+
+/// The sorted, distinct keys of the 1- to 3-byte prefixes of each word of a folded name (a word
+/// starts where the name does and after each character that is not a letter or digit).
+pub fn word_start_keys(name: &str) -> Vec<u32> {
+    let mut keys = Vec::new();
+    let mut previous: Option<char> = None;
+    for (at, c) in name.char_indices() {
+        if previous.is_none_or(|p| !p.is_alphanumeric()) {
+            let rest = &name.as_bytes()[at..];
+            for len in 1..=MAX_GRAM.min(rest.len()) {
+                keys.push(key(&rest[..len]));
+            }
+        }
+        previous = Some(c);
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+impl WordStarts {
+    pub fn add(&mut self, doc: u32, name: &str) {
+        for k in word_start_keys(name) {
+            add_doc(self.bitmaps.entry(k).or_default(), doc);
+        }
+    }
+
+    pub fn remove(&mut self, doc: u32, name: &str) {
+        for k in word_start_keys(name) {
+            if let Some(set) = self.bitmaps.get_mut(&k) {
+                set.remove(doc);
+                if set.is_empty() {
+                    self.bitmaps.remove(&k);
+                }
+            }
+        }
+    }
+
+    pub(super) fn get(&self, prefix: &[u8]) -> Option<&RoaringBitmap> {
+        self.bitmaps.get(&key(prefix))
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.bitmaps
+            .values()
+            .map(|b| b.serialized_size() + 48)
+            .sum()
+    }
+}
+
+impl SearchIndex {
+    /// Up to `limit` bots with a word of their name starting with the folded `q`, by
+    /// `vote_count` descending, then listing id ascending.
+    pub fn suggest(
+        &self,
+        q: &str,
+        limit: usize,
+    ) -> Vec<std::sync::Arc<crate::domain::bot::BotView>> {
+        if q.is_empty() || limit == 0 {
+            return Vec::new();
+        }
+        let bytes = q.as_bytes();
+        let Some(first) = self.word_starts.get(&bytes[..bytes.len().min(MAX_GRAM)]) else {
+            return Vec::new();
+        };
+        // A longer `q` narrows the candidates by its trigrams, then each is checked.
+        let long = bytes.len() > MAX_GRAM;
+        let candidates = if long {
+            let mut set = first.clone();
+            if let Lookup::Candidates(grams) = self.grams.lookup(bytes) {
+                for gram in grams {
+                    if set.is_empty() {
+                        break;
+                    }
+                    set &= gram;
+                }
+            }
+            set
+        } else {
+            first.clone()
+        };
+        let keep = |doc: u32| {
+            !long
+                || self
+                    .doc(doc)
+                    .is_some_and(|entry| starts_a_word(self.name_of(entry.text), q))
+        };
+        let docs: Vec<u32> = if self.walk_is_cheaper(limit, candidates.len()) {
+            self.by_votes()
+                .map(|place| place.3)
+                .filter(|doc| candidates.contains(*doc) && keep(*doc))
+                .take(limit)
+                .collect()
+        } else {
+            let mut ranked: Vec<(u64, u128, u32)> = candidates
+                .iter()
+                .filter(|doc| keep(*doc))
+                .filter_map(|doc| {
+                    let entry = self.doc(doc)?;
+                    Some((u64::MAX - entry.votes, entry.id, doc))
+                })
+                .collect();
+            if limit < ranked.len() {
+                ranked.select_nth_unstable(limit - 1);
+                ranked.truncate(limit);
+            }
+            ranked.sort_unstable();
+            ranked.into_iter().map(|r| r.2).collect()
+        };
+        docs.into_iter().map(|doc| self.view(doc)).collect()
+    }
+
+    /// The votes order by `vote_count` alone: its featured and other places, each already by
+    /// vote count, merged.
+    fn by_votes(&self) -> impl Iterator<Item = &Place> {
+        let key = |place: &Place| (place.0 & !(1 << 63), place.1, place.2);
+        let (mut featured, mut others) = (
+            self.orders
+                .iter(Sort::Votes)
+                .take_while(|p| p.0 >> 63 == 0)
+                .peekable(),
+            self.orders
+                .iter_from_place(Sort::Votes, (1 << 63, 0, 0, 0))
+                .peekable(),
+        );
+        std::iter::from_fn(move || match (featured.peek(), others.peek()) {
+            (Some(a), Some(b)) if key(a) <= key(b) => featured.next(),
+            (Some(_), Some(_)) => others.next(),
+            (Some(_), None) => featured.next(),
+            (None, _) => others.next(),
+        })
+    }
+}
