@@ -27,6 +27,8 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+// Parsed once at start: the size of the serve variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the API (the default).
@@ -124,8 +126,9 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<Secret>,
 
-    /// Load the deterministic demo directory when the directory is empty.
-    #[arg(long, env = "BOTLIST_DEMO")]
+    /// Load the deterministic demo directory when the directory is empty (not with
+    /// `--replicate`: the demo's directory is loaded, not journaled).
+    #[arg(long, env = "BOTLIST_DEMO", conflicts_with = "replicate")]
     pub demo: bool,
 
     /// An origin browsers may call the API from, like https://example.com; repeat for more,
@@ -160,6 +163,37 @@ pub struct ServeArgs {
     /// Threads the bot actors are spread over (default: one per core).
     #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
     pub actor_threads: Option<NonZeroUsize>,
+
+    /// Cluster mode: the NATS servers (nats://HOST:PORT[,...]) whose JetStream stream holds the
+    /// journal. docs/CLUSTER.md.
+    #[arg(long, env = "BOTLIST_REPLICATE", requires = "cluster_token")]
+    pub replicate: Option<String>,
+
+    /// Cluster mode: this node's unique name (default: the bound address).
+    #[arg(long, env = "BOTLIST_NODE_ID")]
+    pub node_id: Option<String>,
+
+    /// Cluster mode: where other nodes send this node writes, like http://10.0.0.5:8080
+    /// (default: from the bound address; refused when that is 0.0.0.0 or [::]).
+    #[arg(long, env = "BOTLIST_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
+
+    /// Cluster mode: the prefix of the stream, subject and buckets.
+    #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
+    pub cluster_prefix: String,
+
+    /// Cluster mode: seconds the writer's lease lives without renewal.
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_ttl: u64,
+
+    /// Cluster mode: the secret nodes put on writes they forward to the writer (required).
+    #[arg(long, env = "BOTLIST_CLUSTER_TOKEN", hide_env_values = true)]
+    pub cluster_token: Option<Secret>,
+
+    /// Cluster mode: auto takes the writer's role when it is free; follower never does.
+    #[arg(long, env = "BOTLIST_ROLE", value_enum, default_value = "auto")]
+    pub role: crate::cluster::Role,
 }
 
 /// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
@@ -354,6 +388,43 @@ mod tests {
             Cli::try_parse_from(["botlist", "--cors-origin", "https://a.example/path"]).is_err()
         );
         assert!(Cli::try_parse_from(["botlist", "--cors-origin", "example.com"]).is_err());
+    }
+
+    #[test]
+    fn cluster_mode_refuses_the_demo_and_requires_a_cluster_token() {
+        let demo = Cli::try_parse_from([
+            "botlist",
+            "serve",
+            "--demo",
+            "--replicate",
+            "nats://127.0.0.1:4222",
+            "--cluster-token",
+            "t",
+        ]);
+        assert!(demo.is_err(), "--demo with --replicate");
+        let tokenless = Cli::try_parse_from(["botlist", "serve", "--replicate", "nats://a:4222"]);
+        assert!(tokenless.is_err(), "--replicate without --cluster-token");
+        let args = Cli::parse_from([
+            "botlist",
+            "serve",
+            "--replicate",
+            "nats://a:4222",
+            "--cluster-token",
+            "t",
+            "--role",
+            "follower",
+            "--lease-ttl",
+            "3",
+        ])
+        .into_serve_args();
+        let cluster = crate::cluster::ClusterSettings::from_args(&args).expect("cluster mode");
+        assert_eq!(cluster.role, crate::cluster::Role::Follower);
+        assert_eq!(cluster.lease_ttl, Duration::from_secs(3));
+        assert_eq!(cluster.prefix, "botlist");
+        assert!(crate::cluster::ClusterSettings::from_args(
+            &Cli::parse_from(["botlist"]).into_serve_args()
+        )
+        .is_none());
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use botlist::cluster::node::{self, Ended};
+use botlist::cluster::ClusterSettings;
 use botlist::config::Settings;
 use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
@@ -19,6 +21,8 @@ const REFUSED: u8 = 2;
 const IN_USE: u8 = 3;
 /// The exit code of a stop (SIGTERM, SIGINT) after the journal failed: no last snapshot.
 const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
+/// Cluster mode: the writer lost (or handed over) its role; restart it as a follower.
+const DEMOTED: u8 = 5;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -54,6 +58,9 @@ fn free_small_blocks_at_once() {
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    if let Some(cluster) = ClusterSettings::from_args(&args) {
+        return serve_replicated(Settings::from_args(&args), cluster).await;
+    }
     let app = match Application::build(Settings::from_args(&args), Arc::new(SystemClock)).await {
         Ok(app) => {
             free_small_blocks_at_once();
@@ -97,6 +104,27 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
         Err(error) => {
             eprintln!("botlist stopped with an error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Cluster mode: the node's lifecycle is in `cluster::node`.
+async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitCode {
+    match node::run(settings, cluster, Arc::new(SystemClock)).await {
+        Ended::Stopped => ExitCode::SUCCESS,
+        Ended::Demoted(why) => {
+            eprintln!(
+                "botlist is no longer the writer ({why}); exiting to be restarted as a follower"
+            );
+            ExitCode::from(DEMOTED)
+        }
+        Ended::Refused(why) => {
+            eprintln!("botlist will not start: {why}");
+            ExitCode::from(REFUSED)
+        }
+        Ended::Failed(why) => {
+            eprintln!("botlist stopped with an error: {why}");
             ExitCode::FAILURE
         }
     }

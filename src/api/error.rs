@@ -31,6 +31,10 @@ pub enum Code {
     /// A bug. What went wrong is logged, never sent.
     Internal,
     Unavailable,
+    /// Cluster mode: this node has not applied the sequence a read asked for.
+    ReplicaBehind,
+    /// Cluster mode: no node holds the writer's role.
+    NoWriter,
 }
 
 /// One error code: what clients branch on, its HTTP status and the message it has when the
@@ -59,7 +63,7 @@ const fn row(
 }
 
 /// The table of errors, in the order of [`Code`]. A new error is one row here.
-pub const ERRORS: [ErrorRow; 13] = [
+pub const ERRORS: [ErrorRow; 15] = [
     row(
         Code::BadRequest,
         "bad_request",
@@ -137,6 +141,18 @@ pub const ERRORS: [ErrorRow; 13] = [
         "unavailable",
         StatusCode::SERVICE_UNAVAILABLE,
         "the service is shutting down",
+    ),
+    row(
+        Code::ReplicaBehind,
+        "replica_behind",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this node has not yet applied the sequence the request asks for; retry",
+    ),
+    row(
+        Code::NoWriter,
+        "no_writer",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no node of the cluster takes writes right now; retry",
     ),
 ];
 

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod bots;
+pub mod cluster;
 pub mod connection;
 pub mod docs;
 pub mod error;

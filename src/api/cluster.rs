@@ -1,0 +1,138 @@
+//! Cluster mode on the writer: `X-Botlist-Seq` on every response under the base path, waiting
+//! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer` and
+//! `POST {base}/admin/cluster/step-down`. A node that does not write answers these in
+//! `cluster::standby`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::{web, HttpResponse, ResponseError};
+
+use super::error::{ApiError, Code};
+use super::extract::Admin;
+use super::reply;
+use crate::cluster::view::{ClusterView, NodeRole};
+use crate::cluster::MIN_SEQ_WAIT;
+
+pub const SEQ_HEADER: &str = "x-botlist-seq";
+pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
+
+/// What the writer's HTTP layer needs of the cluster.
+pub struct ClusterHttp {
+    pub view: Arc<ClusterView>,
+    pub base_path: String,
+    /// Pulled by `step-down`: the node hands the lease back and exits.
+    pub step_down: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+/// The sequence a read asks to have been applied: the header, else the `min_seq` parameter.
+fn min_seq(request: &ServiceRequest) -> Result<Option<u64>, ApiError> {
+    let raw = request
+        .headers()
+        .get(MIN_SEQ_HEADER)
+        .map(|v| v.to_str().unwrap_or("x").to_owned())
+        .or_else(|| {
+            form_urlencoded::parse(request.query_string().as_bytes())
+                .find(|(key, _)| key == "min_seq")
+                .map(|(_, value)| value.into_owned())
+        });
+    match raw {
+        None => Ok(None),
+        Some(raw) => raw.trim().parse::<u64>().map(Some).map_err(|_| {
+            Code::BadRequest.with(format!(
+                "X-Botlist-Min-Seq (or min_seq) must be a whole number, not {raw:?}"
+            ))
+        }),
+    }
+}
+
+/// Middleware: waits reads until the node has applied what they ask for, and tells every
+/// response under the base path how far the node is.
+pub async fn consistency(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(cluster) = request.app_data::<web::Data<ClusterHttp>>().cloned() else {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    };
+    if !super::under(request.path(), &cluster.base_path) {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    }
+    let wanted = match min_seq(&request) {
+        Ok(wanted) => wanted,
+        Err(error) => {
+            let response = with_seq(error.error_response(), &cluster.view);
+            return Ok(request.into_response(response));
+        }
+    };
+    if let Some(wanted) = wanted {
+        let give_up = Instant::now() + MIN_SEQ_WAIT;
+        while cluster.view.applied_seq() < wanted {
+            if Instant::now() >= give_up {
+                let mut response = Code::ReplicaBehind
+                    .with(format!(
+                        "this node has applied up to {}, not yet {wanted}; retry",
+                        cluster.view.applied_seq()
+                    ))
+                    .error_response();
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                let response = with_seq(response, &cluster.view);
+                return Ok(request.into_response(response));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    // Read as the response leaves: for a 2xx write, its record is durable by now.
+    let seq = cluster.view.applied_seq();
+    response
+        .headers_mut()
+        .insert(HeaderName::from_static(SEQ_HEADER), HeaderValue::from(seq));
+    Ok(response)
+}
+
+fn with_seq(mut response: HttpResponse, view: &ClusterView) -> HttpResponse {
+    response.headers_mut().insert(
+        HeaderName::from_static(SEQ_HEADER),
+        HeaderValue::from(view.applied_seq()),
+    );
+    response
+}
+
+/// `GET /cluster`, `GET /cluster/writer` and the admin step-down, on the writer.
+pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+    move |cfg| {
+        cfg.service(web::resource("/cluster").get(status))
+            .service(web::resource("/cluster/writer").get(writer))
+            .service(web::resource(format!("{base_path}/admin/cluster/step-down")).post(step_down));
+    }
+}
+
+async fn status(cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    reply::ok(&cluster.view.status())
+}
+
+async fn writer(cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    let status = cluster.view.status();
+    let code = if status.role == NodeRole::Writer {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    reply::json(code, &status)
+}
+
+async fn step_down(_: Admin, cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    let _ = cluster.step_down.send(());
+    reply::json(
+        StatusCode::ACCEPTED,
+        &serde_json::json!({"stepping_down": cluster.view.node_id}),
+    )
+}

@@ -1,0 +1,142 @@
+//! The HTTP face of a node that does not write. It keeps no actors: every request under the
+//! base path is forwarded to the writer named in the lease, with the cluster token, and the
+//! writer's answer is sent back as it is (status, headers such as `X-Botlist-Seq`, body). With
+//! no writer the answer is 503 `no_writer`. `GET /cluster`, `GET /cluster/writer` and
+//! `GET /healthz` are answered here.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+use super::view::{self, ClusterView};
+use super::TOKEN_HEADER;
+use crate::api::error::Code;
+use crate::api::reply;
+use crate::config::Secret;
+
+struct Standby {
+    view: Arc<ClusterView>,
+    client: reqwest::Client,
+    token: Secret,
+}
+
+/// Headers that describe one hop, never forwarded.
+const HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+pub fn serve(
+    listener: TcpListener,
+    view: Arc<ClusterView>,
+    token: Secret,
+    workers: usize,
+) -> std::io::Result<Server> {
+    let state = web::Data::new(Standby {
+        view,
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(std::io::Error::other)?,
+        token,
+    });
+    Ok(HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(web::PayloadConfig::new(1 << 20))
+            .route("/healthz", web::get().to(healthz))
+            .route("/cluster", web::get().to(status))
+            .route("/cluster/writer", web::get().to(not_writer))
+            .default_service(web::to(forward))
+    })
+    .workers(workers.max(1))
+    .disable_signals()
+    .shutdown_timeout(5)
+    .listen(listener)?
+    .run())
+}
+
+async fn healthz() -> HttpResponse {
+    reply::ok(&serde_json::json!({"status": "ok"}))
+}
+
+async fn status(state: web::Data<Standby>) -> HttpResponse {
+    reply::ok(&state.view.status())
+}
+
+async fn not_writer(state: web::Data<Standby>) -> HttpResponse {
+    let status = state.view.status();
+    reply::json(StatusCode::SERVICE_UNAVAILABLE, &status)
+}
+
+fn no_writer() -> HttpResponse {
+    let error = Code::NoWriter.error();
+    actix_web::ResponseError::error_response(&error)
+}
+
+async fn forward(
+    request: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<Standby>,
+) -> HttpResponse {
+    let Some(writer) = state.view.writer() else {
+        return no_writer();
+    };
+    if writer.node_id == state.view.node_id {
+        // The lease still names this node (it is starting to write): not ready yet.
+        return no_writer();
+    }
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    let url = format!("{}{path}", writer.url.trim_end_matches('/'));
+    let Ok(method) = reqwest::Method::from_bytes(request.method().as_str().as_bytes()) else {
+        return no_writer();
+    };
+    let mut outgoing = state.client.request(method, url);
+    for (name, value) in request.headers() {
+        if HOP.contains(&name.as_str()) || name.as_str().eq_ignore_ascii_case(TOKEN_HEADER) {
+            continue;
+        }
+        outgoing = outgoing.header(name.as_str(), value.as_bytes());
+    }
+    outgoing = outgoing.header(TOKEN_HEADER, state.token.expose());
+    if let Some(peer) = request.peer_addr() {
+        outgoing = outgoing.header("X-Forwarded-For", peer.ip().to_string());
+    }
+    view::count_forwarded();
+    let answer = match outgoing.body(body).send().await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(%error, writer = %writer.node_id, "forwarding to the writer failed");
+            return no_writer();
+        }
+    };
+    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut response = HttpResponse::build(status);
+    for (name, value) in answer.headers() {
+        if HOP.contains(&name.as_str()) {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            response.append_header((name, value));
+        }
+    }
+    match answer.bytes().await {
+        Ok(bytes) => response.body(bytes),
+        Err(_) => no_writer(),
+    }
+}
