@@ -35,6 +35,32 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a large deterministic directory straight to a snapshot, for benchmarks and tests.
     Generate(GenerateArgs),
+    /// Cluster administration (docs/CLUSTER.md).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Seed a new cluster's empty stream from a single-node data directory.
+    Init(ClusterInitArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClusterInitArgs {
+    /// The NATS servers (nats://HOST:PORT[,...]).
+    #[arg(long, env = "BOTLIST_REPLICATE")]
+    pub replicate: String,
+    /// The single-node data directory to seed from (read only; stop its server first).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The prefix of the stream, subject and buckets.
+    #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
+    pub cluster_prefix: String,
+    /// Seconds the writer's lease lives without renewal, for the bucket if this creates it.
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_ttl: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -63,7 +89,7 @@ impl Cli {
     fn into_serve_args(self) -> ServeArgs {
         match self.into_command() {
             Command::Serve(args) => args,
-            Command::Generate(_) => panic!("not serve"),
+            Command::Generate(_) | Command::Cluster(_) => panic!("not serve"),
         }
     }
 }

@@ -7,7 +7,7 @@ use clap::Parser;
 use botlist::cluster::node::{self, Ended};
 use botlist::cluster::ClusterSettings;
 use botlist::config::Settings;
-use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
+use botlist::config::{Cli, ClusterCommand, ClusterInitArgs, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::lock::{DirLock, LockError};
@@ -34,6 +34,10 @@ async fn main() -> ExitCode {
         Command::Generate(args) => {
             telemetry::init_logs(LogFormat::Text);
             generate(&args)
+        }
+        Command::Cluster(ClusterCommand::Init(args)) => {
+            telemetry::init_logs(LogFormat::Text);
+            cluster_init(args).await
         }
     }
 }
@@ -125,6 +129,47 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
         }
         Ended::Failed(why) => {
             eprintln!("botlist stopped with an error: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `botlist cluster init`: seeds the empty stream from a single-node data directory.
+async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
+    let settings = ClusterSettings {
+        servers: args.replicate,
+        node_id: None,
+        advertise_url: None,
+        prefix: args.cluster_prefix,
+        lease_ttl: std::time::Duration::from_secs(args.lease_ttl),
+        token: botlist::config::Secret::from("unused"),
+        role: botlist::cluster::Role::Follower,
+    };
+    let _lock = match DirLock::acquire(&args.from) {
+        Ok(lock) => lock,
+        Err(error @ LockError::Held { .. }) => {
+            eprintln!("botlist cluster init will not run: {error}");
+            return ExitCode::from(IN_USE);
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match botlist::cluster::init::seed(settings, args.from).await {
+        Ok(seeded) => {
+            println!(
+                "seeded the cluster: {} profiles and {} bots as records 1 to {}",
+                seeded.profiles, seeded.bots, seeded.records
+            );
+            ExitCode::SUCCESS
+        }
+        Err(botlist::cluster::ClusterError::Refused(why)) => {
+            eprintln!("botlist cluster init will not run: {why}");
+            ExitCode::from(REFUSED)
+        }
+        Err(error) => {
+            eprintln!("botlist cluster init failed: {error}");
             ExitCode::FAILURE
         }
     }

@@ -1,6 +1,6 @@
 //! Cluster mode on the writer: `X-Botlist-Seq` on every response under the base path, waiting
-//! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer` and
-//! `POST {base}/admin/cluster/step-down`. A node that does not write answers these in
+//! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer`,
+//! `GET {base}/admin/cluster/digest` and `POST {base}/admin/cluster/step-down`. A node that does not write answers these in
 //! `cluster::standby`.
 
 use std::sync::Arc;
@@ -111,7 +111,8 @@ pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
         cfg.service(web::resource("/cluster").get(status))
             .service(web::resource("/cluster/writer").get(writer))
-            .service(web::resource(format!("{base_path}/admin/cluster/step-down")).post(step_down));
+            .service(web::resource(format!("{base_path}/admin/cluster/step-down")).post(step_down))
+            .service(web::resource(format!("{base_path}/admin/cluster/digest")).get(digest));
     }
 }
 
@@ -135,4 +136,33 @@ async fn step_down(_: Admin, cluster: web::Data<ClusterHttp>) -> HttpResponse {
         StatusCode::ACCEPTED,
         &serde_json::json!({"stepping_down": cluster.view.node_id}),
     )
+}
+
+/// The writer's digest: every actor's state, read as a snapshot reads it.
+async fn digest(
+    _: Admin,
+    state: web::Data<super::AppState>,
+    cluster: web::Data<ClusterHttp>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::persist::StateSource;
+    let unavailable =
+        |why: String| Code::Unavailable.with(format!("the state could not be read: {why}"));
+    let captured = state
+        .registry
+        .capture()
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    let mut bots = Vec::with_capacity(captured.bots.len());
+    for bot in captured.bots {
+        if let Some(stored) = bot.read().await.map_err(|e| unavailable(e.to_string()))? {
+            bots.push(stored);
+        }
+    }
+    bots.sort_unstable_by_key(|b| b.state.listing.id);
+    let mut profiles = captured.profiles;
+    profiles.sort_unstable_by_key(|p| p.id);
+    Ok(reply::ok(&crate::cluster::digest::Digest {
+        applied_seq: cluster.view.applied_seq(),
+        digest: crate::cluster::digest::digest(&profiles, &bots),
+    }))
 }

@@ -87,19 +87,29 @@ pub async fn last_stream_seq(js: &jetstream::Context, stream: &str) -> Result<u6
 }
 
 /// Reads every message after `from.stream_seq` up to the stream's last sequence as it is when
-/// this starts (or `until`, when given).
+/// this starts (or `until`, when given). On a failure the state keeps what was applied.
 pub async fn read_to(
     js: &jetstream::Context,
     stream_name: &str,
     mut from: CatchUp,
     until: Option<u64>,
-) -> Result<CatchUp, ClusterError> {
+) -> (CatchUp, Result<(), ClusterError>) {
+    let result = read_into(js, stream_name, &mut from, until).await;
+    (from, result)
+}
+
+async fn read_into(
+    js: &jetstream::Context,
+    stream_name: &str,
+    from: &mut CatchUp,
+    until: Option<u64>,
+) -> Result<(), ClusterError> {
     let last = match until {
         Some(until) => until,
         None => last_stream_seq(js, stream_name).await?,
     };
     if last <= from.stream_seq {
-        return Ok(from);
+        return Ok(());
     }
     let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
     let reader = stream
@@ -113,12 +123,15 @@ pub async fn read_to(
         .map_err(nats_error)?;
     let mut messages = reader.messages().await.map_err(nats_error)?;
     while from.stream_seq < last {
-        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+        let message = tokio::time::timeout(Duration::from_secs(3), messages.next())
             .await
             .map_err(|_| nats_error("the stream stopped delivering during catch-up"))?
             .ok_or_else(|| nats_error("the stream ended during catch-up"))?
             .map_err(nats_error)?;
         let stream_seq = message.info().map_err(nats_error)?.stream_sequence;
+        if stream_seq <= from.stream_seq {
+            continue;
+        }
         let epoch = message
             .headers
             .as_ref()
@@ -127,7 +140,7 @@ pub async fn read_to(
             .unwrap_or(0);
         from.apply_message(stream_seq, epoch, &message.payload)?;
     }
-    Ok(from)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -160,5 +173,153 @@ mod tests {
         assert!(catch_up
             .apply_message(4, 3, &frame(9, &profile_record(9)))
             .is_err());
+    }
+
+    mod property {
+        use proptest::prelude::*;
+
+        use super::super::CatchUp;
+        use crate::cluster::digest::digest;
+        use crate::domain::bot::{BotState, NewBot};
+        use crate::domain::ids::{BotId, Snowflake};
+        use crate::domain::text::VoterName;
+        use crate::domain::time::Timestamp;
+        use crate::domain::votes::Voter;
+        use crate::persist::journal::frame;
+        use crate::persist::state::{DirectoryState, Record, Replayer};
+
+        /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
+        #[derive(Clone, Debug)]
+        enum Op {
+            List(u8),
+            Vote(u8, u16, u16),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                (0u8..4).prop_map(Op::List),
+                (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
+            ]
+        }
+
+        fn bot_id(b: u8) -> BotId {
+            BotId::from_random_bytes([b + 1; 16])
+        }
+
+        fn record(op: &Op) -> Record {
+            let start = Timestamp::from_millis(1_790_000_000_000);
+            match *op {
+                Op::List(b) => {
+                    let new: NewBot = serde_json::from_value(serde_json::json!({
+                        "platform_id": (1000 + u64::from(b)).to_string(),
+                        "name": format!("Bot {b}"),
+                        "username": format!("bot{b}"),
+                        "short_description": "property",
+                    }))
+                    .expect("a valid bot");
+                    Record::BotListed {
+                        state: Box::new(BotState::create(bot_id(b), new, start)),
+                        token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
+                    }
+                }
+                Op::Vote(b, u, m) => Record::Voted {
+                    bot: bot_id(b),
+                    voter: Voter {
+                        id: Snowflake::from_u64(1_000_000 + u64::from(u)),
+                        username: VoterName::parse(format!("u{u}")).expect("valid"),
+                        avatar: None,
+                    },
+                    at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
+                },
+            }
+        }
+
+        fn state_digest(state: DirectoryState) -> String {
+            let mut replayer = Replayer::new(state);
+            let (profiles, bots) = replayer.parts();
+            digest(profiles, bots)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// The records a writer applied, sent as the stream carries them (batches of any
+            /// size, a batch resent, a stale writer's message after a failover's epoch message)
+            /// and applied by a follower that took a snapshot on the way, give the same state.
+            #[test]
+            fn a_follower_from_the_stream_holds_the_writers_state(
+                ops in prop::collection::vec(op(), 1..60),
+                cuts in prop::collection::vec(1usize..8, 1..30),
+                snapshot_at in 0usize..60,
+                failover_at in 0usize..60,
+            ) {
+                // As a writer journals them: a bot is listed once, a user votes once per bot.
+                let mut seen = std::collections::HashSet::new();
+                let records: Vec<(u64, Record)> = ops
+                    .iter()
+                    .filter(|op| match op {
+                        Op::List(b) => seen.insert((*b, None)),
+                        Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
+                    })
+                    .enumerate()
+                    .map(|(i, op)| (i as u64 + 1, record(op)))
+                    .collect();
+                // The writer's own state: every record applied in order.
+                let mut writer = Replayer::new(DirectoryState::default());
+                for (seq, record) in &records {
+                    writer.apply(*seq, record.clone());
+                }
+                let writer_digest = state_digest(writer.finish());
+
+                // The stream: batches cut where `cuts` says, epoch 1 then epoch 2 after the
+                // failover's empty epoch message; a void epoch-1 message after it.
+                let mut follower = CatchUp::default();
+                let mut stream_seq = 0;
+                let mut at = 0;
+                let mut epoch = 1;
+                let mut snapshotted = false;
+                let mut cut = cuts.iter().cycle();
+                while at < records.len() {
+                    let take = (*cut.next().expect("cycle")).min(records.len() - at);
+                    let batch: Vec<u8> = records[at..at + take]
+                        .iter()
+                        .map(|(seq, record)| frame(*seq, &rmp_serde::to_vec(record).expect("encodes")))
+                        .collect::<Vec<_>>()
+                        .concat();
+                    stream_seq += 1;
+                    follower.apply_message(stream_seq, epoch, &batch).expect("applies");
+                    if take > 1 {
+                        // The same frames again: applied once.
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, epoch, &batch).expect("applies");
+                    }
+                    at += take;
+                    if epoch == 1 && at >= failover_at {
+                        epoch = 2;
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, 2, &[]).expect("epoch message");
+                        // A stale writer's message: void, whatever it holds.
+                        let stale = frame(at as u64 + 1, &rmp_serde::to_vec(&record(&Op::List(3))).expect("encodes"));
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, 1, &stale).expect("skipped");
+                    }
+                    if !snapshotted && at >= snapshot_at {
+                        snapshotted = true;
+                        // A snapshot and a restart from it.
+                        let state = std::mem::take(&mut follower).replayer.finish();
+                        let bytes = rmp_serde::to_vec(&state).expect("encodes");
+                        let state: DirectoryState = rmp_serde::from_slice(&bytes).expect("decodes");
+                        follower = CatchUp {
+                            replayer: Replayer::new(state),
+                            stream_seq,
+                            epoch,
+                            void_messages: 0,
+                        };
+                    }
+                }
+                prop_assert_eq!(follower.applied_seq(), records.len() as u64);
+                prop_assert_eq!(state_digest(follower.replayer.finish()), writer_digest);
+            }
+        }
     }
 }

@@ -6,6 +6,8 @@
 //! lease only decides who tries to write.
 
 pub mod catchup;
+pub mod digest;
+pub mod init;
 pub mod lease;
 pub mod node;
 pub mod sink;

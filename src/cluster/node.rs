@@ -84,19 +84,24 @@ async fn run_inner(
     let store = lease::ensure_bucket(&nats.js, &cluster).await?;
     let history_key = history_key(&nats, &cluster).await?;
 
+    // Keeping up with the stream while standing by, so a promotion reads only the tail.
+    let caught_up = Arc::new(Mutex::new(Some(CatchUp::default())));
     let standby = super::standby::serve(
         listener.try_clone().map_err(nats_error)?,
         Arc::clone(&view),
-        cluster.token.clone(),
-        settings.workers,
+        Arc::clone(&caught_up),
+        super::standby::StandbyOptions {
+            token: cluster.token.clone(),
+            admin_token: settings.admin_token.clone(),
+            base_path: settings.base_path.clone(),
+            workers: settings.workers,
+        },
     )
     .map_err(nats_error)?;
     let standby_handle = standby.handle();
     actix_web::rt::spawn(standby);
     println!("listening on http://{address}{}", settings.base_path);
 
-    // Keeping up with the stream while standing by, so a promotion reads only the tail.
-    let caught_up = Arc::new(Mutex::new(Some(CatchUp::default())));
     let (stop_watching, watching) = tokio::sync::watch::channel(false);
     nats.runtime.handle.spawn(watch(
         nats.clone(),
@@ -284,10 +289,19 @@ async fn claim_slot(
     let give_up = std::time::Instant::now() + PUBLISH_DEADLINE;
     loop {
         let (js, name) = (nats.js.clone(), cluster.stream_name());
-        caught = nats
+        let (read, result) = nats
             .runtime
             .run(async move { catchup::read_to(&js, &name, caught, None).await })
-            .await?;
+            .await;
+        caught = read;
+        if let Err(error) = result {
+            // A refused record (a gap, damage) stops the promotion; a slow stream is retried.
+            if matches!(error, ClusterError::Refused(_)) || std::time::Instant::now() >= give_up {
+                return Err(error);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
         let slot = caught.stream_seq + 1;
         let (js, subject) = (nats.js.clone(), cluster.subject());
         let outcome = nats
@@ -363,21 +377,14 @@ async fn watch(
         }
         let taken = caught_up.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(caught) = taken {
-            let before = caught.stream_seq;
-            // Up to what is there now; a failure leaves the state where it was, to retry.
-            let result = catchup::read_to(&nats.js, &cluster.stream_name(), caught, None).await;
-            let mut slot = caught_up.lock().unwrap_or_else(|p| p.into_inner());
-            match result {
-                Ok(caught) => {
-                    view.set_caught_up(caught.applied_seq(), caught.stream_seq);
-                    *slot = Some(caught);
-                }
-                Err(error) => {
-                    tracing::warn!(%error, from = before, "catching up with the stream failed");
-                    // The state is lost with the failed read: start over from the stream's start.
-                    *slot = Some(CatchUp::default());
-                }
+            // Up to what is there now; a failure keeps what was applied, to go on from.
+            let (caught, result) =
+                catchup::read_to(&nats.js, &cluster.stream_name(), caught, None).await;
+            if let Err(error) = result {
+                tracing::warn!(%error, at = caught.stream_seq, "catching up with the stream failed; retrying");
             }
+            view.set_caught_up(caught.applied_seq(), caught.stream_seq);
+            *caught_up.lock().unwrap_or_else(|p| p.into_inner()) = Some(caught);
         }
         tokio::time::sleep(POLL).await;
     }

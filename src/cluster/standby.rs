@@ -13,16 +13,23 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 
+use std::sync::Mutex;
+
+use super::catchup::CatchUp;
 use super::view::{self, ClusterView};
 use super::TOKEN_HEADER;
 use crate::api::error::Code;
 use crate::api::reply;
 use crate::config::Secret;
+use crate::domain::ids::TokenHash;
 
 struct Standby {
     view: Arc<ClusterView>,
     client: reqwest::Client,
     token: Secret,
+    admin_token: Option<TokenHash>,
+    caught_up: Arc<Mutex<Option<CatchUp>>>,
+    digest_path: String,
 }
 
 /// Headers that describe one hop, never forwarded.
@@ -37,12 +44,22 @@ const HOP: [&str; 8] = [
     "content-length",
 ];
 
+/// What a standby answers with, beside the writer it forwards to.
+pub struct StandbyOptions {
+    pub token: Secret,
+    pub admin_token: Option<Secret>,
+    pub base_path: String,
+    pub workers: usize,
+}
+
 pub fn serve(
     listener: TcpListener,
     view: Arc<ClusterView>,
-    token: Secret,
-    workers: usize,
+    caught_up: Arc<Mutex<Option<CatchUp>>>,
+    options: StandbyOptions,
 ) -> std::io::Result<Server> {
+    let digest_path = format!("{}/admin/cluster/digest", options.base_path);
+    let workers = options.workers;
     let state = web::Data::new(Standby {
         view,
         client: reqwest::Client::builder()
@@ -50,7 +67,10 @@ pub fn serve(
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(std::io::Error::other)?,
-        token,
+        token: options.token,
+        admin_token: options.admin_token.map(|t| TokenHash::of(t.expose())),
+        caught_up,
+        digest_path: digest_path.clone(),
     });
     Ok(HttpServer::new(move || {
         App::new()
@@ -59,6 +79,7 @@ pub fn serve(
             .route("/healthz", web::get().to(healthz))
             .route("/cluster", web::get().to(status))
             .route("/cluster/writer", web::get().to(not_writer))
+            .route(&digest_path, web::get().to(digest))
             .default_service(web::to(forward))
     })
     .workers(workers.max(1))
@@ -139,4 +160,41 @@ async fn forward(
         Ok(bytes) => response.body(bytes),
         Err(_) => no_writer(),
     }
+}
+
+/// The digest of the state this node caught up from the stream.
+async fn digest(request: HttpRequest, state: web::Data<Standby>) -> HttpResponse {
+    let Some(expected) = &state.admin_token else {
+        let error = Code::NotFound.with(format!("no route for GET {}", state.digest_path));
+        return actix_web::ResponseError::error_response(&error);
+    };
+    let presented = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !expected.matches(&TokenHash::of(presented)) {
+        let error = Code::Unauthorized.with("unknown admin token".into());
+        return actix_web::ResponseError::error_response(&error);
+    }
+    // The catch-up loop holds the state while it reads; it puts it back within moments.
+    for _ in 0..500 {
+        let answer = {
+            let mut slot = state.caught_up.lock().unwrap_or_else(|p| p.into_inner());
+            slot.as_mut().map(|caught| {
+                let applied_seq = caught.applied_seq();
+                let (profiles, bots) = caught.replayer.parts();
+                super::digest::Digest {
+                    applied_seq,
+                    digest: super::digest::digest(profiles, bots),
+                }
+            })
+        };
+        if let Some(answer) = answer {
+            return reply::ok(&answer);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let error = Code::Unavailable.with("the state is being caught up; retry".into());
+    actix_web::ResponseError::error_response(&error)
 }

@@ -310,6 +310,25 @@ impl Node {
         response.json().ok()
     }
 
+    /// `GET {base}/admin/cluster/digest`: (applied_seq, digest); (0, "") when it fails.
+    pub fn digest(&self) -> (u64, String) {
+        let answer = self
+            .client
+            .get(format!("{}/admin/cluster/digest", self.base))
+            .header("Authorization", ADMIN)
+            .send()
+            .ok()
+            .filter(|r| r.status() == StatusCode::OK)
+            .and_then(|r| r.json::<Value>().ok());
+        match answer {
+            Some(body) => (
+                body["applied_seq"].as_u64().unwrap_or(0),
+                body["digest"].as_str().unwrap_or("").to_owned(),
+            ),
+            None => (0, String::new()),
+        }
+    }
+
     pub fn role(&self) -> String {
         self.status()
             .and_then(|s| s["role"].as_str().map(str::to_owned))

@@ -15,24 +15,18 @@ fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
         .collect()
 }
 
-/// Waits until every node reports the same applied sequence, and returns it.
+/// Waits until every node reports the same applied sequence and the same digest of its
+/// state, and returns the sequence.
 fn converged(nodes: &[Node], within: Duration) -> u64 {
     let deadline = Instant::now() + within;
     loop {
-        let seqs: Vec<u64> = nodes
-            .iter()
-            .map(|n| {
-                n.status()
-                    .and_then(|s| s["applied_seq"].as_u64())
-                    .unwrap_or(0)
-            })
-            .collect();
-        if seqs.iter().all(|s| *s == seqs[0]) && seqs[0] > 0 {
-            return seqs[0];
+        let digests: Vec<(u64, String)> = nodes.iter().map(Node::digest).collect();
+        if digests.iter().all(|d| *d == digests[0]) && digests[0].0 > 0 {
+            return digests[0].0;
         }
         assert!(
             Instant::now() < deadline,
-            "nodes did not converge: {seqs:?}"
+            "nodes did not converge: {digests:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -145,7 +139,8 @@ fn a_nats_server_killed_under_writes_loses_nothing() {
             .is_some(),
         "writes go on with two of three servers"
     );
-    converged(&nodes, Duration::from_secs(2));
+    // A node whose server died reconnects to another one first.
+    converged(&nodes, Duration::from_secs(10));
     assert_all_acked_everywhere(&nodes, &bots, &acked);
 }
 
@@ -293,4 +288,119 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         let (count, voters) = node.votes(&bot, &token);
         assert_eq!((count, voters.len()), (1, 1));
     }
+}
+
+/// Runs the single-node server on `dir` until `work` is done, then stops it with SIGTERM.
+fn single_node(dir: &std::path::Path, work: impl FnOnce(&str)) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_botlist"))
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--admin-token",
+            ADMIN,
+            "--rate-limit",
+            "0",
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("botlist starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let base = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+        .expect("the single-node server listens");
+    work(&base);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().expect("waited").success());
+}
+
+#[test]
+fn a_seeded_cluster_and_a_late_empty_node_hold_the_same_state() {
+    let Some(binary) = nats_or_skip("a_seeded_cluster_and_a_late_empty_node_hold_the_same_state")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let single = tempfile::tempdir().expect("temp dir");
+    let mut seeded_bot = (String::new(), String::new());
+    single_node(single.path(), |base| {
+        let client = reqwest::blocking::Client::new();
+        let created: Value = client
+            .post(format!("{base}/admin/bots"))
+            .header("Authorization", ADMIN)
+            .json(
+                &json!({"platform_id": "4242", "name": "Seed", "username": "seed",
+                          "short_description": "from one box"}),
+            )
+            .send()
+            .expect("sent")
+            .json()
+            .expect("json");
+        seeded_bot = (
+            created["bot"]["id"].as_str().expect("id").to_owned(),
+            created["token"].as_str().expect("token").to_owned(),
+        );
+        for user in 1..=3u64 {
+            let status = client
+                .post(format!("{base}/admin/bots/{}/votes", seeded_bot.0))
+                .header("Authorization", ADMIN)
+                .json(
+                    &json!({"user_id": (400_000_000_000_000_000 + user).to_string(),
+                              "username": "v", "avatar": null}),
+                )
+                .send()
+                .expect("sent")
+                .status();
+            assert!(status.is_success());
+        }
+    });
+    let init = |expect: i32| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_botlist"))
+            .args(["cluster", "init", "--replicate", &nats.urls(), "--from"])
+            .arg(single.path())
+            .output()
+            .expect("runs");
+        assert_eq!(
+            output.status.code(),
+            Some(expect),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    init(0);
+    // Seeding is for an empty stream only.
+    init(2);
+
+    let urls = nats.urls();
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
+        .collect();
+    writer_of(&nodes, Duration::from_secs(30));
+    let (count, voters) = nodes[1].votes(&seeded_bot.0, &seeded_bot.1);
+    assert_eq!((count, voters.len()), (3, 3), "the seeded votes are there");
+    let (bot, _) = nodes[0].create_bot(99);
+    for user in 0..20u64 {
+        let status = nodes[(user % 2) as usize]
+            .post(
+                &format!("/admin/bots/{bot}/votes"),
+                ADMIN,
+                &json!({"user_id": (500_000_000_000_000_000 + user).to_string(),
+                        "username": "v", "avatar": null}),
+            )
+            .expect("sent")
+            .status();
+        assert!(status.is_success(), "{status}");
+    }
+    // A node started on an empty data directory catches up; when writes stop every node
+    // reaches the same applied sequence and digest within 2 s.
+    nodes.push(Node::start("late", &urls, &[]));
+    converged(&nodes, Duration::from_secs(2));
 }
