@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::persist::journal::FsyncMode;
+use crate::persist::journal::{FsyncMode, JournalFault};
 use crate::telemetry::LogFormat;
 
 #[derive(Debug, Parser)]
@@ -116,6 +116,11 @@ pub struct ServeArgs {
     /// concurrent writes), batch (fsync every 50 ms) or never (left to the OS).
     #[arg(long, env = "BOTLIST_FSYNC", value_enum, default_value = "always")]
     pub fsync: FsyncMode,
+
+    /// A storage fault put into every journal write, for tests of the real binary:
+    /// `delay:<ms>` or `fail-from:<seq>` (docs/PERSISTENCE.md). Never in production.
+    #[arg(long, env = "BOTLIST_INJECT_JOURNAL_FAULT", hide = true)]
+    pub inject_journal_fault: Option<JournalFault>,
 
     /// Start from the last good state when a file is damaged, moving it aside as *.corrupt.
     #[arg(long, env = "BOTLIST_RECOVER")]
@@ -315,6 +320,8 @@ pub struct Settings {
     /// `None` keeps everything in memory (tests that are not about durability).
     pub data_dir: Option<PathBuf>,
     pub fsync: FsyncMode,
+    /// A fault put into journal writes on purpose (tests of the real binary only).
+    pub journal_fault: JournalFault,
     /// `None`: snapshots only on shutdown and on request.
     pub snapshot_interval: Option<Duration>,
     pub recover: bool,
@@ -348,6 +355,7 @@ impl Settings {
             actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
             data_dir: Some(args.data_dir.clone()),
             fsync: args.fsync,
+            journal_fault: args.inject_journal_fault.unwrap_or_default(),
             snapshot_interval: (args.snapshot_interval > 0)
                 .then(|| Duration::from_secs(args.snapshot_interval)),
             recover: args.recover,

@@ -264,7 +264,12 @@ async fn start_actors(
 ) -> Result<Started, StartError> {
     let journal = match (journal, &settings.data_dir) {
         (Some(journal), _) => journal,
-        (None, Some(dir)) => Journal::open(dir, recovered.next_seq, settings.fsync)?,
+        (None, Some(dir)) => Journal::open_with_fault(
+            dir,
+            recovered.next_seq,
+            settings.fsync,
+            settings.journal_fault,
+        )?,
         (None, None) => Journal::in_memory(recovered.next_seq),
     };
     let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
@@ -277,6 +282,7 @@ async fn start_actors(
     let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
     let dispatcher = Dispatcher::new(
         Arc::clone(clock),
+        journal.clone(),
         Arc::clone(&directory),
         settings.webhook_timeout,
         settings.allow_private_webhooks,

@@ -5,6 +5,7 @@
 //! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
 //! therefore see every acknowledged write and never one that was refused.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -53,12 +54,38 @@ pub struct BotActor {
     /// reports back with another token is stale (redelivered, given up) and does nothing.
     attempts: FxHashMap<Uuid, u64>,
     next_attempt_token: u64,
+    /// Attempts scheduled by the change being made, handed to the dispatcher with that change's
+    /// journal number once it is submitted (see [`BotActor::submit`]).
+    unsent: Vec<Job>,
     /// The webhook URL last scheduled for and the receiver it names.
     receiver: Option<(String, Arc<str>)>,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
     /// The live vote stream's readers, fed once each vote is durable.
     feed: Arc<VoteFeed>,
+    /// Changes applied and submitted but not yet known durable, oldest first: what a read must
+    /// leave out if the journal fails before they reach the disk.
+    unacked: VecDeque<Unacked>,
+}
+
+/// What a change not yet known durable added that reads through the actor would show.
+#[derive(Clone, Copy, Debug)]
+struct Unacked {
+    /// Its journal number; `u64::MAX` for a change the journal refused outright.
+    seq: u64,
+    /// The history position of the vote it recorded.
+    vote: Option<u64>,
+    /// The delivery it queued.
+    delivery: Option<Uuid>,
+}
+
+/// Where reads through the actor stop when the journal failed: the first history position and
+/// the deliveries that were never acknowledged.
+struct Acknowledged {
+    votes_before: u64,
+    /// The time of the first vote that was never acknowledged.
+    voted_before: Option<Timestamp>,
+    deliveries: Vec<Uuid>,
 }
 
 impl BotActor {
@@ -82,8 +109,10 @@ impl BotActor {
             dispatcher,
             attempts: FxHashMap::default(),
             next_attempt_token: 0,
+            unsent: Vec::new(),
             receiver: None,
             recent_voters: None,
+            unacked: VecDeque::new(),
         }
     }
 
@@ -140,7 +169,7 @@ impl BotActor {
         self.next_attempt_token += 1;
         let token = self.next_attempt_token;
         self.attempts.insert(delivery, token);
-        self.dispatcher.schedule(Job {
+        self.unsent.push(Job {
             bot: self.state.listing.id,
             delivery,
             token,
@@ -148,7 +177,25 @@ impl BotActor {
             receiver,
             give_up_at,
             forced,
+            after: 0,
         });
+    }
+
+    /// Hands the attempts the change numbered `after` scheduled to the dispatcher, which sends
+    /// none of them before that record is durable; a change the journal refused (`None`)
+    /// schedules nothing, ever.
+    fn hand_over_attempts(&mut self, after: Option<u64>) {
+        for mut job in self.unsent.drain(..) {
+            match after {
+                Some(seq) => {
+                    job.after = seq;
+                    self.dispatcher.schedule(job);
+                }
+                None => {
+                    self.attempts.remove(&job.delivery);
+                }
+            }
+        }
     }
 
     /// The receiver the bot's URL names (the key of its gate), parsed once per URL rather than
@@ -226,11 +273,36 @@ impl BotActor {
         self.submit(record, None)
     }
 
+    /// Every change this actor makes goes through here: numbered, queued for disk, and only
+    /// then are the webhook attempts it scheduled handed over, carrying its number.
     fn submit(&mut self, record: Record, publish: Option<Publish>) -> Durable {
         let (seq, durable) = self.journal.submit_then(&record, publish);
+        self.forget_acknowledged();
+        let unacked = Unacked {
+            seq: if seq == 0 { u64::MAX } else { seq },
+            vote: matches!(
+                record,
+                Record::Voted { .. } | Record::VotedWithDelivery { .. }
+            )
+            .then(|| self.state.votes.history.next_position().saturating_sub(1)),
+            delivery: match &record {
+                Record::VotedWithDelivery { delivery, .. } => Some(*delivery),
+                Record::DeliverySaved { delivery, .. } => Some(delivery.id),
+                _ => None,
+            },
+        };
+        if unacked.vote.is_some() || unacked.delivery.is_some() {
+            self.unacked.push_back(unacked);
+        }
         match seq {
-            0 => self.refused = true,
-            seq => self.state.last_seq = seq,
+            0 => {
+                self.refused = true;
+                self.hand_over_attempts(None);
+            }
+            seq => {
+                self.state.last_seq = seq;
+                self.hand_over_attempts(Some(seq));
+            }
         }
         durable
     }
@@ -242,24 +314,64 @@ impl BotActor {
         }
     }
 
+    /// Drops what the journal has made durable from the changes reads might have to leave out.
+    fn forget_acknowledged(&mut self) {
+        let durable = self.journal.durable_seq();
+        while self.unacked.front().is_some_and(|u| u.seq <= durable) {
+            self.unacked.pop_front();
+        }
+    }
+
+    /// Once the journal has failed, what reads through the actor leave out: every change it
+    /// holds past the last durable record. `None` while the journal works.
+    fn acknowledged(&mut self) -> Option<Acknowledged> {
+        if !self.refused && self.journal.failure().is_none() {
+            return None;
+        }
+        self.forget_acknowledged();
+        let history = &self.state.votes.history;
+        let first_vote = self.unacked.iter().find_map(|u| u.vote);
+        Some(Acknowledged {
+            votes_before: first_vote.unwrap_or_else(|| history.next_position()),
+            voted_before: first_vote
+                .and_then(|position| history.get(position))
+                .map(|entry| entry.voted_at),
+            deliveries: self.unacked.iter().filter_map(|u| u.delivery).collect(),
+        })
+    }
+
     /// A read through the actor sees changes that may still be on their way to disk: it is
-    /// answered once they are durable, so nobody learns of a write that is then refused.
-    fn when_seen_durable<T: Send + 'static>(
+    /// answered once they are durable, so nobody learns of a write that is then refused. If the
+    /// journal fails meanwhile, the read is asked again, and then answered from what was
+    /// acknowledged (see [`BotActor::acknowledged`]): reads stay up while writes cannot be kept.
+    fn when_seen_durable<T, M>(
         &self,
         value: T,
-    ) -> ResponseFuture<Result<T, Rejection>> {
-        if self.refused {
-            return Box::pin(async {
-                Err(Rejection::NotStored(
-                    "this bot holds a change that could not be stored; the service needs a restart"
-                        .into(),
-                ))
-            });
-        }
+        again: M,
+        ctx: &mut Context<Self>,
+    ) -> ResponseFuture<Result<T, Rejection>>
+    where
+        T: Send + 'static,
+        M: Message<Result = Result<T, Rejection>> + Send + 'static,
+        Self: Handler<M>,
+    {
         if self.state.last_seq <= self.journal.durable_seq() {
             return Box::pin(async move { Ok(value) });
         }
-        when_durable(self.journal.barrier(), value)
+        let journal = self.journal.clone();
+        let actor = ctx.address();
+        Box::pin(async move {
+            match journal.barrier().wait().await {
+                Ok(()) => Ok(value),
+                // Asked again only for a failed journal, which the handler then reads around;
+                // a journal that stopped (shutdown) has nothing to read around.
+                Err(why) if journal.failure().is_some() => actor
+                    .send(again)
+                    .await
+                    .map_err(|_| Rejection::NotStored(why.to_string()))?,
+                Err(why) => Err(Rejection::NotStored(why.to_string())),
+            }
+        })
     }
 }
 
@@ -274,6 +386,7 @@ impl Actor for BotActor {
         for delivery in &open {
             self.schedule(delivery, false);
         }
+        self.hand_over_attempts(Some(self.state.last_seq));
     }
 }
 
@@ -460,7 +573,7 @@ impl Handler<Redeliver> for BotActor {
 }
 
 /// The latest deliveries, newest first.
-#[derive(Message)]
+#[derive(Message, Clone, Copy)]
 #[rtype(result = "Result<DeliveryLog, Rejection>")]
 pub struct RecentDeliveries;
 
@@ -473,30 +586,45 @@ pub struct DeliveryLog {
 impl Handler<RecentDeliveries> for BotActor {
     type Result = ResponseFuture<Result<DeliveryLog, Rejection>>;
 
-    fn handle(&mut self, _: RecentDeliveries, _: &mut Self::Context) -> Self::Result {
-        self.when_seen_durable(DeliveryLog {
-            recent: self.state.deliveries.recent().cloned().collect(),
+    fn handle(&mut self, ask: RecentDeliveries, ctx: &mut Self::Context) -> Self::Result {
+        let acknowledged = self.acknowledged();
+        let never_stored = acknowledged.as_ref().map_or(&[][..], |a| &a.deliveries);
+        let log = DeliveryLog {
+            recent: self
+                .state
+                .deliveries
+                .recent()
+                .filter(|delivery| !never_stored.contains(&delivery.id))
+                .cloned()
+                .collect(),
             given_up_full: self.state.deliveries.given_up_full(),
-        })
+        };
+        if acknowledged.is_some() {
+            return Box::pin(async move { Ok(log) });
+        }
+        self.when_seen_durable(log, ask, ctx)
     }
 }
 
 /// A page of the vote history, of durable votes only.
-#[derive(Message)]
+#[derive(Message, Clone, Copy)]
 #[rtype(result = "Result<Page, Rejection>")]
 pub struct VoteHistoryPage(pub PageQuery);
 
 impl Handler<VoteHistoryPage> for BotActor {
     type Result = ResponseFuture<Result<Page, Rejection>>;
 
-    fn handle(
-        &mut self,
-        VoteHistoryPage(mut query): VoteHistoryPage,
-        _: &mut Self::Context,
-    ) -> Self::Result {
+    fn handle(&mut self, ask: VoteHistoryPage, ctx: &mut Self::Context) -> Self::Result {
+        let VoteHistoryPage(mut query) = ask;
         let retention = self.directory.history_retention().horizon(self.clock.now());
         query.since = query.since.max(retention);
-        self.when_seen_durable(self.state.votes.history.page(&query))
+        if let Some(acknowledged) = self.acknowledged() {
+            let before = acknowledged.votes_before;
+            query.before = Some(query.before.map_or(before, |b| b.min(before)));
+            let page = self.state.votes.history.page(&query);
+            return Box::pin(async move { Ok(page) });
+        }
+        self.when_seen_durable(self.state.votes.history.page(&query), ask, ctx)
     }
 }
 
@@ -565,14 +693,18 @@ pub struct RecentVoter {
 }
 
 /// The last 1000 distinct voters, most recent first.
-#[derive(Message)]
+#[derive(Message, Clone, Copy)]
 #[rtype(result = "Result<Arc<[RecentVoter]>, Rejection>")]
 pub struct RecentVoters;
 
 impl Handler<RecentVoters> for BotActor {
     type Result = ResponseFuture<Result<Arc<[RecentVoter]>, Rejection>>;
 
-    fn handle(&mut self, _: RecentVoters, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, ask: RecentVoters, ctx: &mut Self::Context) -> Self::Result {
+        if let Some(acknowledged) = self.acknowledged() {
+            let voters = self.acknowledged_voters(&acknowledged);
+            return Box::pin(async move { Ok(voters) });
+        }
         let voters = self.recent_voters.get_or_insert_with(|| {
             self.state
                 .votes
@@ -582,7 +714,52 @@ impl Handler<RecentVoters> for BotActor {
                 .collect()
         });
         let voters = Arc::clone(voters);
-        self.when_seen_durable(voters)
+        self.when_seen_durable(voters, ask, ctx)
+    }
+}
+
+impl BotActor {
+    /// The voters list as it was after the last acknowledged vote: the ring holds votes the
+    /// journal refused, so the list is made again from the history before the first of them,
+    /// then from the ring's older voters (a history pruned by retention may not reach back as
+    /// far as the ring does).
+    fn acknowledged_voters(&self, acknowledged: &Acknowledged) -> Arc<[RecentVoter]> {
+        let votes = &self.state.votes;
+        if acknowledged.voted_before.is_none() {
+            // No vote was refused: the ring is as acknowledged.
+            return votes
+                .recent
+                .iter()
+                .map(|(voter, voted_at)| RecentVoter { voter, voted_at })
+                .collect();
+        }
+        let capacity = crate::domain::votes::RECENT_VOTERS;
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut voters = Vec::new();
+        let mut position = acknowledged.votes_before;
+        while voters.len() < capacity && position > votes.history.first_position() {
+            position -= 1;
+            if let Some(entry) = votes.history.get(position) {
+                if seen.insert(entry.voter.id) {
+                    voters.push(RecentVoter {
+                        voter: entry.voter,
+                        voted_at: entry.voted_at,
+                    });
+                }
+            }
+        }
+        let oldest = voters.last().map(|v| v.voted_at);
+        for (voter, voted_at) in votes.recent.iter() {
+            if voters.len() >= capacity {
+                break;
+            }
+            let refused = acknowledged.voted_before.is_some_and(|t| voted_at >= t);
+            let newer = oldest.is_some_and(|t| voted_at > t);
+            if !refused && !newer && seen.insert(voter.id) {
+                voters.push(RecentVoter { voter, voted_at });
+            }
+        }
+        voters.into()
     }
 }
 
@@ -686,8 +863,10 @@ mod tests {
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
         let directory = Arc::new(crate::actors::directory::Directory::new(clock.now()));
+        let journal = Journal::in_memory(1);
         let dispatcher = Dispatcher::new(
             clock.clone(),
+            journal.clone(),
             Arc::clone(&directory),
             std::time::Duration::from_secs(1),
             false,
@@ -698,7 +877,7 @@ mod tests {
             Arc::clone(&published),
             directory,
             clock.clone(),
-            Journal::in_memory(1),
+            journal,
             dispatcher,
         )
         .start();

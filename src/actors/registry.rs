@@ -783,14 +783,15 @@ mod tests {
     ) -> (Addr<Registry>, Arc<Directory>) {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let directory = Arc::new(Directory::new(clock.now()));
+        let journal = Journal::open(dir, 1, FsyncMode::Never).expect("a journal");
         let dispatcher = Dispatcher::new(
             clock.clone(),
+            journal.clone(),
             Arc::clone(&directory),
             Duration::from_secs(1),
             false,
         )
         .expect("a client");
-        let journal = Journal::open(dir, 1, FsyncMode::Never).expect("a journal");
         let spawner = BotSpawner::new(vec![arbiter.handle()]);
         let registry = Registry::new(Arc::clone(&directory), clock, journal, dispatcher, spawner);
         (registry.start(), directory)

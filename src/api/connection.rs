@@ -1,6 +1,8 @@
-//! The HTTP server's connections, with two additions to actix-web's: after a body is refused as
-//! too large, the connection reads at most [`READ_AFTER_REFUSAL`] more bytes, then ends; and a
-//! connection notes when its client has gone ([`PeerGone`]), for the vote streams.
+//! The HTTP server's connections, with three additions to actix-web's: after a body is refused as
+//! too large, the connection reads at most [`READ_AFTER_REFUSAL`] more bytes, then ends; a
+//! connection notes when its client has gone ([`PeerGone`]), for the vote streams; and at the
+//! connection cap the longest-idle keep-alive connection is closed to make room for a new client
+//! ([`Connections`]), as nginx and HAProxy do, so that idle clients never lock a new one out.
 //!
 //! actix-http answers an early response and then goes on reading: it lingers on a connection
 //! whose body was not read (a `Content-Length` body: up to `client_disconnect_timeout`, some
@@ -8,18 +10,19 @@
 //! that sends 10 GiB after its 413 would be read to the last byte. Here the stream itself reports
 //! end of input once the budget is spent, so actix-http closes the connection.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use actix_http::{HttpService, KeepAlive, Protocol, Request, Response};
 use actix_server::Server;
 use actix_service::{
-    fn_service, map_config, IntoServiceFactory, ServiceFactory, ServiceFactoryExt,
+    apply_fn_factory, fn_service, map_config, IntoServiceFactory, Service, ServiceFactory,
+    ServiceFactoryExt,
 };
 use actix_web::body::MessageBody;
 use actix_web::dev::AppConfig;
@@ -69,11 +72,126 @@ impl PeerGone {
     }
 }
 
-/// A TCP stream that honours its [`ReadLimit`] and notes when its client has gone.
+/// What a worker knows of one of its connections: whether it may be closed to make room.
+#[derive(Default)]
+pub struct Activity {
+    /// Requests in flight on it, and vote streams open on it.
+    busy: Cell<u32>,
+    /// Since when it has had nothing to do; `None` until its first request is answered (a
+    /// client that never sends one is cut off by the request timeout instead).
+    idle_since: Cell<Option<Instant>>,
+    /// Chosen to make room: its next read is the end of its input, and actix-http closes it.
+    closing: Cell<bool>,
+    /// Woken to make that read happen while the connection waits for its next request.
+    reader: RefCell<Option<Waker>>,
+}
+
+/// Keeps a connection busy (a request in flight, a vote stream open) while held.
+pub struct Busy(Rc<Activity>);
+
+impl Busy {
+    fn enter(activity: Rc<Activity>) -> Self {
+        activity.busy.set(activity.busy.get() + 1);
+        Self(activity)
+    }
+
+    /// Keeps the connection `request` arrived on busy while the returned value lives (a vote
+    /// stream's body holds it); `None` for a connection not made here.
+    pub fn of(request: &HttpRequest) -> Option<Self> {
+        request
+            .conn_data::<Rc<Activity>>()
+            .cloned()
+            .map(Self::enter)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let busy = self.0.busy.get().saturating_sub(1);
+        self.0.busy.set(busy);
+        if busy == 0 {
+            self.0.idle_since.set(Some(Instant::now()));
+        }
+    }
+}
+
+/// One worker's connections. Past `cap` open at once, each new connection closes the one that
+/// has been idle the longest (never one with a request in flight or a vote stream open); while
+/// none is idle, new connections are still taken up to the worker's hard limit, then wait in
+/// the listen backlog.
+struct Connections {
+    cap: usize,
+    open: Cell<usize>,
+    all: RefCell<Vec<Weak<Activity>>>,
+}
+
+impl Connections {
+    fn new(cap: usize) -> Rc<Self> {
+        Rc::new(Self {
+            cap,
+            open: Cell::new(0),
+            all: RefCell::new(Vec::new()),
+        })
+    }
+
+    fn opened(&self) -> Rc<Activity> {
+        let activity = Rc::new(Activity::default());
+        let open = self.open.get() + 1;
+        self.open.set(open);
+        let mut all = self.all.borrow_mut();
+        if all.len() >= 2 * open.max(16) {
+            all.retain(|a| a.strong_count() > 0);
+        }
+        all.push(Rc::downgrade(&activity));
+        drop(all);
+        if open > self.cap {
+            self.close_longest_idle();
+        }
+        activity
+    }
+
+    fn closed(&self) {
+        self.open.set(self.open.get().saturating_sub(1));
+    }
+
+    /// A scan of this worker's connections, only while it is at its cap.
+    fn close_longest_idle(&self) {
+        let mut all = self.all.borrow_mut();
+        all.retain(|a| a.strong_count() > 0);
+        let longest = all
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| a.busy.get() == 0 && !a.closing.get())
+            .filter_map(|a| a.idle_since.get().map(|since| (since, a)))
+            .min_by_key(|(since, _)| *since);
+        if let Some((_, activity)) = longest {
+            activity.closing.set(true);
+            if let Some(reader) = activity.reader.borrow_mut().take() {
+                reader.wake();
+            }
+        }
+    }
+}
+
+/// Connections a worker takes past its cap while none of its connections is idle.
+fn hard_limit(cap: usize) -> usize {
+    cap + (cap / 16).max(16)
+}
+
+/// A TCP stream that honours its [`ReadLimit`], notes when its client has gone, and ends when
+/// chosen to make room.
 pub struct LimitedStream {
     io: TcpStream,
     limit: ReadLimit,
     gone: PeerGone,
+    activity: Rc<Activity>,
+    connections: Rc<Connections>,
+}
+
+impl Drop for LimitedStream {
+    fn drop(&mut self) {
+        self.connections.closed();
+    }
 }
 
 impl AsyncRead for LimitedStream {
@@ -83,9 +201,18 @@ impl AsyncRead for LimitedStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.activity.closing.get() {
+            return Poll::Ready(Ok(()));
+        }
         let Some(left) = this.limit.0.get() else {
             let before = buf.filled().len();
             let read = Pin::new(&mut this.io).poll_read(cx, buf);
+            if read.is_pending() {
+                let mut reader = this.activity.reader.borrow_mut();
+                if !reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *reader = Some(cx.waker().clone());
+                }
+            }
             // Nothing read into room for something is the end of the client's input.
             let ended = matches!(read, Poll::Ready(Ok(())))
                 && buf.filled().len() == before
@@ -148,7 +275,7 @@ impl AsyncWrite for LimitedStream {
 /// The server's settings that actix-web's `HttpServer` would otherwise take.
 pub struct ServerOptions {
     pub workers: usize,
-    /// Per worker.
+    /// Per worker: past it, the longest-idle keep-alive connection is closed for each new one.
     pub max_connections: usize,
     pub client_request_timeout: Duration,
     pub client_disconnect_timeout: Duration,
@@ -191,13 +318,27 @@ where
     } = options;
     Ok(builder
         .workers(workers)
-        .max_concurrent_connections(max_connections)
+        .max_concurrent_connections(hard_limit(max_connections))
         .disable_signals()
         .listen("botlist", listener, move || {
             let shutdown = shutdown.clone();
+            let connections = Connections::new(max_connections);
             let app = factory()
                 .into_factory()
                 .map_err(|error| error.into().error_response());
+            // Each request keeps its connection busy until its response is made.
+            let app = apply_fn_factory(app, |request: Request, service: &_| {
+                let busy = request
+                    .conn_data::<Rc<Activity>>()
+                    .cloned()
+                    .map(Busy::enter);
+                let call = Service::call(service, request);
+                async move {
+                    let response = call.await;
+                    drop(busy);
+                    response
+                }
+            });
             let http = HttpService::build()
                 .h1_write_buffer_size(STREAM_WRITE_BUFFER)
                 .keep_alive(KeepAlive::from(keep_alive))
@@ -211,16 +352,23 @@ where
                 .on_connect_ext(|io: &LimitedStream, data| {
                     data.insert(io.limit.clone());
                     data.insert(io.gone.clone());
+                    data.insert(Rc::clone(&io.activity));
                 })
                 .finish(map_config(app, |_| AppConfig::default()));
-            fn_service(|io: TcpStream| async move {
-                let peer = io.peer_addr().ok();
-                let stream = LimitedStream {
-                    io,
-                    limit: ReadLimit::default(),
-                    gone: PeerGone::default(),
-                };
-                Ok((stream, Protocol::Http1, peer))
+            fn_service(move |io: TcpStream| {
+                let connections = Rc::clone(&connections);
+                async move {
+                    let peer = io.peer_addr().ok();
+                    let activity = connections.opened();
+                    let stream = LimitedStream {
+                        io,
+                        limit: ReadLimit::default(),
+                        gone: PeerGone::default(),
+                        activity,
+                        connections,
+                    };
+                    Ok((stream, Protocol::Http1, peer))
+                }
             })
             .and_then(http)
         })?

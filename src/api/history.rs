@@ -19,7 +19,7 @@ use sha2::Sha256;
 use utoipa::ToSchema;
 
 use super::bots::{own_bot, token_bot};
-use super::connection::PeerGone;
+use super::connection::{Busy, PeerGone};
 use super::error::{ApiError, Code, ErrorBody};
 use super::extract::BotToken;
 use super::limits::RetryAfter;
@@ -474,7 +474,10 @@ async fn open_stream(
     // The connection polls its body again whenever it reads, the end of the client's input
     // included: a stream whose client has left ends then, not at its next write.
     let gone = PeerGone::of(request);
+    // A connection with a stream open is never closed to make room for a new client.
+    let busy = Busy::of(request);
     let body = futures_util::stream::poll_fn(move |cx| {
+        let _busy = &busy;
         if gone.is_gone() {
             return std::task::Poll::Ready(None);
         }

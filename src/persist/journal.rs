@@ -44,6 +44,48 @@ pub enum FsyncMode {
     Never,
 }
 
+/// A storage fault put into the journal's writes on purpose, so that tests on the real binary
+/// can show what the service does while its disk is slow or failing (`--inject-journal-fault`,
+/// hidden from `--help`; docs/PERSISTENCE.md). Never set in production.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JournalFault {
+    #[default]
+    None,
+    /// Every batch waits this long before anything of it is written: a slow (or frozen) disk.
+    Delay(Duration),
+    /// Every batch holding a record numbered this or later fails with this OS error, as a
+    /// failing (EIO), full (ENOSPC) or read-only (EROFS) disk would.
+    FailFrom(u64, i32),
+}
+
+impl std::str::FromStr for JournalFault {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>[:eio|enospc|erofs]"
+            )
+        };
+        let mut parts = text.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("delay"), Some(ms), None, None) => Ok(Self::Delay(Duration::from_millis(
+                ms.parse().map_err(|_| bad())?,
+            ))),
+            (Some("fail-from"), Some(seq), errno, None) => {
+                let errno = match errno.unwrap_or("eio") {
+                    "eio" => libc::EIO,
+                    "enospc" => libc::ENOSPC,
+                    "erofs" => libc::EROFS,
+                    _ => return Err(bad()),
+                };
+                Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?, errno))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
 /// Why the journal refused a record. Cloned to every write waiting on the batch that failed;
 /// the I/O error is kept as the cause, for the log.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -168,20 +210,41 @@ impl Journal {
 
     /// Starts a new segment at `next_seq` in `dir` and the thread that writes it.
     pub fn open(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        Self::open_with_fault(dir, next_seq, mode, JournalFault::None)
+    }
+
+    /// As [`Journal::open`], with a storage fault put into every write (tests only).
+    pub fn open_with_fault(
+        dir: &Path,
+        next_seq: u64,
+        mode: FsyncMode,
+        fault: JournalFault,
+    ) -> io::Result<Self> {
         let sink = FileSink::create(dir, next_seq, mode)?;
-        Self::with_sink(Box::new(sink), next_seq)
+        Self::start_writer(Box::new(sink), next_seq, fault)
     }
 
     /// Starts the writer thread over `sink`: the journal's seam. Batching, the order of
     /// publications, `durable_seq` and the answers stay here; only where batches go changes
     /// (files in single-node mode, the replicated log in cluster mode).
     pub fn with_sink(sink: Box<dyn Sink>, next_seq: u64) -> io::Result<Self> {
+        Self::start_writer(sink, next_seq, JournalFault::None)
+    }
+
+    fn start_writer(sink: Box<dyn Sink>, next_seq: u64, fault: JournalFault) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let journal = Self::with_queue(next_seq, Some(tx));
         let shared = Arc::clone(&journal.shared);
         std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || Writer { sink, shared }.run(rx))?;
+            .spawn(move || {
+                Writer {
+                    sink,
+                    fault,
+                    shared,
+                }
+                .run(rx)
+            })?;
         Ok(journal)
     }
 
@@ -394,6 +457,7 @@ impl Sink for FileSink {
 
 struct Writer {
     sink: Box<dyn Sink>,
+    fault: JournalFault,
     shared: Arc<Shared>,
 }
 
@@ -466,6 +530,15 @@ impl Writer {
     fn write(&mut self, batch: &[Pending], sync: bool) -> Result<(), JournalError> {
         if let Some(error) = lock(&self.shared.failed).clone() {
             return Err(error);
+        }
+        match self.fault {
+            JournalFault::None => {}
+            JournalFault::Delay(delay) => std::thread::sleep(delay),
+            JournalFault::FailFrom(seq, errno) => {
+                if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) {
+                    return Err(io_error(io::Error::from_raw_os_error(errno)));
+                }
+            }
         }
         let rotate = self.shared.rotate.swap(false, Ordering::Relaxed);
         // A barrier has no frame: it only waits for the batch's write and fsync.

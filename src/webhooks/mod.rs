@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::domain::ids::BotId;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::webhook::{backoff_seconds, Attempt, Event, WebhookFormat};
+use crate::persist::journal::Journal;
 
 /// Attempts in flight over all receivers.
 const OVERALL: usize = 64;
@@ -55,6 +56,9 @@ pub struct Job {
     /// Asked for by an operator (a redelivery, a test event): goes through a failing
     /// receiver's gate, as a probe of its own.
     pub forced: bool,
+    /// The journal number of the record that made this attempt due: the attempt waits until
+    /// that record is durable, so no receiver hears of a change that could still be lost.
+    pub after: u64,
 }
 
 /// What the bot says to send.
@@ -291,7 +295,9 @@ fn receiver_failure(attempt: &Attempt) -> Option<Option<u64>> {
 #[derive(Default)]
 struct Queue {
     order: u64,
-    /// Attempts not yet due.
+    /// Attempts whose record is not durable yet, by the record's number.
+    not_durable: BinaryHeap<Reverse<Scheduled>>,
+    /// Attempts not yet due, their record durable.
     schedule: BinaryHeap<Reverse<Scheduled>>,
     gates: HashMap<Arc<str>, Gate>,
     in_flight: usize,
@@ -303,12 +309,15 @@ struct Queue {
 
 impl Queue {
     fn depth(&self) -> usize {
-        self.schedule.len() + self.held
+        self.not_durable.len() + self.schedule.len() + self.held
     }
 }
 
 pub struct Dispatcher {
     clock: Arc<dyn Clock>,
+    /// What is durable: the one rule that nothing is sent before its record is on disk (or, in
+    /// a cluster, acknowledged by the stream) is kept here, for every kind of delivery.
+    journal: Journal,
     outbox: Arc<dyn Outbox>,
     client: reqwest::Client,
     allow_private: bool,
@@ -318,6 +327,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(
         clock: Arc<dyn Clock>,
+        journal: Journal,
         outbox: Arc<impl Outbox>,
         timeout: Duration,
         allow_private: bool,
@@ -331,6 +341,7 @@ impl Dispatcher {
             .build()?;
         Ok(Arc::new(Self {
             clock,
+            journal,
             outbox,
             client,
             allow_private,
@@ -342,17 +353,28 @@ impl Dispatcher {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues an attempt for when `job.due` has come on the clock. Called for every vote of a
-    /// bot with a webhook: the queue's gauge is set by the loop, every tick, not here.
+    /// Queues an attempt for when `job.due` has come on the clock and its record is durable.
+    /// Called for every vote of a bot with a webhook: the queue's gauge is set by the loop,
+    /// every tick, not here.
     pub fn schedule(&self, job: Job) {
+        let durable = self.journal.durable_seq();
         let mut queue = self.queue();
         queue.order += 1;
         let order = queue.order;
-        queue.schedule.push(Reverse(Scheduled {
-            due: job.due.millis(),
-            order,
-            job,
-        }));
+        if job.after > durable {
+            // Ordered by the record's number, so the loop releases them as the journal advances.
+            queue.not_durable.push(Reverse(Scheduled {
+                due: i64::try_from(job.after).unwrap_or(i64::MAX),
+                order,
+                job,
+            }));
+        } else {
+            queue.schedule.push(Reverse(Scheduled {
+                due: job.due.millis(),
+                order,
+                job,
+            }));
+        }
     }
 
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
@@ -380,8 +402,23 @@ impl Dispatcher {
     /// now (at most as many as there are free slots) and what waited past its tries.
     fn take_due(&self) -> (Vec<(Job, bool)>, Vec<Job>) {
         let now = self.clock.now().millis();
+        let durable = self.journal.durable_seq();
         let mut guard = self.queue();
         let queue = &mut *guard;
+        // A journal that failed never becomes durable past its failure: those attempts stay here.
+        while queue
+            .not_durable
+            .peek()
+            .is_some_and(|next| next.0.job.after <= durable)
+        {
+            if let Some(Reverse(next)) = queue.not_durable.pop() {
+                queue.schedule.push(Reverse(Scheduled {
+                    due: next.job.due.millis(),
+                    order: next.order,
+                    job: next.job,
+                }));
+            }
+        }
         while queue.schedule.peek().is_some_and(|next| next.0.due <= now) {
             if let Some(Reverse(next)) = queue.schedule.pop() {
                 let gate = queue
@@ -591,6 +628,7 @@ mod tests {
             receiver: Arc::from("http://r:80"),
             give_up_at: Some(Timestamp::from_millis(give_up_at)),
             forced: false,
+            after: 0,
         }
     }
 

@@ -92,6 +92,7 @@ pub fn test_settings() -> Settings {
         actor_threads: 0,
         data_dir: None,
         fsync: FsyncMode::Always,
+        journal_fault: Default::default(),
         snapshot_interval: None,
         recover: false,
         rate_limit: 60,

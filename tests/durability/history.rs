@@ -9,12 +9,12 @@ use reqwest::StatusCode;
 use crate::process::Server;
 
 /// Reads `vote` events as (id, voter), skipping comments.
-struct Stream {
+pub(crate) struct Stream {
     lines: std::io::Lines<BufReader<Response>>,
 }
 
 impl Stream {
-    fn open(server: &Server, bot: &str, token: &str, last: Option<u64>) -> Stream {
+    pub(crate) fn open(server: &Server, bot: &str, token: &str, last: Option<u64>) -> Stream {
         let client = Client::builder().timeout(None).build().expect("client");
         let mut request = client
             .get(format!("{}/bots/{bot}/votes/stream", server.base))
@@ -29,7 +29,7 @@ impl Stream {
         }
     }
 
-    fn vote(&mut self) -> (u64, u64) {
+    pub(crate) fn vote(&mut self) -> (u64, u64) {
         let mut id = None;
         loop {
             let line = self

@@ -1,9 +1,11 @@
 //! Durability: the real binary, killed and restarted on the same data directory.
 
+mod connections;
 mod corruption;
 mod crash;
 mod history;
 mod lifecycle;
+mod ordering;
 mod ownership;
 mod process;
 mod refused;

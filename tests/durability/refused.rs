@@ -97,3 +97,136 @@ fn a_refused_write_is_shown_by_no_read() {
         "{status} {check}"
     );
 }
+
+const KEPT: u64 = 300_000_000_000_000_001;
+const REFUSED: u64 = 300_000_000_000_000_002;
+
+/// The disk fails in one of three ways (injected into the real binary's journal with the hidden
+/// `--inject-journal-fault fail-from:1:<errno>`: every write from the first record of this start
+/// on fails with that error). Writes are refused with 503; every read route answers 200 from what
+/// was acknowledged and shows none of the refused writes.
+fn reads_stay_up_while_the_disk(errno: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bot, token, user) = {
+        let server = Server::start(dir.path(), &[]);
+        let (bot, token) = server.create_bot(42);
+        assert_eq!(server.vote(&bot, KEPT), StatusCode::CREATED);
+        let (status, _) = server
+            .post(
+                &format!("/bots/{bot}/stats"),
+                &token,
+                &json!({ "server_count": 5 }),
+            )
+            .expect("sent");
+        assert_eq!(status, StatusCode::OK);
+        let (status, profile) = server
+            .post("/admin/users", ADMIN, &json!({ "username": "ada" }))
+            .expect("sent");
+        assert_eq!(status, StatusCode::CREATED, "{profile}");
+        let user = profile["id"].as_str().expect("an id").to_owned();
+        server.kill9();
+        (bot, token, user)
+    };
+    let fault = format!("fail-from:1:{errno}");
+    let server = Server::start(dir.path(), &["--inject-journal-fault", &fault]);
+
+    // Four writers: each refused, the first while its record is in a failing batch, the later
+    // ones by a journal already failed.
+    std::thread::scope(|scope| {
+        let writes = [
+            scope.spawn(|| server.vote(&bot, REFUSED)),
+            scope.spawn(|| {
+                server
+                    .post(
+                        &format!("/bots/{bot}/stats"),
+                        &token,
+                        &json!({ "server_count": 9_999 }),
+                    )
+                    .expect("sent")
+                    .0
+            }),
+            scope.spawn(|| {
+                server
+                    .patch(
+                        &format!("/admin/bots/{bot}"),
+                        ADMIN,
+                        &json!({ "name": "Renamed" }),
+                    )
+                    .0
+            }),
+            scope.spawn(|| {
+                server
+                    .post("/admin/users", ADMIN, &json!({ "username": "bob" }))
+                    .expect("sent")
+                    .0
+            }),
+        ];
+        for write in writes {
+            assert_eq!(
+                write.join().expect("joined"),
+                StatusCode::SERVICE_UNAVAILABLE
+            );
+        }
+    });
+    assert_eq!(
+        server.vote(&bot, REFUSED + 1),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+
+    let refused = [REFUSED.to_string(), (REFUSED + 1).to_string()];
+    let read = |path: &str, token: Option<&str>| {
+        let (status, body) = server.get(path, token);
+        assert_eq!(status, StatusCode::OK, "{errno}: GET {path}: {body}");
+        let text = body.to_string();
+        for id in &refused {
+            assert!(
+                !text.contains(id.as_str()),
+                "{errno}: GET {path} shows a refused vote: {text}"
+            );
+        }
+        assert!(!text.contains("9999") && !text.contains("Renamed") && !text.contains("bob"));
+        body
+    };
+    assert_eq!(read(&format!("/bots/{bot}"), None)["vote_count"], 1);
+    assert_eq!(read(&format!("/bots/{bot}/stats"), None)["server_count"], 5);
+    assert_eq!(read("/bots?q=bot", None)["total"], 1);
+    let check = format!("/bots/{bot}/check?userId={REFUSED}");
+    assert_eq!(read(&check, Some(&token))["voted"], 0);
+    let check = format!("/bots/{bot}/check?userId={KEPT}");
+    assert_eq!(read(&check, Some(&token))["voted"], 1);
+    assert_eq!(
+        read(&format!("/bots/check?userId={KEPT}"), Some(&token))["voted"],
+        1
+    );
+    let voters = read(&format!("/bots/{bot}/votes"), Some(&token));
+    assert_eq!(voters.as_array().map(Vec::len), Some(1), "{voters}");
+    assert_eq!(voters[0]["id"], KEPT.to_string());
+    let voters = read("/bots/votes", Some(&token));
+    assert_eq!(voters.as_array().map(Vec::len), Some(1), "{voters}");
+    let history = read(&format!("/bots/{bot}/votes/history"), Some(&token));
+    assert_eq!(
+        history["results"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+    read(&format!("/users/{user}"), None);
+    read(
+        &format!("/admin/bots/{bot}/webhook/deliveries"),
+        Some(ADMIN),
+    );
+}
+
+#[test]
+fn reads_stay_up_while_the_disk_fails_with_eio() {
+    reads_stay_up_while_the_disk("eio");
+}
+
+#[test]
+fn reads_stay_up_while_the_disk_is_full() {
+    reads_stay_up_while_the_disk("enospc");
+}
+
+#[test]
+fn reads_stay_up_while_the_disk_is_read_only() {
+    reads_stay_up_while_the_disk("erofs");
+}

@@ -44,7 +44,7 @@ fn receiver() -> (String, Log) {
 }
 
 /// One request to a receiver: its delivery id (`X-Botlist-Delivery`) and its body.
-fn read_delivery(stream: &TcpStream) -> (String, Vec<u8>) {
+pub(crate) fn read_delivery(stream: &TcpStream) -> (String, Vec<u8>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let (mut length, mut delivery) = (0usize, String::new());
     let mut line = String::new();
