@@ -283,6 +283,11 @@ impl Node {
         assert!(status.success());
     }
 
+    /// How the process ended, if it has.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
     /// Waits up to `within` for the process to exit.
     pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + within;
