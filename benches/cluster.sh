@@ -4,6 +4,8 @@
 #   - votes/s and latency percentiles through the writer (wrk -t2 -c32, benches/votes.lua),
 #     beside the same through one single-node server with --fsync always on this machine;
 #   - the same through a node that does not write (it forwards to the writer);
+#   - follower lag at about 1,000 writes/s (benches/cluster_lag.py): p50/p99 from a write's 2xx
+#     to a node that does not write reporting it applied;
 #   - catch-up: records/s a node started late reads from the stream;
 #   - failover: seconds from kill -9 of the writer to the first 2xx write through another node.
 #
@@ -66,6 +68,9 @@ sbot=$(curl -sf -XPOST $S/api/v1/admin/bots -H "Authorization: $ADMIN" -H 'Conte
   -d '{"platform_id":"1","name":"Bench","username":"bench","short_description":"bench"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["bot"]["id"])')
 bot=$sbot run_wrk $S 0 | report "single node, --fsync always"
 kill $spid
+
+# Follower lag at about 1,000 writes/s: from each write's 2xx to a standby applying it.
+python3 benches/cluster_lag.py $W/api/v1 $O $bot $ADMIN ${LAG_RATE:-1000} ${SECS}
 
 # Catch-up: a fourth node on an empty directory reads the whole stream.
 last=$(curl -sf $W/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["applied_seq"])')

@@ -79,6 +79,37 @@ impl CatchUp {
     }
 }
 
+/// An ordered consumer from the message after `stream_seq`, for a standby that follows live.
+pub async fn follow(
+    js: &jetstream::Context,
+    stream_name: &str,
+    stream_seq: u64,
+) -> Result<consumer::pull::Ordered, ClusterError> {
+    let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
+    stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: stream_seq + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(nats_error)?
+        .messages()
+        .await
+        .map_err(nats_error)
+}
+
+/// The writer epoch a message carries (0 for one seeded by `cluster init`).
+pub fn epoch_of(message: &jetstream::Message) -> u64 {
+    message
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(EPOCH_HEADER))
+        .and_then(|v| v.as_str().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
 /// The stream's last sequence now.
 pub async fn last_stream_seq(js: &jetstream::Context, stream: &str) -> Result<u64, ClusterError> {
     let stream = js.get_stream(stream).await.map_err(nats_error)?;
@@ -132,13 +163,7 @@ async fn read_into(
         if stream_seq <= from.stream_seq {
             continue;
         }
-        let epoch = message
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(EPOCH_HEADER))
-            .and_then(|v| v.as_str().parse::<u64>().ok())
-            .unwrap_or(0);
-        from.apply_message(stream_seq, epoch, &message.payload)?;
+        from.apply_message(stream_seq, epoch_of(&message), &message.payload)?;
     }
     Ok(())
 }

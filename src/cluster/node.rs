@@ -359,6 +359,8 @@ async fn renew(
 }
 
 /// While standing by: who writes, how far the stream is, and the state caught up from it.
+/// One ordered consumer follows the stream live (a new one from where the state is, after any
+/// failure), so a standby is behind by about one round trip, not by a poll interval.
 async fn watch(
     nats: Nats,
     cluster: ClusterSettings,
@@ -367,26 +369,81 @@ async fn watch(
     caught_up: Arc<Mutex<Option<CatchUp>>>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let mut messages: Option<async_nats::jetstream::consumer::pull::Ordered> = None;
+    let mut looked = tokio::time::Instant::now() - POLL;
     loop {
         if *stop.borrow() {
             return;
         }
-        view.set_writer(lease::holder(&store).await);
-        if let Ok(last) = catchup::last_stream_seq(&nats.js, &cluster.stream_name()).await {
-            view.set_stream_last_seq(last);
-        }
-        let taken = caught_up.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(caught) = taken {
-            // Up to what is there now; a failure keeps what was applied, to go on from.
-            let (caught, result) =
-                catchup::read_to(&nats.js, &cluster.stream_name(), caught, None).await;
-            if let Err(error) = result {
-                tracing::warn!(%error, at = caught.stream_seq, "catching up with the stream failed; retrying");
+        if looked.elapsed() >= POLL {
+            looked = tokio::time::Instant::now();
+            view.set_writer(lease::holder(&store).await);
+            if let Ok(last) = catchup::last_stream_seq(&nats.js, &cluster.stream_name()).await {
+                view.set_stream_last_seq(last);
             }
-            view.set_caught_up(caught.applied_seq(), caught.stream_seq);
-            *caught_up.lock().unwrap_or_else(|p| p.into_inner()) = Some(caught);
         }
-        tokio::time::sleep(POLL).await;
+        let Some(reader) = messages.as_mut() else {
+            let from = caught_up
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|c| c.stream_seq);
+            let Some(from) = from else { return };
+            match catchup::follow(&nats.js, &cluster.stream_name(), from).await {
+                Ok(reader) => messages = Some(reader),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot follow the stream; retrying");
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+            continue;
+        };
+        let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
+            Err(_) => continue,
+            Ok(Some(Ok(message))) => message,
+            Ok(Some(Err(error))) => {
+                tracing::warn!(%error, "following the stream failed; starting over from the state");
+                messages = None;
+                continue;
+            }
+            Ok(None) => {
+                messages = None;
+                continue;
+            }
+        };
+        let Ok(info) = next.info() else {
+            messages = None;
+            continue;
+        };
+        let (stream_seq, pending) = (info.stream_sequence, info.pending);
+        let epoch = catchup::epoch_of(&next);
+        // Applied under the lock, with no await while it is held.
+        let applied = {
+            let mut slot = caught_up.lock().unwrap_or_else(|p| p.into_inner());
+            match slot.as_mut() {
+                None => return,
+                Some(caught) if stream_seq <= caught.stream_seq => Ok(None),
+                // The consumer skipped ahead (it should not): read again from the state.
+                Some(caught) if stream_seq != caught.stream_seq + 1 => Err(None),
+                Some(caught) => match caught.apply_message(stream_seq, epoch, &next.payload) {
+                    Ok(()) => Ok(Some((caught.applied_seq(), caught.stream_seq))),
+                    Err(error) => Err(Some(error)),
+                },
+            }
+        };
+        match applied {
+            Ok(None) => continue,
+            Ok(Some((applied_seq, at))) => view.set_caught_up(applied_seq, at),
+            Err(error) => {
+                if let Some(error) = error {
+                    tracing::error!(%error, "a stream message cannot be applied; retrying from the state");
+                    tokio::time::sleep(POLL).await;
+                }
+                messages = None;
+                continue;
+            }
+        }
+        view.set_stream_last_seq(stream_seq + pending);
     }
 }
 
