@@ -18,6 +18,7 @@ use super::extract::Admin;
 use super::reply;
 use crate::cluster::view::{ClusterView, NodeRole};
 use crate::cluster::MIN_SEQ_WAIT;
+use crate::domain::ids::TokenHash;
 
 pub const SEQ_HEADER: &str = "x-botlist-seq";
 pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
@@ -28,6 +29,20 @@ pub struct ClusterHttp {
     pub base_path: String,
     /// Pulled by `step-down`: the node hands the lease back and exits.
     pub step_down: tokio::sync::mpsc::UnboundedSender<()>,
+    /// The hash of `--cluster-token`, which nodes put on the requests they forward.
+    pub token: TokenHash,
+}
+
+/// Whether another node of the cluster forwarded this request (it carries the cluster token).
+pub fn forwarded_by_a_node(request: &ServiceRequest) -> bool {
+    let Some(cluster) = request.app_data::<web::Data<ClusterHttp>>() else {
+        return false;
+    };
+    request
+        .headers()
+        .get(crate::cluster::TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|presented| cluster.token.matches(&TokenHash::of(presented)))
 }
 
 /// The sequence a read asks to have been applied: the header, else the `min_seq` parameter.
@@ -165,4 +180,47 @@ async fn digest(
         applied_seq: cluster.view.applied_seq(),
         digest: crate::cluster::digest::digest(&profiles, &bots),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    fn cluster() -> web::Data<ClusterHttp> {
+        web::Data::new(ClusterHttp {
+            view: ClusterView::new("a".into(), NodeRole::Writer),
+            base_path: "/api/v1".into(),
+            step_down: tokio::sync::mpsc::unbounded_channel().0,
+            token: TokenHash::of("secret"),
+        })
+    }
+
+    #[test]
+    fn a_forwarded_request_is_limited_by_the_client_the_node_names() {
+        let forwarded = |token: Option<&str>| {
+            let mut request = TestRequest::default()
+                .app_data(cluster())
+                .peer_addr("10.0.0.2:5000".parse().unwrap())
+                .insert_header(("X-Forwarded-For", "203.0.113.7"));
+            if let Some(token) = token {
+                request = request.insert_header((crate::cluster::TOKEN_HEADER, token));
+            }
+            request.to_srv_request()
+        };
+        let with_token = forwarded(Some("secret"));
+        assert!(forwarded_by_a_node(&with_token));
+        assert_eq!(
+            super::super::limits::client_ip(&with_token, forwarded_by_a_node(&with_token)),
+            "203.0.113.7".parse::<std::net::IpAddr>().unwrap()
+        );
+        // A wrong token or none: the peer, whatever the header says.
+        for request in [forwarded(Some("guess")), forwarded(None)] {
+            assert!(!forwarded_by_a_node(&request));
+            assert_eq!(
+                super::super::limits::client_ip(&request, forwarded_by_a_node(&request)),
+                "10.0.0.2".parse::<std::net::IpAddr>().unwrap()
+            );
+        }
+    }
 }

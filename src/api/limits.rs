@@ -148,6 +148,13 @@ pub struct RetryAfter {
     pub retry_after: u64,
 }
 
+/// Whether X-Forwarded-For names the client: the operator said so, or (cluster mode) another
+/// node forwarded the request with the cluster token, so it is limited once, here, by the
+/// address of the client that sent it to that node.
+fn trusts_forwarded_for(state: &super::AppState, request: &ServiceRequest) -> bool {
+    state.trust_forwarded_for || super::cluster::forwarded_by_a_node(request)
+}
+
 /// The client address a limit is keyed by: the TCP peer, or the first X-Forwarded-For address
 /// when the operator said a trusted proxy sets it. IPv6 clients are keyed by their /64, which is
 /// what one subscriber usually gets.
@@ -204,7 +211,7 @@ pub async fn limit_bots(
             .and_then(|token| state.directory.authenticate(token));
         match token_bot {
             Some(bot) => RateKey::Bot(bot),
-            None => RateKey::BotsByIp(client_ip(request, state.trust_forwarded_for)),
+            None => RateKey::BotsByIp(client_ip(request, trusts_forwarded_for(state, request))),
         }
     })
     .await
@@ -216,7 +223,7 @@ pub async fn limit_users(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     limit(request, next, |state, request| {
-        RateKey::UsersByIp(client_ip(request, state.trust_forwarded_for))
+        RateKey::UsersByIp(client_ip(request, trusts_forwarded_for(state, request)))
     })
     .await
 }

@@ -188,6 +188,7 @@ async fn run_inner(
         view: Arc::clone(&view),
         base_path: settings.base_path.clone(),
         step_down: step_down_tx,
+        token: crate::domain::ids::TokenHash::of(cluster.token.expose()),
     });
     let app = match Application::build_replicated(
         settings,

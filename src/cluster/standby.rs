@@ -126,7 +126,12 @@ async fn forward(
     };
     let mut outgoing = state.client.request(method, url);
     for (name, value) in request.headers() {
-        if HOP.contains(&name.as_str()) || name.as_str().eq_ignore_ascii_case(TOKEN_HEADER) {
+        // The client's own X-Forwarded-For is not passed on: the writer trusts the one this
+        // node sets (the client's address), because the cluster token comes with it.
+        if HOP.contains(&name.as_str())
+            || name.as_str().eq_ignore_ascii_case(TOKEN_HEADER)
+            || name.as_str().eq_ignore_ascii_case("x-forwarded-for")
+        {
             continue;
         }
         outgoing = outgoing.header(name.as_str(), value.as_bytes());
