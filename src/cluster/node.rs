@@ -372,6 +372,10 @@ async fn watch(
 ) {
     let mut messages: Option<async_nats::jetstream::consumer::pull::Ordered> = None;
     let mut looked = tokio::time::Instant::now() - POLL;
+    // The stream's end as last looked up, and when a message last arrived: a consumer that
+    // delivers nothing while the stream is ahead (its server died) is replaced.
+    let mut stream_last = 0;
+    let mut last_message = tokio::time::Instant::now();
     loop {
         if *stop.borrow() {
             return;
@@ -381,6 +385,7 @@ async fn watch(
             view.set_writer(lease::holder(&store).await);
             if let Ok(last) = catchup::last_stream_seq(&nats.js, &cluster.stream_name()).await {
                 view.set_stream_last_seq(last);
+                stream_last = last;
             }
         }
         let Some(reader) = messages.as_mut() else {
@@ -400,7 +405,18 @@ async fn watch(
             continue;
         };
         let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
-            Err(_) => continue,
+            Err(_) => {
+                let behind = caught_up
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .is_some_and(|c| c.stream_seq < stream_last);
+                if behind && last_message.elapsed() >= POLL * 2 {
+                    tracing::warn!("the stream's consumer stalled; following it anew");
+                    messages = None;
+                }
+                continue;
+            }
             Ok(Some(Ok(message))) => message,
             Ok(Some(Err(error))) => {
                 tracing::warn!(%error, "following the stream failed; starting over from the state");
@@ -412,6 +428,7 @@ async fn watch(
                 continue;
             }
         };
+        last_message = tokio::time::Instant::now();
         let Ok(info) = next.info() else {
             messages = None;
             continue;

@@ -324,11 +324,25 @@ impl Node {
             .client
             .get(format!("{}/admin/cluster/digest", self.base))
             .header("Authorization", ADMIN)
-            .send()
-            .ok()
-            .filter(|r| r.status() == StatusCode::OK)
-            .and_then(|r| r.json::<Value>().ok());
-        match answer {
+            .timeout(Duration::from_millis(1500))
+            .send();
+        let body = match answer {
+            Ok(r) if r.status() == StatusCode::OK => r.json::<Value>().ok(),
+            Ok(r) => {
+                eprintln!(
+                    "node {}: digest answered {}: {}",
+                    self.name,
+                    r.status(),
+                    r.text().unwrap_or_default()
+                );
+                None
+            }
+            Err(error) => {
+                eprintln!("node {}: digest failed: {error}", self.name);
+                None
+            }
+        };
+        match body {
             Some(body) => (
                 body["applied_seq"].as_u64().unwrap_or(0),
                 body["digest"].as_str().unwrap_or("").to_owned(),

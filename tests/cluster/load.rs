@@ -88,7 +88,9 @@ impl Load {
                             // 503 (no writer, fenced) or a dropped connection: either way.
                             _ => std::thread::sleep(Duration::from_millis(20)),
                         }
-                        std::thread::sleep(Duration::from_millis(5));
+                        // At most about 50 votes a second a client: the 900 a bot can list
+                        // (voters endpoint) then last the longest scenario (about 20 s).
+                        std::thread::sleep(Duration::from_millis(20));
                     }
                     acked
                 })
