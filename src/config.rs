@@ -35,6 +35,32 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a large deterministic directory straight to a snapshot, for benchmarks and tests.
     Generate(GenerateArgs),
+    /// Cluster administration (docs/CLUSTER.md).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Seed a new cluster's empty stream from a single-node data directory.
+    Init(ClusterInitArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClusterInitArgs {
+    /// The NATS servers (nats://HOST:PORT[,...]).
+    #[arg(long, env = "BOTLIST_REPLICATE")]
+    pub replicate: String,
+    /// The single-node data directory to seed from (read only; stop its server first).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The prefix of the stream, subject and buckets.
+    #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
+    pub cluster_prefix: String,
+    /// Seconds the writer's lease lives without renewal, for the bucket if this creates it.
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_ttl: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -63,7 +89,7 @@ impl Cli {
     fn into_serve_args(self) -> ServeArgs {
         match self.into_command() {
             Command::Serve(args) => args,
-            Command::Generate(_) => panic!("not serve"),
+            Command::Generate(_) | Command::Cluster(_) => panic!("not serve"),
         }
     }
 }
@@ -147,8 +173,9 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
 
-    /// Load the deterministic demo directory when the directory is empty.
-    #[arg(long, env = "BOTLIST_DEMO")]
+    /// Load the deterministic demo directory when the directory is empty (not with
+    /// `--replicate`: the demo's directory is loaded, not journaled).
+    #[arg(long, env = "BOTLIST_DEMO", conflicts_with = "replicate")]
     pub demo: bool,
 
     /// An origin browsers may call the API from, like https://example.com; repeat for more,
@@ -189,6 +216,37 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_WEEKEND_MULTIPLIER", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=crate::domain::weekend::MAX_MULTIPLIER as i64))]
     pub weekend_multiplier: u32,
+
+    /// Cluster mode: the NATS servers (nats://HOST:PORT[,...]) whose JetStream stream holds the
+    /// journal. docs/CLUSTER.md.
+    #[arg(long, env = "BOTLIST_REPLICATE", requires = "cluster_token")]
+    pub replicate: Option<String>,
+
+    /// Cluster mode: this node's unique name (default: the bound address).
+    #[arg(long, env = "BOTLIST_NODE_ID")]
+    pub node_id: Option<String>,
+
+    /// Cluster mode: where other nodes send this node writes, like http://10.0.0.5:8080
+    /// (default: from the bound address; refused when that is 0.0.0.0 or [::]).
+    #[arg(long, env = "BOTLIST_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
+
+    /// Cluster mode: the prefix of the stream, subject and buckets.
+    #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
+    pub cluster_prefix: String,
+
+    /// Cluster mode: seconds the writer's lease lives without renewal.
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_ttl: u64,
+
+    /// Cluster mode: the secret nodes put on writes they forward to the writer (required).
+    #[arg(long, env = "BOTLIST_CLUSTER_TOKEN", hide_env_values = true)]
+    pub cluster_token: Option<Secret>,
+
+    /// Cluster mode: auto takes the writer's role when it is free; follower never does.
+    #[arg(long, env = "BOTLIST_ROLE", value_enum, default_value = "auto")]
+    pub role: crate::cluster::Role,
 }
 
 /// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
@@ -457,6 +515,43 @@ mod tests {
         Secret::from(crate::demo::DEMO_ADMIN_TOKEN)
             .check_admin_token()
             .expect("the demo's token is long enough");
+    }
+
+    #[test]
+    fn cluster_mode_refuses_the_demo_and_requires_a_cluster_token() {
+        let demo = Cli::try_parse_from([
+            "botlist",
+            "serve",
+            "--demo",
+            "--replicate",
+            "nats://127.0.0.1:4222",
+            "--cluster-token",
+            "t",
+        ]);
+        assert!(demo.is_err(), "--demo with --replicate");
+        let tokenless = Cli::try_parse_from(["botlist", "serve", "--replicate", "nats://a:4222"]);
+        assert!(tokenless.is_err(), "--replicate without --cluster-token");
+        let args = Cli::parse_from([
+            "botlist",
+            "serve",
+            "--replicate",
+            "nats://a:4222",
+            "--cluster-token",
+            "t",
+            "--role",
+            "follower",
+            "--lease-ttl",
+            "3",
+        ])
+        .into_serve_args();
+        let cluster = crate::cluster::ClusterSettings::from_args(&args).expect("cluster mode");
+        assert_eq!(cluster.role, crate::cluster::Role::Follower);
+        assert_eq!(cluster.lease_ttl, Duration::from_secs(3));
+        assert_eq!(cluster.prefix, "botlist");
+        assert!(crate::cluster::ClusterSettings::from_args(
+            &Cli::parse_from(["botlist"]).into_serve_args()
+        )
+        .is_none());
     }
 
     #[test]

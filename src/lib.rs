@@ -2,6 +2,7 @@
 
 pub mod actors;
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod demo;
 pub mod domain;

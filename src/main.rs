@@ -4,8 +4,10 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use botlist::cluster::node::{self, Ended};
+use botlist::cluster::ClusterSettings;
 use botlist::config::Settings;
-use botlist::config::{Cli, Command, GenerateArgs, ServeArgs};
+use botlist::config::{Cli, ClusterCommand, ClusterInitArgs, Command, GenerateArgs, ServeArgs};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::lock::{DirLock, LockError};
@@ -22,6 +24,8 @@ const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 /// The exit code of a start refused for an unsafe setup: an admin token too short or
 /// unreadable, a data directory others can write to or another user owns, a symlink there.
 const UNSAFE: u8 = 6;
+/// Cluster mode: the writer lost (or handed over) its role; restart it as a follower.
+const DEMOTED: u8 = 5;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -33,6 +37,10 @@ async fn main() -> ExitCode {
         Command::Generate(args) => {
             telemetry::init_logs(LogFormat::Text);
             generate(&args)
+        }
+        Command::Cluster(ClusterCommand::Init(args)) => {
+            telemetry::init_logs(LogFormat::Text);
+            cluster_init(args).await
         }
     }
 }
@@ -65,6 +73,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let settings = Settings::from_args(&args, admin_token);
+    if let Some(cluster) = ClusterSettings::from_args(&args) {
+        return serve_replicated(settings, cluster).await;
+    }
     let app = match Application::build(settings, Arc::new(SystemClock)).await {
         Ok(app) => {
             free_small_blocks_at_once();
@@ -115,6 +126,68 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
         Err(error) => {
             eprintln!("botlist stopped with an error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Cluster mode: the node's lifecycle is in `cluster::node`.
+async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitCode {
+    match node::run(settings, cluster, Arc::new(SystemClock)).await {
+        Ended::Stopped => ExitCode::SUCCESS,
+        Ended::Demoted(why) => {
+            eprintln!(
+                "botlist is no longer the writer ({why}); exiting to be restarted as a follower"
+            );
+            ExitCode::from(DEMOTED)
+        }
+        Ended::Refused(why) => {
+            eprintln!("botlist will not start: {why}");
+            ExitCode::from(REFUSED)
+        }
+        Ended::Failed(why) => {
+            eprintln!("botlist stopped with an error: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `botlist cluster init`: seeds the empty stream from a single-node data directory.
+async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
+    let settings = ClusterSettings {
+        servers: args.replicate,
+        node_id: None,
+        advertise_url: None,
+        prefix: args.cluster_prefix,
+        lease_ttl: std::time::Duration::from_secs(args.lease_ttl),
+        token: botlist::config::Secret::from("unused"),
+        role: botlist::cluster::Role::Follower,
+    };
+    let _lock = match DirLock::acquire(&args.from) {
+        Ok(lock) => lock,
+        Err(error @ LockError::Held { .. }) => {
+            eprintln!("botlist cluster init will not run: {error}");
+            return ExitCode::from(IN_USE);
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match botlist::cluster::init::seed(settings, args.from).await {
+        Ok(seeded) => {
+            println!(
+                "seeded the cluster: {} profiles and {} bots as records 1 to {}",
+                seeded.profiles, seeded.bots, seeded.records
+            );
+            ExitCode::SUCCESS
+        }
+        Err(botlist::cluster::ClusterError::Refused(why)) => {
+            eprintln!("botlist cluster init will not run: {why}");
+            ExitCode::from(REFUSED)
+        }
+        Err(error) => {
+            eprintln!("botlist cluster init failed: {error}");
             ExitCode::FAILURE
         }
     }

@@ -13,6 +13,7 @@ use actix_web::{web, App};
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
 use crate::api::admin_failures::AdminFailures;
+use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
@@ -126,8 +127,8 @@ impl Application {
         let recovered = recover_state(&settings)?;
         let warnings = recovered.warnings.clone();
         let (stop_loops, loops) = shutdown::channel();
-        let started = start_actors(&settings, &clock, recovered, loops.clone()).await?;
-        let (address, server, metrics) = serve(&settings, &started, clock, loops)?;
+        let started = start_actors(&settings, &clock, recovered, loops.clone(), None).await?;
+        let (address, server, metrics) = serve(&settings, &started, clock, loops, None, None)?;
         Ok(Self {
             address,
             base_path: settings.base_path,
@@ -142,6 +143,49 @@ impl Application {
             stop_loops,
             _arbiters: started.arbiters,
             _lock: lock,
+        })
+    }
+
+    /// Cluster mode, on the node that took the writer's lease: the state caught up from the
+    /// stream, the journal over the stream, and the listener the node already serves on. No
+    /// data directory is used (the stream is the journal; no local snapshots are written).
+    pub async fn build_replicated(
+        mut settings: Settings,
+        clock: Arc<dyn Clock>,
+        recovered: Recovered,
+        journal: Journal,
+        listener: TcpListener,
+        cluster: web::Data<ClusterHttp>,
+        history_key: [u8; 32],
+    ) -> Result<Self, StartError> {
+        settings.data_dir = None;
+        settings.demo = false;
+        telemetry::install_metrics();
+        let (stop_loops, loops) = shutdown::channel();
+        let started =
+            start_actors(&settings, &clock, recovered, loops.clone(), Some(journal)).await?;
+        let (address, server, metrics) = serve(
+            &settings,
+            &started,
+            clock,
+            loops,
+            Some(listener),
+            Some((cluster, history_key)),
+        )?;
+        Ok(Self {
+            address,
+            base_path: settings.base_path,
+            server,
+            metrics,
+            registry: started.registry,
+            directory: started.directory,
+            persistence: None,
+            demo: None,
+            admin_token: started.admin_token,
+            warnings: Vec::new(),
+            stop_loops,
+            _arbiters: started.arbiters,
+            _lock: None,
         })
     }
 
@@ -253,15 +297,17 @@ async fn start_actors(
     clock: &Arc<dyn Clock>,
     recovered: Recovered,
     loops: Shutdown,
+    journal: Option<Journal>,
 ) -> Result<Started, StartError> {
-    let journal = match &settings.data_dir {
-        Some(dir) => Journal::open_with_fault(
+    let journal = match (journal, &settings.data_dir) {
+        (Some(journal), _) => journal,
+        (None, Some(dir)) => Journal::open_with_fault(
             dir,
             recovered.next_seq,
             settings.fsync,
             settings.journal_fault,
         )?,
-        None => Journal::in_memory(recovered.next_seq),
+        (None, None) => Journal::in_memory(recovered.next_seq),
     };
     let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
         .map(|_| Arbiter::new())
@@ -336,16 +382,28 @@ fn serve(
     started: &Started,
     clock: Arc<dyn Clock>,
     loops: Shutdown,
+    listener: Option<TcpListener>,
+    cluster: Option<(web::Data<ClusterHttp>, [u8; 32])>,
 ) -> std::io::Result<(SocketAddr, Server, MetricsServer)> {
     let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
     if let Some(limiter) = &limiter {
         limits::spawn_sweeper(Arc::clone(limiter), loops);
     }
-    let history = Arc::new(crate::api::history::History::new(
-        settings.vote_history.clone(),
-        settings.data_dir.as_deref(),
-    )?);
-    let listener = TcpListener::bind(settings.bind)?;
+    let history = Arc::new(match &cluster {
+        Some((_, key)) => {
+            crate::api::history::History::with_key(settings.vote_history.clone(), *key)
+        }
+        None => crate::api::history::History::new(
+            settings.vote_history.clone(),
+            settings.data_dir.as_deref(),
+        )?,
+    });
+    let cluster = cluster.map(|(cluster, _)| cluster);
+    let listener = match listener {
+        Some(listener) => listener,
+        None => TcpListener::bind(settings.bind)?,
+    };
+    let cluster_on = cluster.is_some();
     let address = listener.local_addr()?;
     let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
         .map_err(std::io::Error::other)?;
@@ -396,6 +454,7 @@ fn serve(
                 .app_data(served_under.clone())
                 .wrap(from_fn(catch_panics))
                 .wrap(from_fn(envelope_errors))
+                .wrap(Condition::new(cluster_on, from_fn(cluster::consistency)))
                 .wrap(from_fn(limit_headers))
                 .wrap(from_fn(http::semantics))
                 .wrap(Condition::new(
@@ -406,6 +465,12 @@ fn serve(
                 .wrap(Compress::default())
                 .wrap(from_fn(http::finish))
                 .wrap(from_fn(telemetry::observe))
+                .configure(|cfg| {
+                    if let Some(cluster) = &cluster {
+                        cfg.app_data(cluster.clone())
+                            .configure(cluster::routes(&base_path));
+                    }
+                })
                 .configure(routes(&base_path, metrics_on_api))
         },
     )?;

@@ -34,6 +34,10 @@ pub enum Code {
     /// Too many failed admin authentications from one address; carries `Retry-After`. (The
     /// rate limits' own 429 is not the envelope: CONTRACT section 3.)
     TooManyRequests,
+    /// Cluster mode: this node has not applied the sequence a read asked for.
+    ReplicaBehind,
+    /// Cluster mode: no node holds the writer's role.
+    NoWriter,
 }
 
 /// One error code: what clients branch on, its HTTP status and the message it has when the
@@ -62,7 +66,7 @@ const fn row(
 }
 
 /// The table of errors, in the order of [`Code`]. A new error is one row here.
-pub const ERRORS: [ErrorRow; 14] = [
+pub const ERRORS: [ErrorRow; 16] = [
     row(
         Code::BadRequest,
         "bad_request",
@@ -146,6 +150,18 @@ pub const ERRORS: [ErrorRow; 14] = [
         "too_many_requests",
         StatusCode::TOO_MANY_REQUESTS,
         "too many failed admin authentications from this address; try again later",
+    ),
+    row(
+        Code::ReplicaBehind,
+        "replica_behind",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this node has not yet applied the sequence the request asks for; retry",
+    ),
+    row(
+        Code::NoWriter,
+        "no_writer",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "no node of the cluster takes writes right now; retry",
     ),
 ];
 

@@ -94,6 +94,11 @@ impl History {
         Ok(Self { settings, key })
     }
 
+    /// Cluster mode: the key every node shares, so a cursor from one node is valid on another.
+    pub fn with_key(settings: HistorySettings, key: [u8; 32]) -> Self {
+        Self { settings, key }
+    }
+
     fn mac(&self, body: &[u8]) -> [u8; 16] {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
             .expect("HMAC takes a key of any length");

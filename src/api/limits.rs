@@ -173,6 +173,25 @@ impl ClientAddress {
     }
 }
 
+/// Where this request's client address comes from: as the operator said, or (cluster mode) the
+/// address the node that forwarded it with the cluster token saw, which it sends as the one
+/// X-Forwarded-For entry, so that the request is limited once, here.
+fn client_source(state: &super::AppState, request: &ServiceRequest) -> ClientAddress {
+    ClientAddress::of(state.client_address, request)
+}
+
+impl ClientAddress {
+    /// The source for this request: `configured`, unless another node forwarded it with the
+    /// cluster token (then the one X-Forwarded-For entry that node wrote).
+    pub fn of(configured: Self, request: &ServiceRequest) -> Self {
+        if super::cluster::forwarded_by_a_node(request) {
+            Self::ForwardedFor { trusted_proxies: 1 }
+        } else {
+            configured
+        }
+    }
+}
+
 /// The client address a limit is keyed by (see [`ClientAddress`]); the TCP peer when the
 /// header is missing or its entry is not an address. With fewer entries than trusted proxies,
 /// the leftmost is taken: the request passed fewer proxies, and that entry is the one the
@@ -240,7 +259,7 @@ pub async fn limit_bots(
             .and_then(|token| state.directory.authenticate(token));
         match token_bot {
             Some(bot) => RateKey::Bot(bot),
-            None => RateKey::BotsByIp(client_ip(request.request(), state.client_address)),
+            None => RateKey::BotsByIp(client_ip(request.request(), client_source(state, request))),
         }
     })
     .await
@@ -252,7 +271,7 @@ pub async fn limit_users(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     limit(request, next, |state, request| {
-        RateKey::UsersByIp(client_ip(request.request(), state.client_address))
+        RateKey::UsersByIp(client_ip(request.request(), client_source(state, request)))
     })
     .await
 }

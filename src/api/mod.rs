@@ -4,6 +4,7 @@ pub mod admin;
 pub mod admin_failures;
 pub mod badge;
 pub mod bots;
+pub mod cluster;
 pub mod connection;
 pub mod docs;
 pub mod error;

@@ -96,6 +96,10 @@ pub enum JournalError {
     Encode(String),
     #[error("the journal writer stopped")]
     Stopped,
+    /// Cluster mode: the replicated log refused or could not confirm a batch (another writer
+    /// took over, or the deadline passed). Nothing after it is acknowledged by this node.
+    #[error("this node is no longer the writer: {0}")]
+    Fenced(String),
 }
 
 /// Journal segments: `journal-<first seq>.log`.
@@ -216,11 +220,21 @@ impl Journal {
         mode: FsyncMode,
         fault: JournalFault,
     ) -> io::Result<Self> {
-        let segment = Segment::create(dir, next_seq)?;
+        let sink = FileSink::create(dir, next_seq, mode)?;
+        Self::start_writer(Box::new(sink), next_seq, fault)
+    }
+
+    /// Starts the writer thread over `sink`: the journal's seam. Batching, the order of
+    /// publications, `durable_seq` and the answers stay here; only where batches go changes
+    /// (files in single-node mode, the replicated log in cluster mode).
+    pub fn with_sink(sink: Box<dyn Sink>, next_seq: u64) -> io::Result<Self> {
+        Self::start_writer(sink, next_seq, JournalFault::None)
+    }
+
+    fn start_writer(sink: Box<dyn Sink>, next_seq: u64, fault: JournalFault) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let journal = Self::with_queue(next_seq, Some(tx));
         let shared = Arc::clone(&journal.shared);
-        let dir = dir.to_path_buf();
         let (published, publications) = mpsc::channel();
         let publisher_shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -230,9 +244,7 @@ impl Journal {
             .name("journal-writer".into())
             .spawn(move || {
                 Writer {
-                    dir,
-                    segment,
-                    mode,
+                    sink,
                     fault,
                     shared,
                     published,
@@ -318,6 +330,14 @@ impl Journal {
         self.shared.rotate.store(true, Ordering::Relaxed);
     }
 
+    /// Refuses every write from now on (cluster mode: the node lost the writer's role).
+    pub fn fence(&self, error: JournalError) {
+        let mut failed = lock(&self.shared.failed);
+        if failed.is_none() {
+            *failed = Some(error);
+        }
+    }
+
     /// Set once a write or fsync failed: from then on every write is refused, because the
     /// service can no longer promise that what it acknowledges is kept.
     pub fn failure(&self) -> Option<JournalError> {
@@ -367,10 +387,83 @@ impl Segment {
     }
 }
 
-struct Writer {
+/// Where the writer thread puts each batch of frames. A batch is acknowledged only once
+/// `commit` returned `Ok` for it (and, for a sink that syncs lazily, as the mode promises).
+pub trait Sink: Send + 'static {
+    /// Writes the batch's frames in order. `first_seq` is the first frame's sequence number;
+    /// `rotate` asks a file sink to start a new segment with this batch; `sync` asks for the
+    /// batch to be durable before returning. An empty batch (a barrier) only syncs.
+    fn commit(
+        &mut self,
+        frames: &[&[u8]],
+        first_seq: u64,
+        rotate: bool,
+        sync: bool,
+    ) -> Result<(), JournalError>;
+
+    /// Makes everything written so far durable.
+    fn sync(&mut self) -> Result<(), JournalError>;
+
+    /// When batches must be durable: decides how the writer groups and syncs them.
+    fn mode(&self) -> FsyncMode {
+        FsyncMode::Always
+    }
+}
+
+/// The single-node sink: segment files in the data directory, rotated past 64 MiB or on request.
+pub struct FileSink {
     dir: PathBuf,
     segment: Segment,
     mode: FsyncMode,
+}
+
+impl FileSink {
+    pub fn create(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            segment: Segment::create(dir, next_seq)?,
+            mode,
+        })
+    }
+}
+
+impl Sink for FileSink {
+    fn commit(
+        &mut self,
+        frames: &[&[u8]],
+        first_seq: u64,
+        requested: bool,
+        sync: bool,
+    ) -> Result<(), JournalError> {
+        let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);
+        if rotate {
+            self.sync()?;
+            self.segment = Segment::create(&self.dir, first_seq).map_err(io_error)?;
+        }
+        for frame in frames {
+            self.segment.file.write_all(frame).map_err(io_error)?;
+            self.segment.bytes += frame.len() as u64;
+            crate::telemetry::journal_written(frame.len());
+            self.segment.records += 1;
+        }
+        self.segment.file.flush().map_err(io_error)?;
+        if sync {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        crate::telemetry::timed_fsync(|| self.segment.file.get_ref().sync_data()).map_err(io_error)
+    }
+
+    fn mode(&self) -> FsyncMode {
+        self.mode
+    }
+}
+
+struct Writer {
+    sink: Box<dyn Sink>,
     fault: JournalFault,
     shared: Arc<Shared>,
     /// Each batch once written (and synced, as the mode promises), to the publisher.
@@ -406,15 +499,16 @@ fn publish_batch(shared: &Shared, (batch, result): Written) {
 
 impl Writer {
     fn run(mut self, queue: mpsc::Receiver<Pending>) {
+        let mode = self.sink.mode();
         let mut unsynced = false;
         let mut last_sync = Instant::now();
         loop {
-            let first = if self.mode == FsyncMode::Batch {
+            let first = if mode == FsyncMode::Batch {
                 match queue.recv_timeout(BATCH_INTERVAL) {
                     Ok(pending) => pending,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         if unsynced {
-                            if let Err(error) = self.sync() {
+                            if let Err(error) = self.sink.sync() {
                                 self.fail(error);
                             }
                             unsynced = false;
@@ -437,7 +531,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let sync_now = match self.mode {
+            let sync_now = match mode {
                 FsyncMode::Always => true,
                 FsyncMode::Batch => last_sync.elapsed() >= BATCH_INTERVAL,
                 FsyncMode::Never => false,
@@ -456,7 +550,7 @@ impl Writer {
             }
         }
         if unsynced {
-            let _ = self.sync();
+            let _ = self.sink.sync();
         }
     }
 
@@ -473,36 +567,22 @@ impl Writer {
                 }
             }
         }
-        let requested = self.shared.rotate.swap(false, Ordering::Relaxed);
-        let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);
-        if rotate {
-            self.sync()?;
-            self.segment = Segment::create(&self.dir, batch[0].seq).map_err(io_error)?;
-        }
+        let rotate = self.shared.rotate.swap(false, Ordering::Relaxed);
         // A barrier has no frame: it only waits for the batch's write and fsync.
-        for pending in batch.iter().filter(|p| !p.frame.is_empty()) {
-            self.segment
-                .file
-                .write_all(&pending.frame)
-                .map_err(io_error)?;
-            self.segment.bytes += pending.frame.len() as u64;
-            crate::telemetry::journal_written(pending.frame.len());
-            self.segment.records += 1;
-        }
-        self.segment.file.flush().map_err(io_error)?;
-        if sync {
-            self.sync()?;
-        }
-        Ok(())
+        let frames: Vec<&[u8]> = batch
+            .iter()
+            .filter(|p| !p.frame.is_empty())
+            .map(|p| p.frame.as_slice())
+            .collect();
+        self.sink.commit(&frames, batch[0].seq, rotate, sync)
     }
 
     fn fail(&self, error: JournalError) {
         tracing::error!(%error, "the journal failed; writes are refused from now on");
-        *lock(&self.shared.failed) = Some(error);
-    }
-
-    fn sync(&mut self) -> Result<(), JournalError> {
-        crate::telemetry::timed_fsync(|| self.segment.file.get_ref().sync_data()).map_err(io_error)
+        let mut failed = lock(&self.shared.failed);
+        if failed.is_none() {
+            *failed = Some(error);
+        }
     }
 }
 

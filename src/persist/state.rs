@@ -362,6 +362,17 @@ impl Replayer {
         self.seq
     }
 
+    /// The state so far, profiles and bots each in id order, without finishing: what a
+    /// cluster standby hashes for its digest.
+    pub fn parts(&mut self) -> (Vec<&Profile>, Vec<&StoredBot>) {
+        let book = self.book();
+        let mut profiles: Vec<&Profile> = book.profiles.values().collect();
+        profiles.sort_unstable_by_key(|p| p.id);
+        let mut bots: Vec<&StoredBot> = book.bots.values().collect();
+        bots.sort_unstable_by_key(|b| b.state.listing.id);
+        (profiles, bots)
+    }
+
     pub fn apply(&mut self, seq: u64, record: Record) {
         self.seq = self.seq.max(seq);
         match record.bot() {

@@ -1,0 +1,233 @@
+//! Cluster mode on the writer: `X-Botlist-Seq` on every response under the base path, waiting
+//! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer`,
+//! `GET {base}/admin/cluster/digest` and `POST {base}/admin/cluster/step-down`. A node that does not write answers these in
+//! `cluster::standby`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::{web, HttpResponse, ResponseError};
+
+use super::error::{ApiError, Code};
+use super::extract::Admin;
+use super::reply;
+use crate::cluster::view::{ClusterView, NodeRole};
+use crate::cluster::MIN_SEQ_WAIT;
+use crate::domain::ids::TokenHash;
+
+pub const SEQ_HEADER: &str = "x-botlist-seq";
+pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
+
+/// What the writer's HTTP layer needs of the cluster.
+pub struct ClusterHttp {
+    pub view: Arc<ClusterView>,
+    pub base_path: String,
+    /// Pulled by `step-down`: the node hands the lease back and exits.
+    pub step_down: tokio::sync::mpsc::UnboundedSender<()>,
+    /// The hash of `--cluster-token`, which nodes put on the requests they forward.
+    pub token: TokenHash,
+}
+
+/// Whether another node of the cluster forwarded this request (it carries the cluster token).
+pub fn forwarded_by_a_node(request: &ServiceRequest) -> bool {
+    let Some(cluster) = request.app_data::<web::Data<ClusterHttp>>() else {
+        return false;
+    };
+    request
+        .headers()
+        .get(crate::cluster::TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|presented| cluster.token.matches(&TokenHash::of(presented)))
+}
+
+/// The sequence a read asks to have been applied: the header, else the `min_seq` parameter.
+fn min_seq(request: &ServiceRequest) -> Result<Option<u64>, ApiError> {
+    let raw = request
+        .headers()
+        .get(MIN_SEQ_HEADER)
+        .map(|v| v.to_str().unwrap_or("x").to_owned())
+        .or_else(|| {
+            form_urlencoded::parse(request.query_string().as_bytes())
+                .find(|(key, _)| key == "min_seq")
+                .map(|(_, value)| value.into_owned())
+        });
+    match raw {
+        None => Ok(None),
+        Some(raw) => raw.trim().parse::<u64>().map(Some).map_err(|_| {
+            Code::BadRequest.with(format!(
+                "X-Botlist-Min-Seq (or min_seq) must be a whole number, not {raw:?}"
+            ))
+        }),
+    }
+}
+
+/// Middleware: waits reads until the node has applied what they ask for, and tells every
+/// response under the base path how far the node is.
+pub async fn consistency(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(cluster) = request.app_data::<web::Data<ClusterHttp>>().cloned() else {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    };
+    if !super::under(request.path(), &cluster.base_path) {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    }
+    let wanted = match min_seq(&request) {
+        Ok(wanted) => wanted,
+        Err(error) => {
+            let response = with_seq(error.error_response(), &cluster.view);
+            return Ok(request.into_response(response));
+        }
+    };
+    if let Some(wanted) = wanted {
+        let give_up = Instant::now() + MIN_SEQ_WAIT;
+        while cluster.view.applied_seq() < wanted {
+            if Instant::now() >= give_up {
+                let mut response = Code::ReplicaBehind
+                    .with(format!(
+                        "this node has applied up to {}, not yet {wanted}; retry",
+                        cluster.view.applied_seq()
+                    ))
+                    .error_response();
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                let response = with_seq(response, &cluster.view);
+                return Ok(request.into_response(response));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let mut response = next.call(request).await?.map_into_boxed_body();
+    // Read as the response leaves: for a 2xx write, its record is durable by now.
+    let seq = cluster.view.applied_seq();
+    response
+        .headers_mut()
+        .insert(HeaderName::from_static(SEQ_HEADER), HeaderValue::from(seq));
+    Ok(response)
+}
+
+fn with_seq(mut response: HttpResponse, view: &ClusterView) -> HttpResponse {
+    response.headers_mut().insert(
+        HeaderName::from_static(SEQ_HEADER),
+        HeaderValue::from(view.applied_seq()),
+    );
+    response
+}
+
+/// `GET /cluster`, `GET /cluster/writer` and the admin step-down, on the writer.
+pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+    move |cfg| {
+        cfg.service(web::resource("/cluster").get(status))
+            .service(web::resource("/cluster/writer").get(writer))
+            .service(web::resource(format!("{base_path}/admin/cluster/step-down")).post(step_down))
+            .service(web::resource(format!("{base_path}/admin/cluster/digest")).get(digest));
+    }
+}
+
+async fn status(cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    reply::ok(&cluster.view.status())
+}
+
+async fn writer(cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    let status = cluster.view.status();
+    let code = if status.role == NodeRole::Writer {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    reply::json(code, &status)
+}
+
+async fn step_down(_: Admin, cluster: web::Data<ClusterHttp>) -> HttpResponse {
+    let _ = cluster.step_down.send(());
+    reply::json(
+        StatusCode::ACCEPTED,
+        &serde_json::json!({"stepping_down": cluster.view.node_id}),
+    )
+}
+
+/// The writer's digest: every actor's state, read as a snapshot reads it.
+async fn digest(
+    _: Admin,
+    state: web::Data<super::AppState>,
+    cluster: web::Data<ClusterHttp>,
+) -> Result<HttpResponse, ApiError> {
+    use crate::persist::StateSource;
+    let unavailable =
+        |why: String| Code::Unavailable.with(format!("the state could not be read: {why}"));
+    let captured = state
+        .registry
+        .capture()
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    let mut bots = Vec::with_capacity(captured.bots.len());
+    for bot in captured.bots {
+        if let Some(stored) = bot.read().await.map_err(|e| unavailable(e.to_string()))? {
+            bots.push(stored);
+        }
+    }
+    bots.sort_unstable_by_key(|b| b.state.listing.id);
+    let mut profiles = captured.profiles;
+    profiles.sort_unstable_by_key(|p| p.id);
+    Ok(reply::ok(&crate::cluster::digest::Digest {
+        applied_seq: cluster.view.applied_seq(),
+        digest: crate::cluster::digest::digest(&profiles, &bots),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    fn cluster() -> web::Data<ClusterHttp> {
+        web::Data::new(ClusterHttp {
+            view: ClusterView::new("a".into(), NodeRole::Writer),
+            base_path: "/api/v1".into(),
+            step_down: tokio::sync::mpsc::unbounded_channel().0,
+            token: TokenHash::of("secret"),
+        })
+    }
+
+    #[test]
+    fn a_forwarded_request_is_limited_by_the_client_the_node_names() {
+        use super::super::limits::{client_ip, ClientAddress};
+        let forwarded = |token: Option<&str>| {
+            let mut request = TestRequest::default()
+                .app_data(cluster())
+                .peer_addr("10.0.0.2:5000".parse().unwrap())
+                .insert_header(("X-Forwarded-For", "203.0.113.7"));
+            if let Some(token) = token {
+                request = request.insert_header((crate::cluster::TOKEN_HEADER, token));
+            }
+            request.to_srv_request()
+        };
+        let with_token = forwarded(Some("secret"));
+        assert!(forwarded_by_a_node(&with_token));
+        assert_eq!(
+            client_ip(
+                with_token.request(),
+                ClientAddress::of(ClientAddress::Peer, &with_token)
+            ),
+            "203.0.113.7".parse::<std::net::IpAddr>().unwrap()
+        );
+        // A wrong token or none: the peer, whatever the header says.
+        for request in [forwarded(Some("guess")), forwarded(None)] {
+            assert!(!forwarded_by_a_node(&request));
+            assert_eq!(
+                client_ip(
+                    request.request(),
+                    ClientAddress::of(ClientAddress::Peer, &request)
+                ),
+                "10.0.0.2".parse::<std::net::IpAddr>().unwrap()
+            );
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Reading the journal stream into a [`Replayer`]: how a node that is about to write learns
+//! every record the writers before it stored, and how a standby keeps up meanwhile.
+//!
+//! Each message is judged by its `Botlist-Epoch` header: a message of an epoch older than one
+//! already seen is void (a stale writer's, never acknowledged) and skipped. Records already
+//! applied are skipped (a batch is resent whole); a record past the next one is a gap and is
+//! refused, never passed over.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use futures_util::StreamExt;
+
+use super::{nats_error, ClusterError, EPOCH_HEADER};
+use crate::persist::journal::read_frame;
+use crate::persist::state::{DirectoryState, Replayer};
+
+/// State built from the stream so far.
+pub struct CatchUp {
+    pub replayer: Replayer,
+    /// The last stream message read.
+    pub stream_seq: u64,
+    /// The newest writer epoch seen.
+    pub epoch: u64,
+    /// Messages skipped as void.
+    pub void_messages: u64,
+}
+
+impl Default for CatchUp {
+    fn default() -> Self {
+        Self {
+            replayer: Replayer::new(DirectoryState::default()),
+            stream_seq: 0,
+            epoch: 0,
+            void_messages: 0,
+        }
+    }
+}
+
+impl CatchUp {
+    /// The last journal record applied.
+    pub fn applied_seq(&self) -> u64 {
+        self.replayer.seq()
+    }
+
+    /// Applies one stream message.
+    pub fn apply_message(
+        &mut self,
+        stream_seq: u64,
+        epoch: u64,
+        payload: &[u8],
+    ) -> Result<(), ClusterError> {
+        self.stream_seq = stream_seq;
+        if epoch < self.epoch {
+            self.void_messages += 1;
+            return Ok(());
+        }
+        self.epoch = epoch;
+        let mut offset = 0;
+        while offset < payload.len() {
+            let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| {
+                ClusterError::Refused(format!(
+                    "stream message {stream_seq} holds a damaged record: {why}"
+                ))
+            })?;
+            offset += used;
+            let next = self.replayer.seq() + 1;
+            if seq > next {
+                return Err(ClusterError::Refused(format!(
+                    "stream message {stream_seq} jumps from record {} to {seq}: records are missing",
+                    next - 1
+                )));
+            }
+            if seq == next {
+                self.replayer.apply(seq, record);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An ordered consumer from the message after `stream_seq`, for a standby that follows live.
+pub async fn follow(
+    js: &jetstream::Context,
+    stream_name: &str,
+    stream_seq: u64,
+) -> Result<consumer::pull::Ordered, ClusterError> {
+    let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
+    stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: stream_seq + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(nats_error)?
+        .messages()
+        .await
+        .map_err(nats_error)
+}
+
+/// The writer epoch a message carries (0 for one seeded by `cluster init`).
+pub fn epoch_of(message: &jetstream::Message) -> u64 {
+    message
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(EPOCH_HEADER))
+        .and_then(|v| v.as_str().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// The stream's last sequence now.
+pub async fn last_stream_seq(js: &jetstream::Context, stream: &str) -> Result<u64, ClusterError> {
+    let stream = js.get_stream(stream).await.map_err(nats_error)?;
+    let info = stream.get_info().await.map_err(nats_error)?;
+    Ok(info.state.last_sequence)
+}
+
+/// Reads every message after `from.stream_seq` up to the stream's last sequence as it is when
+/// this starts (or `until`, when given). On a failure the state keeps what was applied.
+pub async fn read_to(
+    js: &jetstream::Context,
+    stream_name: &str,
+    mut from: CatchUp,
+    until: Option<u64>,
+) -> (CatchUp, Result<(), ClusterError>) {
+    let result = read_into(js, stream_name, &mut from, until).await;
+    (from, result)
+}
+
+async fn read_into(
+    js: &jetstream::Context,
+    stream_name: &str,
+    from: &mut CatchUp,
+    until: Option<u64>,
+) -> Result<(), ClusterError> {
+    let last = match until {
+        Some(until) => until,
+        None => last_stream_seq(js, stream_name).await?,
+    };
+    if last <= from.stream_seq {
+        return Ok(());
+    }
+    let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
+    let reader = stream
+        .create_consumer(consumer::pull::OrderedConfig {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: from.stream_seq + 1,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(nats_error)?;
+    let mut messages = reader.messages().await.map_err(nats_error)?;
+    while from.stream_seq < last {
+        let message = tokio::time::timeout(Duration::from_secs(3), messages.next())
+            .await
+            .map_err(|_| nats_error("the stream stopped delivering during catch-up"))?
+            .ok_or_else(|| nats_error("the stream ended during catch-up"))?
+            .map_err(nats_error)?;
+        let stream_seq = message.info().map_err(nats_error)?.stream_sequence;
+        if stream_seq <= from.stream_seq {
+            continue;
+        }
+        from.apply_message(stream_seq, epoch_of(&message), &message.payload)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persist::journal::frame;
+    use crate::persist::state::Record;
+
+    fn profile_record(n: u64) -> Vec<u8> {
+        let id = crate::domain::ids::ProfileId::from_random_bytes([n as u8; 16]);
+        rmp_serde::to_vec(&Record::ProfileDeleted(id)).unwrap()
+    }
+
+    #[test]
+    fn void_epochs_are_skipped_and_resent_batches_apply_once() {
+        let mut catch_up = CatchUp::default();
+        let batch: Vec<u8> = [frame(1, &profile_record(1)), frame(2, &profile_record(2))].concat();
+        catch_up.apply_message(1, 3, &batch).unwrap();
+        assert_eq!(catch_up.applied_seq(), 2);
+        // The same frames again (a resend that was stored twice cannot happen, but a batch
+        // overlapping what is applied must not apply twice).
+        catch_up.apply_message(2, 3, &batch).unwrap();
+        assert_eq!(catch_up.applied_seq(), 2);
+        // An older epoch's message after a newer one: void.
+        catch_up
+            .apply_message(3, 2, &frame(3, &profile_record(3)))
+            .unwrap();
+        assert_eq!((catch_up.applied_seq(), catch_up.void_messages), (2, 1));
+        // A gap is refused.
+        assert!(catch_up
+            .apply_message(4, 3, &frame(9, &profile_record(9)))
+            .is_err());
+    }
+
+    mod property {
+        use proptest::prelude::*;
+
+        use super::super::CatchUp;
+        use crate::cluster::digest::digest;
+        use crate::domain::bot::{BotState, NewBot};
+        use crate::domain::ids::{BotId, Snowflake};
+        use crate::domain::text::VoterName;
+        use crate::domain::time::Timestamp;
+        use crate::domain::votes::Voter;
+        use crate::persist::journal::frame;
+        use crate::persist::state::{DirectoryState, Record, Replayer};
+
+        /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
+        #[derive(Clone, Debug)]
+        enum Op {
+            List(u8),
+            Vote(u8, u16, u16),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                (0u8..4).prop_map(Op::List),
+                (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
+            ]
+        }
+
+        fn bot_id(b: u8) -> BotId {
+            BotId::from_random_bytes([b + 1; 16])
+        }
+
+        fn record(op: &Op) -> Record {
+            let start = Timestamp::from_millis(1_790_000_000_000);
+            match *op {
+                Op::List(b) => {
+                    let new: NewBot = serde_json::from_value(serde_json::json!({
+                        "platform_id": (1000 + u64::from(b)).to_string(),
+                        "name": format!("Bot {b}"),
+                        "username": format!("bot{b}"),
+                        "short_description": "property",
+                    }))
+                    .expect("a valid bot");
+                    Record::BotListed {
+                        state: Box::new(BotState::create(bot_id(b), new, start)),
+                        token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
+                    }
+                }
+                Op::Vote(b, u, m) => Record::Voted {
+                    bot: bot_id(b),
+                    voter: Voter {
+                        id: Snowflake::from_u64(1_000_000 + u64::from(u)),
+                        username: VoterName::parse(format!("u{u}")).expect("valid"),
+                        avatar: None,
+                    },
+                    at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
+                    weight: 1 + u32::from(u % 2),
+                },
+            }
+        }
+
+        fn state_digest(state: DirectoryState) -> String {
+            let mut replayer = Replayer::new(state);
+            let (profiles, bots) = replayer.parts();
+            digest(profiles, bots)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// The records a writer applied, sent as the stream carries them (batches of any
+            /// size, a batch resent, a stale writer's message after a failover's epoch message)
+            /// and applied by a follower that took a snapshot on the way, give the same state.
+            #[test]
+            fn a_follower_from_the_stream_holds_the_writers_state(
+                ops in prop::collection::vec(op(), 1..60),
+                cuts in prop::collection::vec(1usize..8, 1..30),
+                snapshot_at in 0usize..60,
+                failover_at in 0usize..60,
+            ) {
+                // As a writer journals them: a bot is listed once, a user votes once per bot.
+                let mut seen = std::collections::HashSet::new();
+                let records: Vec<(u64, Record)> = ops
+                    .iter()
+                    .filter(|op| match op {
+                        Op::List(b) => seen.insert((*b, None)),
+                        Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
+                    })
+                    .enumerate()
+                    .map(|(i, op)| (i as u64 + 1, record(op)))
+                    .collect();
+                // The writer's own state: every record applied in order.
+                let mut writer = Replayer::new(DirectoryState::default());
+                for (seq, record) in &records {
+                    writer.apply(*seq, record.clone());
+                }
+                let writer_digest = state_digest(writer.finish());
+
+                // The stream: batches cut where `cuts` says, epoch 1 then epoch 2 after the
+                // failover's empty epoch message; a void epoch-1 message after it.
+                let mut follower = CatchUp::default();
+                let mut stream_seq = 0;
+                let mut at = 0;
+                let mut epoch = 1;
+                let mut snapshotted = false;
+                let mut cut = cuts.iter().cycle();
+                while at < records.len() {
+                    let take = (*cut.next().expect("cycle")).min(records.len() - at);
+                    let batch: Vec<u8> = records[at..at + take]
+                        .iter()
+                        .map(|(seq, record)| frame(*seq, &rmp_serde::to_vec(record).expect("encodes")))
+                        .collect::<Vec<_>>()
+                        .concat();
+                    stream_seq += 1;
+                    follower.apply_message(stream_seq, epoch, &batch).expect("applies");
+                    if take > 1 {
+                        // The same frames again: applied once.
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, epoch, &batch).expect("applies");
+                    }
+                    at += take;
+                    if epoch == 1 && at >= failover_at {
+                        epoch = 2;
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, 2, &[]).expect("epoch message");
+                        // A stale writer's message: void, whatever it holds.
+                        let stale = frame(at as u64 + 1, &rmp_serde::to_vec(&record(&Op::List(3))).expect("encodes"));
+                        stream_seq += 1;
+                        follower.apply_message(stream_seq, 1, &stale).expect("skipped");
+                    }
+                    if !snapshotted && at >= snapshot_at {
+                        snapshotted = true;
+                        // A snapshot and a restart from it.
+                        let state = std::mem::take(&mut follower).replayer.finish();
+                        let bytes = rmp_serde::to_vec(&state).expect("encodes");
+                        let state: DirectoryState = rmp_serde::from_slice(&bytes).expect("decodes");
+                        follower = CatchUp {
+                            replayer: Replayer::new(state),
+                            stream_seq,
+                            epoch,
+                            void_messages: 0,
+                        };
+                    }
+                }
+                prop_assert_eq!(follower.applied_seq(), records.len() as u64);
+                prop_assert_eq!(state_digest(follower.replayer.finish()), writer_digest);
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `botlist cluster init --replicate URL --from DIR`: seeds a new cluster from a single-node
+//! data directory. The directory is recovered as a start would recover it (newest good
+//! snapshot, then the journal), and its state is written into the empty stream as records the
+//! followers already know: every profile as `ProfileSaved`, then every bot, whole, as
+//! `BotListed`, numbered from 1. The cluster's journal numbering therefore starts over; the
+//! data directory itself is left as it was.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::lease::FenceClock;
+use super::sink::{JetStreamSink, NatsPublisher, StreamPosition};
+use super::{catchup, ClusterError, ClusterSettings, Nats};
+use crate::persist::journal::{frame, Sink, MAX_RECORD_BYTES};
+use crate::persist::recovery;
+use crate::persist::state::{Record, StoredBot};
+
+/// What was written.
+#[derive(Debug)]
+pub struct Seeded {
+    pub profiles: usize,
+    pub bots: usize,
+    pub records: u64,
+}
+
+pub async fn seed(
+    settings: ClusterSettings,
+    from: std::path::PathBuf,
+) -> Result<Seeded, ClusterError> {
+    let recovered = recovery::recover(&from, false).map_err(|r| ClusterError::Refused(r.0))?;
+    for warning in &recovered.warnings {
+        tracing::warn!("{warning}");
+    }
+    let nats = Nats::connect(&settings).await?;
+    let (js, name) = (nats.js.clone(), settings.stream_name());
+    let last = nats
+        .runtime
+        .run(async move { catchup::last_stream_seq(&js, &name).await })
+        .await?;
+    if last != 0 {
+        return Err(ClusterError::Refused(format!(
+            "the stream {} already holds {last} messages: a cluster is seeded only once, into an empty stream",
+            settings.stream_name()
+        )));
+    }
+    let state = recovered.state;
+    let (profiles, bots) = (state.profiles.len(), state.bots.len());
+    let mut frames = Vec::with_capacity(profiles + bots);
+    let records =
+        state
+            .profiles
+            .into_iter()
+            .map(Record::ProfileSaved)
+            .chain(
+                state
+                    .bots
+                    .into_iter()
+                    .map(|StoredBot { state, token }| Record::BotListed {
+                        state: Box::new(state),
+                        token,
+                    }),
+            );
+    for (index, record) in records.enumerate() {
+        let seq = index as u64 + 1;
+        let payload = rmp_serde::to_vec(&record)
+            .map_err(|e| ClusterError::Refused(format!("record {seq} does not encode: {e}")))?;
+        if payload.len() > MAX_RECORD_BYTES {
+            return Err(ClusterError::Refused(format!(
+                "record {seq} is {} bytes, over the {MAX_RECORD_BYTES} a record may have",
+                payload.len()
+            )));
+        }
+        frames.push(frame(seq, &payload));
+    }
+    let written = frames.len() as u64;
+    // Epoch 0: every writer's epoch (a KV revision) is greater.
+    let fence = Arc::new(FenceClock::default());
+    fence.renewed(Instant::now(), Duration::from_secs(24 * 3600));
+    let publisher = NatsPublisher {
+        runtime: nats.runtime.clone(),
+        js: nats.js.clone(),
+        subject: settings.subject(),
+    };
+    let publish = std::thread::spawn(move || {
+        let mut sink =
+            JetStreamSink::new(publisher, 0, 1, fence, Arc::new(StreamPosition::default()));
+        let slices: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        sink.commit(&slices, 1, false, true)
+    });
+    publish
+        .join()
+        .map_err(|_| ClusterError::Nats("the seeding thread panicked".into()))?
+        .map_err(|e| ClusterError::Nats(e.to_string()))?;
+    Ok(Seeded {
+        profiles,
+        bots,
+        records: written,
+    })
+}

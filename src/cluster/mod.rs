@@ -1,0 +1,380 @@
+//! Cluster mode (`serve --replicate`): the journal is a JetStream stream, one node holds a KV
+//! lease and writes, the others stand by. docs/CLUSTER.md describes it for operators.
+//!
+//! Nothing here is consensus: the order and durability of records come from JetStream (R3,
+//! `sync_interval: always`), and the writer is fenced by `Nats-Expected-Last-Sequence`. The
+//! lease only decides who tries to write.
+
+pub mod catchup;
+pub mod digest;
+pub mod init;
+pub mod lease;
+pub mod node;
+pub mod sink;
+pub mod standby;
+pub mod view;
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream};
+
+/// The oldest nats-server botlist accepts: `sync_interval: always` exists from 2.10.0, and
+/// 2.10.23 fixes acknowledged data lost in crashes.
+pub const MIN_SERVER_VERSION: (u64, u64, u64) = (2, 10, 23);
+/// Records are spread over messages of at most this many bytes (servers set `max_payload:
+/// 8MB`, so a record of the largest size still fits alone).
+pub const BATCH_BYTES: usize = 1024 * 1024;
+/// How long a batch is retried (same message, same headers) before the writer gives up.
+pub const PUBLISH_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a waiting read waits for this node to apply the sequence it asks for.
+pub const MIN_SEQ_WAIT: Duration = Duration::from_millis(1000);
+/// The header that carries the writer's epoch on every journal message.
+pub const EPOCH_HEADER: &str = "Botlist-Epoch";
+/// The header a follower puts on a forwarded write.
+pub const TOKEN_HEADER: &str = "X-Botlist-Cluster-Token";
+
+/// What `--replicate` and its companions set.
+#[derive(Clone, Debug)]
+pub struct ClusterSettings {
+    pub servers: String,
+    pub node_id: Option<String>,
+    pub advertise_url: Option<String>,
+    pub prefix: String,
+    pub lease_ttl: Duration,
+    pub token: crate::config::Secret,
+    pub role: Role,
+}
+
+/// `--role`: `auto` takes the lease when it is free; `follower` never does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    Auto,
+    Follower,
+}
+
+impl ClusterSettings {
+    /// `None` without `--replicate` (single-node mode).
+    pub fn from_args(args: &crate::config::ServeArgs) -> Option<Self> {
+        let servers = args.replicate.clone()?;
+        Some(Self {
+            servers,
+            node_id: args.node_id.clone(),
+            advertise_url: args.advertise_url.clone(),
+            prefix: args.cluster_prefix.clone(),
+            lease_ttl: Duration::from_secs(args.lease_ttl),
+            token: args.cluster_token.clone()?,
+            role: args.role,
+        })
+    }
+
+    pub fn stream_name(&self) -> String {
+        format!("{}_journal", self.prefix)
+    }
+
+    pub fn subject(&self) -> String {
+        format!("{}.journal", self.prefix)
+    }
+
+    pub fn lease_bucket(&self) -> String {
+        format!("{}_lease", self.prefix)
+    }
+}
+
+/// Why cluster mode could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("NATS: {0}")]
+    Nats(String),
+}
+
+pub fn nats_error(error: impl std::fmt::Display) -> ClusterError {
+    ClusterError::Nats(error.to_string())
+}
+
+/// The NATS client's own runtime: one thread, so NATS I/O never waits behind the actors or the
+/// HTTP workers, and the journal's writer thread can block on it.
+#[derive(Clone)]
+pub struct NatsRuntime {
+    pub handle: tokio::runtime::Handle,
+}
+
+impl NatsRuntime {
+    pub fn start() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        std::thread::Builder::new()
+            .name("nats-rt".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()))?;
+        Ok(Self { handle })
+    }
+
+    /// Runs `work` on the NATS runtime and waits for it: for plain threads only.
+    pub fn block_on<F>(&self, work: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = self.handle.spawn(work);
+        self.handle.block_on(task).expect("a NATS task panicked")
+    }
+
+    /// Runs `work` on the NATS runtime; the answer can be awaited from any runtime.
+    pub async fn run<F>(&self, work: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(work).await.expect("a NATS task panicked")
+    }
+}
+
+/// A connection with the server checked and the stream and bucket in place.
+#[derive(Clone)]
+pub struct Nats {
+    pub runtime: NatsRuntime,
+    pub client: async_nats::Client,
+    pub js: jetstream::Context,
+}
+
+impl Nats {
+    pub async fn connect(settings: &ClusterSettings) -> Result<Self, ClusterError> {
+        let runtime = NatsRuntime::start().map_err(nats_error)?;
+        let servers: Vec<String> = settings
+            .servers
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let settings = settings.clone();
+        runtime
+            .clone()
+            .run(async move {
+                let client = async_nats::ConnectOptions::new()
+                    .name("botlist")
+                    .retry_on_initial_connect()
+                    .connect(servers.as_slice())
+                    .await
+                    .map_err(nats_error)?;
+                // The server's INFO arrives with the connection.
+                let mut info = client.server_info();
+                for _ in 0..100 {
+                    if !info.version.is_empty() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    info = client.server_info();
+                }
+                check_version(&info.version)?;
+                let js = jetstream::new(client.clone());
+                // A cluster that is just starting has no JetStream leader for a few seconds.
+                let give_up = std::time::Instant::now() + Duration::from_secs(30);
+                loop {
+                    let ready = async {
+                        ensure_stream(&js, &settings).await?;
+                        lease::ensure_bucket(&js, &settings).await
+                    };
+                    match ready.await {
+                        Ok(_) => break,
+                        Err(ClusterError::Nats(why)) if std::time::Instant::now() < give_up => {
+                            tracing::warn!(%why, "JetStream is not ready; retrying");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                        Err(error) => return Err(error),
+                    }
+                }
+                Ok(Nats {
+                    runtime,
+                    client,
+                    js,
+                })
+            })
+            .await
+    }
+}
+
+/// Refuses servers older than [`MIN_SERVER_VERSION`].
+pub fn check_version(version: &str) -> Result<(), ClusterError> {
+    let parsed = parse_version(version).ok_or_else(|| {
+        ClusterError::Refused(format!(
+            "cannot read the nats-server version {version:?}; botlist needs 2.10.23 or later"
+        ))
+    })?;
+    if parsed < MIN_SERVER_VERSION {
+        return Err(ClusterError::Refused(format!(
+            "nats-server {version} is too old: botlist needs 2.10.23 or later (older servers \
+             cannot fsync before acknowledging, or lose acknowledged data in crashes)"
+        )));
+    }
+    Ok(())
+}
+
+fn parse_version(version: &str) -> Option<(u64, u64, u64)> {
+    let version = version.trim().trim_start_matches('v');
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().unwrap_or(Some(0))?,
+    ))
+}
+
+/// The journal stream's required configuration.
+pub fn stream_config(settings: &ClusterSettings) -> stream::Config {
+    stream::Config {
+        name: settings.stream_name(),
+        subjects: vec![settings.subject()],
+        storage: stream::StorageType::File,
+        num_replicas: 3,
+        retention: stream::RetentionPolicy::Limits,
+        // A full store refuses writes; it never drops records.
+        discard: stream::DiscardPolicy::New,
+        max_bytes: -1,
+        max_messages: -1,
+        max_messages_per_subject: -1,
+        max_age: Duration::ZERO,
+        duplicate_window: Duration::from_secs(120),
+        deny_delete: true,
+        allow_direct: true,
+        ..Default::default()
+    }
+}
+
+/// Creates the stream when there is none; refuses one configured otherwise.
+async fn ensure_stream(
+    js: &jetstream::Context,
+    settings: &ClusterSettings,
+) -> Result<(), ClusterError> {
+    let want = stream_config(settings);
+    let info = match js.get_stream(&want.name).await {
+        Ok(mut stream) => stream.info().await.map_err(nats_error)?.clone(),
+        Err(error)
+            if matches!(
+                error.kind(),
+                jetstream::context::GetStreamErrorKind::JetStream(e)
+                    if e.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND
+            ) =>
+        {
+            js.create_stream(want.clone()).await.map_err(nats_error)?;
+            return Ok(());
+        }
+        Err(error) => return Err(nats_error(error)),
+    };
+    let have = &info.config;
+    let differences = config_differences(&want, have);
+    if !differences.is_empty() {
+        return Err(ClusterError::Refused(format!(
+            "the stream {} is configured otherwise than botlist requires: {}",
+            want.name,
+            differences.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// What in `have` differs from the required configuration, as `field (want x, found y)`.
+pub fn config_differences(want: &stream::Config, have: &stream::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |name: &str, ok: bool, want: String, have: String| {
+        if !ok {
+            out.push(format!("{name} (want {want}, found {have})"));
+        }
+    };
+    check(
+        "subjects",
+        want.subjects == have.subjects,
+        format!("{:?}", want.subjects),
+        format!("{:?}", have.subjects),
+    );
+    check(
+        "storage",
+        want.storage == have.storage,
+        format!("{:?}", want.storage),
+        format!("{:?}", have.storage),
+    );
+    check(
+        "num_replicas",
+        want.num_replicas == have.num_replicas,
+        want.num_replicas.to_string(),
+        have.num_replicas.to_string(),
+    );
+    check(
+        "retention",
+        want.retention == have.retention,
+        format!("{:?}", want.retention),
+        format!("{:?}", have.retention),
+    );
+    check(
+        "discard",
+        want.discard == have.discard,
+        format!("{:?}", want.discard),
+        format!("{:?}", have.discard),
+    );
+    check(
+        "limits",
+        have.max_bytes <= 0
+            && have.max_messages <= 0
+            && have.max_messages_per_subject <= 0
+            && have.max_age.is_zero(),
+        "none".into(),
+        format!(
+            "max_bytes {}, max_messages {}, max_messages_per_subject {}, max_age {:?}",
+            have.max_bytes, have.max_messages, have.max_messages_per_subject, have.max_age
+        ),
+    );
+    check(
+        "deny_delete",
+        have.deny_delete,
+        "true".into(),
+        have.deny_delete.to_string(),
+    );
+    check(
+        "duplicate_window",
+        have.duplicate_window >= want.duplicate_window,
+        format!("{:?}", want.duplicate_window),
+        format!("{:?}", have.duplicate_window),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_before_2_10_23_are_refused() {
+        assert!(check_version("2.9.10").is_err());
+        assert!(check_version("2.10.22").is_err());
+        assert!(check_version("garbage").is_err());
+        assert!(check_version("2.10.23").is_ok());
+        assert!(check_version("v2.15.1").is_ok());
+        assert!(check_version("2.11.0-beta.1").is_ok());
+    }
+
+    #[test]
+    fn a_stream_configured_otherwise_is_named_field_by_field() {
+        let settings = ClusterSettings {
+            servers: String::new(),
+            node_id: None,
+            advertise_url: None,
+            prefix: "botlist".into(),
+            lease_ttl: Duration::from_secs(15),
+            token: crate::config::Secret::from("t"),
+            role: Role::Auto,
+        };
+        let want = stream_config(&settings);
+        assert!(config_differences(&want, &want).is_empty());
+        let mut have = want.clone();
+        have.num_replicas = 1;
+        have.max_age = Duration::from_secs(60);
+        have.discard = stream::DiscardPolicy::Old;
+        let found = config_differences(&want, &have);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].starts_with("num_replicas"));
+    }
+}

@@ -1,0 +1,174 @@
+//! What a node knows about the cluster and shows on `GET /cluster` and in metrics.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::lease::Holder;
+use super::sink::StreamPosition;
+use crate::persist::journal::Journal;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    Follower,
+    Candidate,
+    Writer,
+    Fenced,
+}
+
+impl NodeRole {
+    fn from_u8(value: u8) -> Self {
+        match value {
+            1 => Self::Candidate,
+            2 => Self::Writer,
+            3 => Self::Fenced,
+            _ => Self::Follower,
+        }
+    }
+}
+
+/// Shared by the node's lifecycle, its HTTP answers and the sink.
+pub struct ClusterView {
+    pub node_id: String,
+    role: AtomicU8,
+    epoch: AtomicU64,
+    /// On a node that does not write: the last journal record caught up with.
+    applied_seq: AtomicU64,
+    /// The last stream message this node read or had acknowledged.
+    pub stream_position: Arc<StreamPosition>,
+    /// The stream's last sequence as last seen.
+    stream_last_seq: AtomicU64,
+    writer: Mutex<Option<Holder>>,
+    /// The writer's journal, once this node writes.
+    journal: Mutex<Option<Journal>>,
+}
+
+/// `GET /cluster`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ClusterStatus {
+    pub node_id: String,
+    /// writer, follower, candidate or fenced
+    #[schema(value_type = String)]
+    pub role: NodeRole,
+    pub epoch: u64,
+    pub applied_seq: u64,
+    pub durable_seq: u64,
+    pub stream_last_seq: u64,
+    pub lag_messages: u64,
+    #[schema(value_type = Option<Object>)]
+    pub writer: Option<Holder>,
+}
+
+impl ClusterView {
+    pub fn new(node_id: String, role: NodeRole) -> Arc<Self> {
+        let view = Arc::new(Self {
+            node_id,
+            role: AtomicU8::new(0),
+            epoch: AtomicU64::new(0),
+            applied_seq: AtomicU64::new(0),
+            stream_position: Arc::new(StreamPosition::default()),
+            stream_last_seq: AtomicU64::new(0),
+            writer: Mutex::new(None),
+            journal: Mutex::new(None),
+        });
+        view.set_role(role);
+        view
+    }
+
+    pub fn role(&self) -> NodeRole {
+        NodeRole::from_u8(self.role.load(Ordering::Acquire))
+    }
+
+    pub fn set_role(&self, role: NodeRole) {
+        self.role.store(role as u8, Ordering::Release);
+        metrics::gauge!("botlist_cluster_role", "role" => "writer")
+            .set(f64::from(u8::from(role == NodeRole::Writer)));
+        metrics::gauge!("botlist_cluster_role", "role" => "follower")
+            .set(f64::from(u8::from(role == NodeRole::Follower)));
+        metrics::gauge!("botlist_cluster_role", "role" => "candidate")
+            .set(f64::from(u8::from(role == NodeRole::Candidate)));
+        metrics::gauge!("botlist_cluster_role", "role" => "fenced")
+            .set(f64::from(u8::from(role == NodeRole::Fenced)));
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    pub fn set_epoch(&self, epoch: u64) {
+        self.epoch.store(epoch, Ordering::Release);
+        metrics::gauge!("botlist_cluster_epoch").set(epoch as f64);
+    }
+
+    pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64) {
+        self.applied_seq.store(applied_seq, Ordering::Release);
+        self.stream_position.set(stream_seq);
+        self.publish_progress();
+    }
+
+    pub fn set_stream_last_seq(&self, seq: u64) {
+        self.stream_last_seq.fetch_max(seq, Ordering::AcqRel);
+        self.publish_progress();
+    }
+
+    pub fn set_writer(&self, writer: Option<Holder>) {
+        *self.writer.lock().unwrap_or_else(|p| p.into_inner()) = writer;
+    }
+
+    pub fn writer(&self) -> Option<Holder> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn set_journal(&self, journal: Journal) {
+        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+    }
+
+    /// The last journal record this node holds: acknowledged on the writer, caught up with on
+    /// a node that does not write. `X-Botlist-Seq` shows it.
+    pub fn applied_seq(&self) -> u64 {
+        match &*self.journal.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(journal) => journal.durable_seq(),
+            None => self.applied_seq.load(Ordering::Acquire),
+        }
+    }
+
+    fn publish_progress(&self) {
+        let status = self.status();
+        metrics::gauge!("botlist_cluster_applied_seq").set(status.applied_seq as f64);
+        metrics::gauge!("botlist_cluster_lag_messages").set(status.lag_messages as f64);
+    }
+
+    pub fn status(&self) -> ClusterStatus {
+        let applied_seq = self.applied_seq();
+        let position = self.stream_position.get();
+        let stream_last_seq = self.stream_last_seq.load(Ordering::Acquire).max(position);
+        ClusterStatus {
+            node_id: self.node_id.clone(),
+            role: self.role(),
+            epoch: self.epoch(),
+            applied_seq,
+            durable_seq: applied_seq,
+            stream_last_seq,
+            lag_messages: stream_last_seq - position,
+            writer: self.writer(),
+        }
+    }
+}
+
+/// Counters: forwarded writes, fenced writes, failovers.
+pub fn count_forwarded() {
+    metrics::counter!("botlist_cluster_forwarded_total").increment(1);
+}
+
+pub fn count_fenced() {
+    metrics::counter!("botlist_cluster_fenced_total").increment(1);
+}
+
+pub fn count_failover() {
+    metrics::counter!("botlist_cluster_failovers_total").increment(1);
+}

@@ -1,0 +1,477 @@
+//! Three nats-servers (routes, JetStream, `sync_interval: always`, `max_payload: 8MB`) and
+//! botlist nodes as real processes on loopback.
+//!
+//! The nats-server comes from `BOTLIST_NATS_SERVER` or `PATH` and must be 2.10.23 or later;
+//! without one each test says it was skipped and why, unless `BOTLIST_CLUSTER_TESTS=require`,
+//! which turns the skip into a failure (`.ci/run` sets it after installing the pinned server
+//! with scripts/nats-server.sh).
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+pub const ADMIN: &str = "cluster-admin";
+pub const TOKEN: &str = "cluster-secret";
+
+/// The nats-server to run, or why there is none.
+pub fn nats_server() -> Result<PathBuf, String> {
+    let path = match std::env::var_os("BOTLIST_NATS_SERVER") {
+        Some(path) => PathBuf::from(path),
+        None => std::env::var_os("PATH")
+            .and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join("nats-server"))
+                    .find(|candidate| candidate.is_file())
+            })
+            .ok_or("no nats-server on PATH and BOTLIST_NATS_SERVER is not set (scripts/nats-server.sh installs one)")?,
+    };
+    let output = Command::new(&path)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{} does not run: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let version = text
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix('v'))
+        .unwrap_or("");
+    let parts: Vec<u64> = version
+        .split(['.', '-'])
+        .take(3)
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    if parts.len() < 3 || (parts[0], parts[1], parts[2]) < (2, 10, 23) {
+        return Err(format!(
+            "{} is {text:?}; the cluster needs nats-server 2.10.23 or later",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+/// The nats-server, or `None` after saying why the test is skipped (a failure under
+/// `BOTLIST_CLUSTER_TESTS=require`).
+pub fn nats_or_skip(test: &str) -> Option<PathBuf> {
+    match nats_server() {
+        Ok(path) => Some(path),
+        Err(why) => {
+            if std::env::var("BOTLIST_CLUSTER_TESTS").as_deref() == Ok("require") {
+                panic!("{test}: BOTLIST_CLUSTER_TESTS=require, but {why}");
+            }
+            // Straight to the process's standard error: the test harness captures `eprintln!`
+            // of a passing test, and a skip must be seen in a plain `cargo test`.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "cluster test {test}: skipped: {why}");
+            None
+        }
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+pub struct NatsServer {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+impl NatsServer {
+    fn spawn(binary: &Path, config: &Path) -> Child {
+        Command::new(binary)
+            .arg("-c")
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server starts")
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Three routed nats-servers with JetStream, each storing in its own temporary directory.
+pub struct NatsCluster {
+    pub servers: Vec<NatsServer>,
+    _dir: TempDir,
+}
+
+impl NatsCluster {
+    pub fn start(binary: &Path) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let route_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let routes: Vec<String> = route_ports
+            .iter()
+            .map(|p| format!("nats-route://127.0.0.1:{p}"))
+            .collect();
+        let mut servers = Vec::new();
+        for i in 0..3 {
+            let store = dir.path().join(format!("n{i}"));
+            std::fs::create_dir_all(&store).expect("store dir");
+            let config = dir.path().join(format!("n{i}.conf"));
+            std::fs::write(
+                &config,
+                format!(
+                    "server_name: n{i}\nlisten: 127.0.0.1:{}\nmax_payload: 8MB\n\
+                     jetstream {{ store_dir: {:?}, sync_interval: always }}\n\
+                     cluster {{ name: botlist, listen: 127.0.0.1:{}, routes: [{}] }}\n",
+                    client_ports[i],
+                    store.display().to_string(),
+                    route_ports[i],
+                    routes.join(", ")
+                ),
+            )
+            .expect("config written");
+            servers.push(NatsServer {
+                child: Some(NatsServer::spawn(binary, &config)),
+                port: client_ports[i],
+            });
+        }
+        for server in &servers {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err() {
+                assert!(Instant::now() < deadline, "nats-server did not listen");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Self { servers, _dir: dir }
+    }
+
+    /// `nats://127.0.0.1:a,nats://127.0.0.1:b,...`
+    pub fn urls(&self) -> String {
+        self.servers
+            .iter()
+            .map(|s| format!("nats://127.0.0.1:{}", s.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// A botlist node: the real binary in cluster mode.
+pub struct Node {
+    child: Child,
+    pub name: String,
+    pub base: String,
+    pub root: String,
+    pub client: Client,
+    pub log: Arc<Mutex<String>>,
+    pub args: Vec<String>,
+    _dir: TempDir,
+}
+
+impl Node {
+    pub fn start(name: &str, nats: &str, extra: &[&str]) -> Node {
+        let mut args: Vec<String> = [
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--admin-token",
+            ADMIN,
+            "--workers",
+            "2",
+            "--rate-limit",
+            "0",
+            "--replicate",
+            nats,
+            "--cluster-token",
+            TOKEN,
+            "--node-id",
+            name,
+            "--lease-ttl",
+            "3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::start_with(name, args)
+    }
+
+    pub fn start_with(name: &str, args: Vec<String>) -> Node {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_botlist"))
+            .args(&args)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("botlist starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let base = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(base) = line.strip_prefix("listening on ") {
+                        break base.to_owned();
+                    }
+                }
+                _ => {
+                    let status = child.wait().expect("waited");
+                    std::thread::sleep(Duration::from_millis(100));
+                    panic!(
+                        "node {name} did not start ({status}): {}",
+                        log.lock().unwrap_or_else(|p| p.into_inner())
+                    );
+                }
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        let root = base
+            .strip_suffix("/api/v1")
+            .expect("the default base path")
+            .to_owned();
+        Node {
+            child,
+            name: name.to_owned(),
+            base,
+            root,
+            client: Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("client"),
+            log,
+            args,
+            _dir: dir,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// How the process ended, if it has.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
+    /// Waits up to `within` for the process to exit.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn status(&self) -> Option<Value> {
+        let response = self
+            .client
+            .get(format!("{}/cluster", self.root))
+            .send()
+            .ok()?;
+        response.json().ok()
+    }
+
+    /// `GET {base}/admin/cluster/digest`: (applied_seq, digest); (0, "") when it fails.
+    pub fn digest(&self) -> (u64, String) {
+        let answer = self
+            .client
+            .get(format!("{}/admin/cluster/digest", self.base))
+            .header("Authorization", ADMIN)
+            .timeout(Duration::from_millis(1500))
+            .send();
+        let body = match answer {
+            Ok(r) if r.status() == StatusCode::OK => r.json::<Value>().ok(),
+            Ok(r) => {
+                eprintln!(
+                    "node {}: digest answered {}: {}",
+                    self.name,
+                    r.status(),
+                    r.text().unwrap_or_default()
+                );
+                None
+            }
+            Err(error) => {
+                eprintln!("node {}: digest failed: {error}", self.name);
+                None
+            }
+        };
+        match body {
+            Some(body) => (
+                body["applied_seq"].as_u64().unwrap_or(0),
+                body["digest"].as_str().unwrap_or("").to_owned(),
+            ),
+            None => (0, String::new()),
+        }
+    }
+
+    pub fn role(&self) -> String {
+        self.status()
+            .and_then(|s| s["role"].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::Result<reqwest::blocking::Response> {
+        self.client.get(format!("{}{path}", self.base)).send()
+    }
+
+    pub fn post(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> reqwest::Result<reqwest::blocking::Response> {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", token)
+            .json(body)
+            .send()
+    }
+
+    /// Lists a bot through this node (forwarded if it does not write), retrying while there
+    /// is no writer yet.
+    pub fn create_bot(&self, platform_id: u64) -> (String, String) {
+        let body = json!({
+            "platform_id": platform_id.to_string(),
+            "name": format!("Bot {platform_id}"),
+            "username": format!("bot{platform_id}"),
+            "short_description": "replicated",
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(response) = self.post("/admin/bots", ADMIN, &body) {
+                let status = response.status();
+                let created: Value = response.json().unwrap_or(Value::Null);
+                if status == StatusCode::CREATED {
+                    return (
+                        created["bot"]["id"].as_str().expect("id").to_owned(),
+                        created["token"].as_str().expect("token").to_owned(),
+                    );
+                }
+                assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{created}");
+            }
+            assert!(Instant::now() < deadline, "no writer took the bot");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The bot's vote count and its distinct voters, as this node answers (retried for a few
+    /// seconds while the node answers 503, as while a new writer takes over).
+    pub fn votes(&self, bot: &str, token: &str) -> (u64, Vec<u64>) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(answer) = self.try_votes(bot, token) {
+                return answer;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} does not answer reads",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn try_votes(&self, bot: &str, token: &str) -> Option<(u64, Vec<u64>)> {
+        let info = self.get(&format!("/bots/{bot}")).ok()?;
+        if info.status() != StatusCode::OK {
+            return None;
+        }
+        let info: Value = info.json().ok()?;
+        let voters = self
+            .client
+            .get(format!("{}/bots/{bot}/votes", self.base))
+            .header("Authorization", token)
+            .send()
+            .ok()?;
+        if voters.status() != StatusCode::OK {
+            return None;
+        }
+        let voters: Value = voters.json().ok()?;
+        let ids = voters
+            .as_array()?
+            .iter()
+            .map(|v| v["id"].as_str().expect("id").parse().expect("snowflake"))
+            .collect();
+        Some((info["vote_count"].as_u64()?, ids))
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until exactly one node says it writes; returns its index.
+pub fn writer_of(nodes: &[Node], within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    loop {
+        let writers: Vec<usize> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.role() == "writer")
+            .map(|(i, _)| i)
+            .collect();
+        if writers.len() == 1 {
+            return writers[0];
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no single writer: {:?}",
+            nodes.iter().map(Node::role).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

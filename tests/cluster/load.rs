@@ -1,0 +1,151 @@
+//! Four clients voting through every node at once, each for its own bot, remembering which
+//! votes got a 2xx and when.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use serde_json::json;
+
+use super::harness::{Node, ADMIN};
+
+pub const FIRST_USER: u64 = 200_000_000_000_000_000;
+
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    pub bases: Arc<Mutex<Vec<String>>>,
+    threads: Vec<JoinHandle<Vec<(u64, Instant)>>>,
+    pub bots: Vec<(String, String)>,
+}
+
+pub struct Acked {
+    /// Per bot: the users whose vote got a 2xx, with when.
+    pub per_bot: Vec<Vec<(u64, Instant)>>,
+}
+
+impl Acked {
+    /// The first 2xx after `after`.
+    pub fn first_after(&self, after: Instant) -> Option<Instant> {
+        self.per_bot
+            .iter()
+            .flatten()
+            .map(|(_, at)| *at)
+            .filter(|at| *at > after)
+            .min()
+    }
+
+    pub fn total(&self) -> usize {
+        self.per_bot.iter().map(Vec::len).sum()
+    }
+}
+
+impl Load {
+    /// Lists one bot per client through `nodes[0]`, then starts the clients.
+    pub fn start(nodes: &[Node], clients: usize) -> Load {
+        let bots: Vec<(String, String)> = (0..clients)
+            .map(|i| nodes[i % nodes.len()].create_bot(500 + i as u64))
+            .collect();
+        let bases = Arc::new(Mutex::new(
+            nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = bots
+            .iter()
+            .enumerate()
+            .map(|(i, (bot, _))| {
+                let (bot, bases, stop) = (bot.clone(), Arc::clone(&bases), Arc::clone(&stop));
+                std::thread::spawn(move || {
+                    let client = Client::builder()
+                        .timeout(Duration::from_secs(15))
+                        .build()
+                        .expect("client");
+                    let mut acked = Vec::new();
+                    let mut user = FIRST_USER + (i as u64) * 1_000_000;
+                    let mut turn = i;
+                    while !stop.load(Ordering::Relaxed) && acked.len() < 900 {
+                        user += 1;
+                        turn += 1;
+                        let base = {
+                            let bases = bases.lock().unwrap_or_else(|p| p.into_inner());
+                            bases[turn % bases.len()].clone()
+                        };
+                        let body = json!({
+                            "user_id": user.to_string(),
+                            "username": format!("u{user}"),
+                            "avatar": null,
+                        });
+                        let sent = client
+                            .post(format!("{base}/admin/bots/{bot}/votes"))
+                            .header("Authorization", ADMIN)
+                            .json(&body)
+                            .send();
+                        match sent {
+                            Ok(response) if response.status().is_success() => {
+                                acked.push((user, Instant::now()));
+                            }
+                            // 503 (no writer, fenced) or a dropped connection: either way.
+                            _ => std::thread::sleep(Duration::from_millis(20)),
+                        }
+                        // At most about 50 votes a second a client: the 900 a bot can list
+                        // (voters endpoint) then last the longest scenario (about 20 s).
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    acked
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            bases,
+            threads,
+            bots,
+        }
+    }
+
+    pub fn set_base(&self, index: usize, base: &str) {
+        self.bases.lock().unwrap_or_else(|p| p.into_inner())[index] = base.to_owned();
+    }
+
+    pub fn finish(self) -> Acked {
+        self.stop.store(true, Ordering::Relaxed);
+        Acked {
+            per_bot: self
+                .threads
+                .into_iter()
+                .map(|t| t.join().expect("a client thread"))
+                .collect(),
+        }
+    }
+}
+
+/// Every acknowledged vote is on every node, and nothing is counted twice.
+pub fn assert_all_acked_everywhere(nodes: &[Node], bots: &[(String, String)], acked: &Acked) {
+    for node in nodes {
+        for ((bot, token), votes) in bots.iter().zip(&acked.per_bot) {
+            let (count, voters) = node.votes(bot, token);
+            let stored: std::collections::HashSet<u64> = voters.iter().copied().collect();
+            assert_eq!(
+                stored.len(),
+                voters.len(),
+                "node {}: a voter listed twice",
+                node.name
+            );
+            assert_eq!(
+                count as usize,
+                voters.len(),
+                "node {}: bot {bot} counts {count} votes for {} voters (a vote stored twice?)",
+                node.name,
+                voters.len()
+            );
+            for (user, _) in votes {
+                assert!(
+                    stored.contains(user),
+                    "node {}: the acknowledged vote of {user} for {bot} is missing",
+                    node.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! What must hold when nodes and servers die, each under four writing clients.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+use super::load::{assert_all_acked_everywhere, Load};
+
+fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
+    let urls = nats.urls();
+    (0..3)
+        .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
+        .collect()
+}
+
+/// Waits until every node reports the same applied sequence and the same digest of its
+/// state, and returns the sequence.
+fn converged(nodes: &[Node], within: Duration) -> u64 {
+    let deadline = Instant::now() + within;
+    loop {
+        let digests: Vec<(u64, String)> = nodes.iter().map(Node::digest).collect();
+        if digests.iter().all(|d| *d == digests[0]) && digests[0].0 > 0 {
+            return digests[0].0;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nodes did not converge: {digests:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_writer_killed_under_four_clients_loses_no_acknowledged_write() {
+    let Some(binary) =
+        nats_or_skip("a_writer_killed_under_four_clients_loses_no_acknowledged_write")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let mut nodes = three_nodes(&nats);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let load = Load::start(&nodes, 4);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let killed_at = Instant::now();
+    nodes[writer].kill9();
+    std::thread::sleep(Duration::from_secs(5));
+    let args = nodes[writer].args.clone();
+    nodes[writer] = Node::start_with(&format!("node{writer}"), args);
+    load.set_base(writer, &nodes[writer].base);
+    std::thread::sleep(Duration::from_secs(4));
+    let bots = load.bots.clone();
+    let acked = load.finish();
+
+    let back = acked
+        .first_after(killed_at + Duration::from_millis(1))
+        .expect("writes succeed again after the kill");
+    // Writes in flight at the kill may still be answered just after it; what counts is that
+    // a new writer answers within 10 s at --lease-ttl 3.
+    assert!(
+        back - killed_at < Duration::from_secs(10),
+        "writes resumed {:?} after the kill",
+        back - killed_at
+    );
+    let new_writer = writer_of(&nodes, Duration::from_secs(10));
+    assert_ne!(
+        new_writer, writer,
+        "the killed node came back as a follower"
+    );
+    assert!(
+        acked.total() > 50,
+        "too few writes to mean anything: {}",
+        acked.total()
+    );
+    converged(&nodes, Duration::from_secs(2));
+    assert_all_acked_everywhere(&nodes, &bots, &acked);
+}
+
+#[test]
+fn a_stopped_writer_is_fenced_and_exits_5() {
+    let Some(binary) = nats_or_skip("a_stopped_writer_is_fenced_and_exits_5") else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let mut nodes = three_nodes(&nats);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let load = Load::start(&nodes, 4);
+    std::thread::sleep(Duration::from_secs(2));
+
+    nodes[writer].signal("STOP");
+    // Three lease TTLs.
+    std::thread::sleep(Duration::from_secs(9));
+    let others: Vec<&Node> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != writer)
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        others.iter().any(|n| n.role() == "writer"),
+        "another node took over while the writer was stopped"
+    );
+    nodes[writer].signal("CONT");
+    let status = nodes[writer]
+        .wait_exit(Duration::from_secs(10))
+        .expect("the stale writer exits");
+    assert_eq!(status.code(), Some(5), "{}", nodes[writer].log());
+    let args = nodes[writer].args.clone();
+    nodes[writer] = Node::start_with(&format!("node{writer}"), args);
+    load.set_base(writer, &nodes[writer].base);
+    std::thread::sleep(Duration::from_secs(2));
+    let bots = load.bots.clone();
+    let acked = load.finish();
+    converged(&nodes, Duration::from_secs(2));
+    assert_all_acked_everywhere(&nodes, &bots, &acked);
+}
+
+#[test]
+fn a_nats_server_killed_under_writes_loses_nothing() {
+    let Some(binary) = nats_or_skip("a_nats_server_killed_under_writes_loses_nothing") else {
+        return;
+    };
+    let mut nats = NatsCluster::start(&binary);
+    let mut nodes = three_nodes(&nats);
+    writer_of(&nodes, Duration::from_secs(30));
+    let load = Load::start(&nodes, 4);
+    std::thread::sleep(Duration::from_secs(2));
+    let killed_at = Instant::now();
+    nats.servers[0].kill9();
+    // JetStream elects new leaders within seconds. At --lease-ttl 3 the writer may fence itself
+    // meanwhile (its lease's bucket had no leader for 2 s) and exit 5: restarted, as a
+    // supervisor would, it comes back as a standby while another node writes.
+    let mut restarted = false;
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_secs(6));
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if let Some(status) = node.exited() {
+                assert_eq!(status.code(), Some(5), "{}", node.log());
+                let args = node.args.clone();
+                *node = Node::start_with(&format!("node{i}"), args);
+                load.set_base(i, &node.base);
+                restarted = true;
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    let bots = load.bots.clone();
+    let acked = load.finish();
+    assert!(
+        acked
+            .first_after(killed_at + Duration::from_secs(12))
+            .is_some(),
+        "writes go on with two of three servers (a node restarted: {restarted})"
+    );
+    // A node whose server died reconnects to another one first.
+    converged(&nodes, Duration::from_secs(10));
+    assert_all_acked_everywhere(&nodes, &bots, &acked);
+}
+
+#[test]
+fn every_node_answers_forwards_and_tells_its_sequence() {
+    let Some(binary) = nats_or_skip("every_node_answers_forwards_and_tells_its_sequence") else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    // A follower alone: no writer.
+    let lone = Node::start("lone", &nats.urls(), &["--role", "follower"]);
+    let response = lone.get("/bots").expect("sent");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = response.json().expect("json");
+    assert_eq!(body["error"]["code"], "no_writer", "{body}");
+    let status = lone.status().expect("GET /cluster");
+    assert_eq!(status["role"], "follower");
+    assert!(status["writer"].is_null());
+    for key in [
+        "node_id",
+        "epoch",
+        "applied_seq",
+        "durable_seq",
+        "stream_last_seq",
+        "lag_messages",
+    ] {
+        assert!(status.get(key).is_some(), "{key} in {status}");
+    }
+
+    let mut nodes = three_nodes(&nats);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let follower = (writer + 1) % 3;
+    let get_writer = |n: &Node| {
+        n.client
+            .get(format!("{}/cluster/writer", n.root))
+            .send()
+            .expect("sent")
+            .status()
+    };
+    assert_eq!(get_writer(&nodes[writer]), StatusCode::OK);
+    assert_eq!(
+        get_writer(&nodes[follower]),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+
+    // A write through a follower is forwarded, answered as the writer answered, with a seq.
+    let (bot, token) = nodes[follower].create_bot(77);
+    let voted = nodes[follower]
+        .post(
+            &format!("/admin/bots/{bot}/votes"),
+            ADMIN,
+            &json!({"user_id": "300000000000000001", "username": "u", "avatar": null}),
+        )
+        .expect("sent");
+    assert!(voted.status().is_success(), "{}", voted.status());
+    let seq: u64 = voted.headers()["x-botlist-seq"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("a number");
+    assert!(seq >= 2, "the vote is the second record at least: {seq}");
+    // The lone follower forwards too, now that there is a writer.
+    std::thread::sleep(Duration::from_millis(700));
+    let listed = lone.get(&format!("/bots/{bot}")).expect("sent");
+    assert_eq!(listed.status(), StatusCode::OK);
+    assert!(listed.headers().contains_key("x-botlist-seq"));
+
+    // Reading with the write's token sees it, on every node.
+    for node in &nodes {
+        let response = node
+            .client
+            .get(format!("{}/bots/{bot}", node.base))
+            .header("X-Botlist-Min-Seq", seq.to_string())
+            .send()
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK);
+        let seen: u64 = response.headers()["x-botlist-seq"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("a number");
+        assert!(seen >= seq);
+        let body: Value = response.json().expect("json");
+        assert_eq!(body["vote_count"], 1, "{body}");
+    }
+    // A token far ahead: 503 replica_behind after about a second, Retry-After: 1.
+    for ask in [
+        |n: &Node| {
+            n.client
+                .get(format!("{}/bots", n.base))
+                .header("X-Botlist-Min-Seq", "1000000000")
+                .send()
+        },
+        |n: &Node| {
+            n.client
+                .get(format!("{}/bots?min_seq=1000000000", n.base))
+                .send()
+        },
+    ] {
+        let started = Instant::now();
+        let response = ask(&nodes[follower]).expect("sent");
+        let waited = started.elapsed();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()["retry-after"], "1");
+        let body: Value = response.json().expect("json");
+        assert_eq!(body["error"]["code"], "replica_behind", "{body}");
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+            "{waited:?}"
+        );
+    }
+    let bad = nodes[writer]
+        .client
+        .get(format!("{}/bots?min_seq=soon", nodes[writer].base))
+        .send()
+        .expect("sent");
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+
+    // Step-down hands the role over: the writer exits 5 and another node writes.
+    let stepped = nodes[writer]
+        .client
+        .post(format!("{}/admin/cluster/step-down", nodes[writer].base))
+        .header("Authorization", ADMIN)
+        .send()
+        .expect("sent");
+    assert_eq!(stepped.status(), StatusCode::ACCEPTED);
+    let status = nodes[writer]
+        .wait_exit(Duration::from_secs(10))
+        .expect("the writer exits after stepping down");
+    assert_eq!(status.code(), Some(5));
+    let started = Instant::now();
+    let others: Vec<Node> = nodes
+        .drain(..)
+        .enumerate()
+        .filter(|(i, _)| *i != writer)
+        .map(|(_, n)| n)
+        .collect();
+    writer_of(&others, Duration::from_secs(5));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    for node in &others {
+        let (count, voters) = node.votes(&bot, &token);
+        assert_eq!((count, voters.len()), (1, 1));
+    }
+}
+
+/// Runs the single-node server on `dir` until `work` is done, then stops it with SIGTERM.
+fn single_node(dir: &std::path::Path, work: impl FnOnce(&str)) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_botlist"))
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--admin-token",
+            ADMIN,
+            "--rate-limit",
+            "0",
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("botlist starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let base = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+        .expect("the single-node server listens");
+    work(&base);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().expect("waited").success());
+}
+
+#[test]
+fn a_seeded_cluster_and_a_late_empty_node_hold_the_same_state() {
+    let Some(binary) = nats_or_skip("a_seeded_cluster_and_a_late_empty_node_hold_the_same_state")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let single = tempfile::tempdir().expect("temp dir");
+    let mut seeded_bot = (String::new(), String::new());
+    single_node(single.path(), |base| {
+        let client = reqwest::blocking::Client::new();
+        let created: Value = client
+            .post(format!("{base}/admin/bots"))
+            .header("Authorization", ADMIN)
+            .json(
+                &json!({"platform_id": "4242", "name": "Seed", "username": "seed",
+                          "short_description": "from one box"}),
+            )
+            .send()
+            .expect("sent")
+            .json()
+            .expect("json");
+        seeded_bot = (
+            created["bot"]["id"].as_str().expect("id").to_owned(),
+            created["token"].as_str().expect("token").to_owned(),
+        );
+        for user in 1..=3u64 {
+            let status = client
+                .post(format!("{base}/admin/bots/{}/votes", seeded_bot.0))
+                .header("Authorization", ADMIN)
+                .json(
+                    &json!({"user_id": (400_000_000_000_000_000 + user).to_string(),
+                              "username": "v", "avatar": null}),
+                )
+                .send()
+                .expect("sent")
+                .status();
+            assert!(status.is_success());
+        }
+    });
+    let init = |expect: i32| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_botlist"))
+            .args(["cluster", "init", "--replicate", &nats.urls(), "--from"])
+            .arg(single.path())
+            .output()
+            .expect("runs");
+        assert_eq!(
+            output.status.code(),
+            Some(expect),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    init(0);
+    // Seeding is for an empty stream only.
+    init(2);
+
+    let urls = nats.urls();
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
+        .collect();
+    writer_of(&nodes, Duration::from_secs(30));
+    let (count, voters) = nodes[1].votes(&seeded_bot.0, &seeded_bot.1);
+    assert_eq!((count, voters.len()), (3, 3), "the seeded votes are there");
+    let (bot, _) = nodes[0].create_bot(99);
+    for user in 0..20u64 {
+        let status = nodes[(user % 2) as usize]
+            .post(
+                &format!("/admin/bots/{bot}/votes"),
+                ADMIN,
+                &json!({"user_id": (500_000_000_000_000_000 + user).to_string(),
+                        "username": "v", "avatar": null}),
+            )
+            .expect("sent")
+            .status();
+        assert!(status.is_success(), "{status}");
+    }
+    // A node started on an empty data directory catches up; when writes stop every node
+    // reaches the same applied sequence and digest within 2 s.
+    nodes.push(Node::start("late", &urls, &[]));
+    converged(&nodes, Duration::from_secs(2));
+}
