@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A cluster on loopback for a person to try (docs/CLUSTER.md): three nats-servers (routes,
 # JetStream, sync_interval: always, max_payload: 8MB) and three botlist nodes on ports 8081-8083,
-# --lease-ttl 3, admin token `cluster-admin`, cluster token `cluster-secret`. A node that exits 5
+# --lease-ttl 3, admin token `cluster-admin-token`, cluster token `cluster-secret`. A node that exits 5
 # (a writer that lost its role) is started again, as a supervisor would. Ctrl-C stops all.
 #
 #   scripts/cluster.sh            # uses target/release/botlist (cargo build --release first)
@@ -50,7 +50,7 @@ node() {
     while true; do
         set +e
         "$botlist" serve --bind "127.0.0.1:$((8080 + i))" --replicate "$urls" \
-            --node-id "node$i" --cluster-token cluster-secret --admin-token cluster-admin \
+            --node-id "node$i" --cluster-token cluster-secret --admin-token cluster-admin-token \
             --lease-ttl 3 --data-dir "$work/node$i" >> "$work/node$i.log" 2>&1 &
         local pid=$!
         echo "$pid" > "$work/node$i.pid"

@@ -72,6 +72,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(UNSAFE);
         }
     };
+    if let Some(Err(why)) = admin_token.as_ref().map(|token| token.check_admin_token()) {
+        eprintln!("botlist will not start: {why}");
+        return ExitCode::from(UNSAFE);
+    }
     let settings = Settings::from_args(&args, admin_token);
     if let Some(cluster) = ClusterSettings::from_args(&args) {
         return serve_replicated(settings, cluster).await;

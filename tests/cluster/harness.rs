@@ -18,7 +18,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-pub const ADMIN: &str = "cluster-admin";
+pub const ADMIN: &str = "cluster-admin-token";
 pub const TOKEN: &str = "cluster-secret";
 
 /// The nats-server to run, or why there is none.
