@@ -468,6 +468,24 @@ async fn watch(
 /// The key that signs vote history cursors, shared by every node through the bucket
 /// `<prefix>_meta`, so a cursor from one node is valid on another.
 async fn history_key(nats: &Nats, cluster: &ClusterSettings) -> Result<[u8; 32], ClusterError> {
+    // A bucket just created has no leader for a moment ("no responders"): ask again for a while,
+    // as the start does while JetStream is not ready.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match read_history_key(nats, cluster).await {
+            Err(why) if std::time::Instant::now() < give_up => {
+                tracing::warn!(%why, "the history cursor key cannot be read yet; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+async fn read_history_key(
+    nats: &Nats,
+    cluster: &ClusterSettings,
+) -> Result<[u8; 32], ClusterError> {
     let js = nats.js.clone();
     let bucket = format!("{}_meta", cluster.prefix);
     nats.runtime
