@@ -1,6 +1,7 @@
 //! `GET {base}/admin/cluster/digest`: a SHA-256 over the whole state (every profile, then every
 //! bot with its token, each as MessagePack, in id order), equal on two nodes exactly when they
-//! hold the same state. The writer hashes its actors' state; a standby hashes the state it
+//! hold the same state (each bot's `last_seq`, which only says which record it last took, is left
+//! out). The writer hashes its actors' state; a standby hashes the state it
 //! caught up from the stream, which it would start from if it took over.
 
 use serde::Serialize;
@@ -32,7 +33,15 @@ pub fn digest<'a>(
         feed(b'p', rmp_serde::to_vec(profile).unwrap_or_default());
     }
     for bot in bots {
-        feed(b'b', rmp_serde::to_vec(bot).unwrap_or_default());
+        // `last_seq` is bookkeeping, not state: a bot listed live keeps 0 until it journals a
+        // record of its own, while replay stamps it with its listing's number.
+        let mut state = bot.state.clone();
+        state.last_seq = 0;
+        let bot = StoredBot {
+            state,
+            token: bot.token,
+        };
+        feed(b'b', rmp_serde::to_vec(&bot).unwrap_or_default());
     }
     hasher
         .finalize()

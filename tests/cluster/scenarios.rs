@@ -204,6 +204,8 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
 
     // A write through a follower is forwarded, answered as the writer answered, with a seq.
     let (bot, token) = nodes[follower].create_bot(77);
+    // A bot only listed, with no record of its own yet, is the same state on every node.
+    converged(&nodes, Duration::from_secs(10));
     let voted = nodes[follower]
         .post(
             &format!("/admin/bots/{bot}/votes"),
