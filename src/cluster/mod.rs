@@ -285,36 +285,18 @@ pub fn config_differences(want: &stream::Config, have: &stream::Config) -> Vec<S
             out.push(format!("{name} (want {want}, found {have})"));
         }
     };
-    check(
-        "subjects",
-        want.subjects == have.subjects,
-        format!("{:?}", want.subjects),
-        format!("{:?}", have.subjects),
-    );
-    check(
-        "storage",
-        want.storage == have.storage,
-        format!("{:?}", want.storage),
-        format!("{:?}", have.storage),
-    );
-    check(
-        "num_replicas",
-        want.num_replicas == have.num_replicas,
-        want.num_replicas.to_string(),
-        have.num_replicas.to_string(),
-    );
-    check(
-        "retention",
-        want.retention == have.retention,
-        format!("{:?}", want.retention),
-        format!("{:?}", have.retention),
-    );
-    check(
-        "discard",
-        want.discard == have.discard,
-        format!("{:?}", want.discard),
-        format!("{:?}", have.discard),
-    );
+    // The fields that must be exactly as required.
+    macro_rules! same {
+        ($($field:ident),*) => {$(
+            check(
+                stringify!($field),
+                want.$field == have.$field,
+                format!("{:?}", want.$field),
+                format!("{:?}", have.$field),
+            );
+        )*};
+    }
+    same!(subjects, storage, num_replicas, retention, discard);
     check(
         "limits",
         have.max_bytes <= 0
