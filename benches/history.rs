@@ -4,7 +4,7 @@
 //!   cargo bench --bench history
 //!
 //! Prints the bytes per stored vote (the history's own memory over its votes; voters' names and
-//! avatars are in the process-wide voter table, once each) before criterion's estimates.
+//! avatars are in the state's voter table, once each) before criterion's estimates.
 
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ const VOTES: u64 = 5_000_000;
 /// Distinct voters: each votes five times, as the 12-hour rule allows over a few days.
 const VOTERS: u64 = 1_000_000;
 
-fn history() -> VoteHistory {
+fn history() -> (VoteHistory, VoterTable) {
     let start = Timestamp::from_millis(1_790_000_000_000);
     let voters: Vec<Voter> = (0..VOTERS)
         .map(|i| Voter {
@@ -30,11 +30,13 @@ fn history() -> VoteHistory {
             avatar: None,
         })
         .collect();
+    let table = VoterTable::new();
     let mut history = VoteHistory::default();
     let built = Instant::now();
     for n in 0..VOTES {
         // About 20 votes a second: 5M votes over three days.
         history.append(
+            &table,
             &voters[(n % VOTERS) as usize],
             start.plus(chrono::Duration::milliseconds(n as i64 * 50)),
         );
@@ -48,15 +50,15 @@ fn history() -> VoteHistory {
         history.heap_bytes(),
         history.heap_bytes() as f64 / VOTES as f64,
         VoteHistory::bytes_per_vote(),
-        VoterTable::global().len(),
+        table.len(),
     );
-    history
+    (history, table)
 }
 
 fn bench(c: &mut Criterion) {
-    let history = history();
+    let (history, table) = history();
     let start = Timestamp::from_millis(1_790_000_000_000);
-    let page = |query: PageQuery| history.page(&query);
+    let page = |query: PageQuery| history.page(&table, &query);
     let mut group = c.benchmark_group("history page of 100 at 5M votes");
     group.bench_function("newest", |b| {
         b.iter(|| {

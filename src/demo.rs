@@ -3,6 +3,8 @@
 //! The same seed gives the same ids, tokens, names and votes on every machine; only vote times
 //! are placed relative to the moment the server starts, so that some votes are always active.
 
+use std::sync::Arc;
+
 use chrono::Duration;
 
 use crate::domain::bot::{BotState, NewBot, ServerCount};
@@ -11,7 +13,7 @@ use crate::domain::profile::{NewProfile, Profile, Social};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::text::{HttpUrl, SocialType, VoterName};
 use crate::domain::time::Timestamp;
-use crate::domain::votes::Voter;
+use crate::domain::votes::{Voter, VoterTable};
 use crate::persist::state::{DirectoryState, StoredBot};
 
 /// The admin token `serve --demo` uses when none is configured. Public, like everything in the
@@ -177,6 +179,14 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     let mut bots: Vec<(BotState, Token)> = (0..size.bots)
         .map(|i| bot(&mut rng, now, i, &profiles))
         .collect();
+    // Every bot's votes are numbered in the state's voter table (see `DirectoryState::voters`).
+    let voters = Arc::new(VoterTable::new());
+    for (state, _) in &mut bots {
+        state
+            .votes
+            .attach(&voters)
+            .expect("a new bot has no voters to move");
+    }
 
     let voter = |id: u64, rng: &mut Rng| Voter {
         id: Snowflake::from_u64(300_000_000_000_000_000 + id * 7_919),
@@ -250,6 +260,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
                     token: token.hash(),
                 })
                 .collect(),
+            voters,
             ..DirectoryState::default()
         },
         info,
@@ -360,7 +371,7 @@ mod tests {
             .state
             .bots
             .iter()
-            .flat_map(|b| b.state.votes.recent.iter().map(|(v, _)| v.id))
+            .flat_map(|b| b.state.votes.recent_voters().map(|(v, _)| v.id))
             .collect();
         assert!(voters.len() >= 20_000, "{}", voters.len());
         assert!(a

@@ -58,6 +58,12 @@ impl Shutdown {
     pub async fn requested(&mut self) {
         let _ = self.stop.wait_for(|stop| *stop).await;
     }
+
+    /// Whether the trigger has been pulled or dropped, for a loop on a thread of its own (the
+    /// telemetry threads), which looks between its rounds instead of awaiting.
+    pub fn is_requested(&self) -> bool {
+        *self.stop.borrow() || self.stop.has_changed().is_err()
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use crate::config::{Secret, Settings};
 use crate::demo::{self, DemoInfo, DemoSize};
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
+use crate::domain::votes::VoterTable;
 use crate::persist::journal::Journal;
 use crate::persist::lock::{DirLock, LockError};
 use crate::persist::recovery::{self, Recovered};
@@ -96,9 +97,14 @@ pub struct Application {
     pub admin_token: Option<Secret>,
     /// What recovery noticed (torn records, files moved aside).
     pub warnings: Vec<String>,
+    /// The voter table of this application's state, which every bot's votes refer to; each
+    /// application has its own (`DirectoryState::voters`).
+    pub voters: Arc<VoterTable>,
     /// Stops the background loops (snapshots, webhook deliveries, the limiter's sweep); they
     /// also stop when the application is dropped.
     stop_loops: Trigger,
+    /// The access-log and metrics threads, which end with the loops.
+    telemetry: telemetry::Threads,
     _arbiters: Vec<Arbiter>,
     /// The data directory's lock, held until the application is dropped or the process ends.
     _lock: Option<DirLock>,
@@ -112,6 +118,7 @@ struct Started {
     persistence: Option<Arc<Persistence>>,
     demo: Option<DemoInfo>,
     admin_token: Option<Secret>,
+    voters: Arc<VoterTable>,
 }
 
 impl Application {
@@ -128,7 +135,8 @@ impl Application {
         let warnings = recovered.warnings.clone();
         let (stop_loops, loops) = shutdown::channel();
         let started = start_actors(&settings, &clock, recovered, loops.clone(), None).await?;
-        let (address, server, metrics) = serve(&settings, &started, clock, loops, None, None)?;
+        let (address, server, metrics, telemetry) =
+            serve(&settings, &started, clock, loops, None, None)?;
         Ok(Self {
             address,
             base_path: settings.base_path,
@@ -140,7 +148,9 @@ impl Application {
             demo: started.demo,
             admin_token: started.admin_token,
             warnings,
+            voters: started.voters,
             stop_loops,
+            telemetry,
             _arbiters: started.arbiters,
             _lock: lock,
         })
@@ -164,7 +174,7 @@ impl Application {
         let (stop_loops, loops) = shutdown::channel();
         let started =
             start_actors(&settings, &clock, recovered, loops.clone(), Some(journal)).await?;
-        let (address, server, metrics) = serve(
+        let (address, server, metrics, telemetry) = serve(
             &settings,
             &started,
             clock,
@@ -183,7 +193,9 @@ impl Application {
             demo: None,
             admin_token: started.admin_token,
             warnings: Vec::new(),
+            voters: started.voters,
             stop_loops,
+            telemetry,
             _arbiters: started.arbiters,
             _lock: None,
         })
@@ -229,7 +241,11 @@ impl Application {
         self.server.await?;
         // The loops end at once; a webhook attempt in flight within its timeout; a periodic
         // snapshot under way when it is written.
-        if !self.stop_loops.stopped(LOOPS_PATIENCE).await {
+        if self.stop_loops.stopped(LOOPS_PATIENCE).await {
+            // They have let go of their `Shutdown`: what is left is their threads' last breath.
+            let telemetry = self.telemetry;
+            let _ = actix_web::rt::task::spawn_blocking(move || telemetry.join()).await;
+        } else {
             tracing::warn!(
                 "background work still running {} s after the stop; stopping without it",
                 LOOPS_PATIENCE.as_secs()
@@ -336,6 +352,7 @@ async fn start_actors(
     )
     .start();
     let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
+    let mut voters = Arc::clone(&recovered.state.voters);
     load(&registry, recovered.state).await?;
     let persistence = settings
         .data_dir
@@ -346,6 +363,7 @@ async fn start_actors(
     let mut demo = None;
     if settings.demo && was_empty {
         let built = demo::build(clock.now(), &DemoSize::default());
+        voters = Arc::clone(&built.state.voters);
         load(&registry, built.state).await?;
         admin_token.get_or_insert_with(|| Secret::from(demo::DEMO_ADMIN_TOKEN));
         demo = Some(built.info);
@@ -369,6 +387,7 @@ async fn start_actors(
         persistence,
         demo,
         admin_token,
+        voters,
     })
 }
 
@@ -384,10 +403,10 @@ fn serve(
     loops: Shutdown,
     listener: Option<TcpListener>,
     cluster: Option<(web::Data<ClusterHttp>, [u8; 32])>,
-) -> std::io::Result<(SocketAddr, Server, MetricsServer)> {
+) -> std::io::Result<(SocketAddr, Server, MetricsServer, telemetry::Threads)> {
     let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
     if let Some(limiter) = &limiter {
-        limits::spawn_sweeper(Arc::clone(limiter), loops);
+        limits::spawn_sweeper(Arc::clone(limiter), loops.clone());
     }
     let history = Arc::new(match &cluster {
         Some((_, key)) => {
@@ -405,6 +424,10 @@ fn serve(
     };
     let cluster_on = cluster.is_some();
     let address = listener.local_addr()?;
+    // This application's access-log and metrics threads, which end when it stops.
+    let access_log = web::Data::new(telemetry::AccessLog::default());
+    let telemetry =
+        telemetry::Threads::start(&access_log.clone().into_inner(), address.port(), &loops);
     let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
         .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
@@ -450,6 +473,7 @@ fn serve(
             // Innermost first: each `wrap` goes around all the ones before it.
             App::new()
                 .app_data(state.clone())
+                .app_data(access_log.clone())
                 .app_data(allowed_methods.clone())
                 .app_data(served_under.clone())
                 .wrap(from_fn(catch_panics))
@@ -474,7 +498,7 @@ fn serve(
                 .configure(routes(&base_path, metrics_on_api))
         },
     )?;
-    Ok((address, server, metrics))
+    Ok((address, server, metrics, telemetry))
 }
 
 /// `GET /metrics` alone on its own address (`--metrics-bind`), so an operator can keep it on a

@@ -22,6 +22,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::domain::webhook::{Delivery, DeliveryState};
 use crate::domain::Rejection;
+use crate::shutdown::Shutdown;
 
 /// The request id header, read from the client and echoed back.
 pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -106,16 +107,13 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     }
 
     fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
-        match access_buffer() {
-            Some(buffer) if meta.target() == ACCESS_TARGET => {
-                tracing_subscriber::fmt::writer::EitherWriter::A(AccessLines(buffer))
-            }
-            _ => tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr()),
+        if meta.target() == ACCESS_TARGET && ACCESS_LINES.with_borrow(Option::is_some) {
+            tracing_subscriber::fmt::writer::EitherWriter::A(AccessLines)
+        } else {
+            tracing_subscriber::fmt::writer::EitherWriter::B(std::io::stderr())
         }
     }
 }
-
-type AccessBuffer = std::sync::Mutex<Vec<u8>>;
 
 /// A request's line as the request leaves it: formatted later, on the access-log thread.
 struct AccessRecord {
@@ -128,58 +126,31 @@ struct AccessRecord {
     key: Option<&'static str>,
 }
 
-type AccessQueue = std::sync::Mutex<Vec<AccessRecord>>;
-
 /// Past this many requests waiting, a request writes its own line: the queue stays bounded
 /// even if the log thread falls behind.
 const ACCESS_QUEUE: usize = 65_536;
 
-/// The formatted lines and the requests waiting for theirs, with the thread that writes them
-/// started on first use; `None` if the thread could not be started (lines are then written at
-/// once).
-fn access_log() -> Option<(&'static AccessBuffer, &'static AccessQueue)> {
-    static LOG: OnceLock<Option<(&'static AccessBuffer, &'static AccessQueue)>> = OnceLock::new();
-    *LOG.get_or_init(|| {
-        let buffer: &'static AccessBuffer = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
-        let queue: &'static AccessQueue = Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
-        std::thread::Builder::new()
-            .name("access-log".into())
-            .spawn(move || {
-                let mut records = Vec::new();
-                loop {
-                    std::thread::sleep(ACCESS_FLUSH);
-                    std::mem::swap(
-                        &mut records,
-                        &mut *queue.lock().unwrap_or_else(|p| p.into_inner()),
-                    );
-                    for record in records.drain(..) {
-                        EVENT_TIME.set(Some(record.at));
-                        log_line(
-                            record.method,
-                            &record.route,
-                            record.status,
-                            record.latency,
-                            &record.id,
-                            record.key,
-                        );
-                    }
-                    EVENT_TIME.set(None);
-                    write_out(buffer);
-                }
-            })
-            .ok()
-            .map(|_| (buffer, queue))
-    })
+/// An application's access log: the requests waiting for their lines, which its access-log
+/// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`]. The middleware finds
+/// it in the application's data; without it (or its thread), a line is written at once.
+#[derive(Default)]
+pub struct AccessLog {
+    queue: std::sync::Mutex<Vec<AccessRecord>>,
+    /// Whether the thread runs: until then, and once it has ended, requests write their own.
+    running: std::sync::atomic::AtomicBool,
 }
 
-fn access_buffer() -> Option<&'static AccessBuffer> {
-    access_log().map(|(buffer, _)| buffer)
+thread_local! {
+    /// The access lines formatted on this thread and not yet written: present only on an
+    /// access-log thread, which writes them out every [`ACCESS_FLUSH`].
+    static ACCESS_LINES: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A request's log line: queued for the access-log thread to format and write with the
 /// others of the last [`ACCESS_FLUSH`], so the request pays for a clock read and a push. A
 /// line its level leaves out is not queued at all.
 fn access_line(
+    log: Option<&AccessLog>,
     method: &'static str,
     route: Cow<'static, str>,
     status: StatusCode,
@@ -196,8 +167,8 @@ fn access_line(
     if !enabled {
         return;
     }
-    if let Some((_, queue)) = access_log() {
-        let mut waiting = queue.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(log) = log.filter(|log| log.running.load(Ordering::Acquire)) {
+        let mut waiting = log.queue.lock().unwrap_or_else(|p| p.into_inner());
         if waiting.len() < ACCESS_QUEUE {
             waiting.push(AccessRecord {
                 at: SystemTime::now(),
@@ -214,25 +185,51 @@ fn access_line(
     log_line(method, &route, status, latency, id, key);
 }
 
-fn write_out(buffer: &AccessBuffer) {
-    let lines = std::mem::take(&mut *buffer.lock().unwrap_or_else(|p| p.into_inner()));
-    if !lines.is_empty() {
+impl AccessLog {
+    /// Formats and writes the lines of the requests waiting.
+    fn write_waiting(&self, records: &mut Vec<AccessRecord>) {
+        std::mem::swap(
+            records,
+            &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
+        );
+        for record in records.drain(..) {
+            EVENT_TIME.set(Some(record.at));
+            log_line(
+                record.method,
+                &record.route,
+                record.status,
+                record.latency,
+                &record.id,
+                record.key,
+            );
+        }
+        EVENT_TIME.set(None);
+        write_out();
+    }
+}
+
+/// Writes this thread's formatted access lines to standard error.
+fn write_out() {
+    let lines = ACCESS_LINES.with_borrow_mut(|lines| lines.as_mut().map(std::mem::take));
+    if let Some(lines) = lines.filter(|lines| !lines.is_empty()) {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), &lines);
     }
 }
 
-/// Writes into the access buffer (one formatted line per `write_all`).
-pub struct AccessLines(&'static AccessBuffer);
+/// Writes into the access-log thread's lines (one formatted line per `write_all`).
+pub struct AccessLines;
 
 impl std::io::Write for AccessLines {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let full = {
-            let mut buffer = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            buffer.extend_from_slice(bytes);
-            buffer.len() >= ACCESS_BUFFER
-        };
+        let full = ACCESS_LINES.with_borrow_mut(|lines| match lines {
+            Some(lines) => {
+                lines.extend_from_slice(bytes);
+                lines.len() >= ACCESS_BUFFER
+            }
+            None => false,
+        });
         if full {
-            write_out(self.0);
+            write_out();
         }
         Ok(bytes.len())
     }
@@ -241,6 +238,77 @@ impl std::io::Write for AccessLines {
         Ok(())
     }
 }
+
+/// The threads of an application's telemetry: its access-log writer and the metrics upkeep.
+/// Each holds the application's [`Shutdown`] and ends when the application stops (after
+/// writing the lines still waiting), so `Trigger::stopped` waits for them, and none outlives
+/// the application that started it.
+pub struct Threads(Vec<std::thread::JoinHandle<()>>);
+
+impl Threads {
+    /// Starts the threads, named after the application's port (`access-PORT`,
+    /// `metrics-PORT`): two applications in one process have two of each.
+    pub fn start(log: &std::sync::Arc<AccessLog>, port: u16, shutdown: &Shutdown) -> Self {
+        let mut threads = Vec::new();
+        let (access, stop) = (std::sync::Arc::clone(log), shutdown.clone());
+        let started = std::thread::Builder::new()
+            .name(format!("access-{port}"))
+            .spawn(move || {
+                ACCESS_LINES.set(Some(Vec::new()));
+                let mut records = Vec::new();
+                loop {
+                    let stopping = stop.is_requested();
+                    if !stopping {
+                        std::thread::sleep(ACCESS_FLUSH);
+                    }
+                    access.write_waiting(&mut records);
+                    if stopping {
+                        // Later requests (none, once the server has stopped) write their own.
+                        access.running.store(false, Ordering::Release);
+                        access.write_waiting(&mut records);
+                        return;
+                    }
+                }
+            });
+        if let Ok(thread) = started {
+            log.running.store(true, Ordering::Release);
+            threads.push(thread);
+        }
+        if let Some(exporter) = exporter() {
+            // Histograms keep raw samples until drained; a scrape drains them too, but a
+            // server nobody scrapes must not grow.
+            let (upkeep, stop) = (exporter.handle.clone(), shutdown.clone());
+            let started = std::thread::Builder::new()
+                .name(format!("metrics-{port}"))
+                .spawn(move || {
+                    let mut since = Instant::now();
+                    while !stop.is_requested() {
+                        std::thread::sleep(STOP_POLL);
+                        if since.elapsed() >= UPKEEP {
+                            upkeep.run_upkeep();
+                            since = Instant::now();
+                        }
+                    }
+                });
+            threads.extend(started.ok());
+        }
+        Self(threads)
+    }
+
+    /// Waits until the threads have ended; call once the application's `Trigger::stopped`
+    /// has resolved (they end within [`ACCESS_FLUSH`] of the stop), so that none is left
+    /// behind, even for a moment, when the application's `run_until` returns.
+    pub fn join(self) {
+        for thread in self.0 {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// How often the metrics upkeep runs.
+const UPKEEP: Duration = Duration::from_secs(5);
+/// How soon the metrics upkeep thread notices a stop.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Seconds, for request and search latency.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -257,7 +325,9 @@ struct Exporter {
 static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
 
 /// Installs the process-wide recorder once (later calls, as from a second app in one test
-/// process, share it). `None` if another recorder was installed first.
+/// process, share it). `None` if another recorder was installed first. The `metrics` facade
+/// has one recorder per process; the thread that keeps it is each application's
+/// ([`Threads::start`]).
 fn exporter() -> Option<&'static Exporter> {
     EXPORTER
         .get_or_init(|| {
@@ -276,16 +346,6 @@ fn exporter() -> Option<&'static Exporter> {
             describe_all();
             register_all();
             gauge!("botlist_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-            // Histograms keep raw samples until drained; a scrape drains them too, but a
-            // server nobody scrapes must not grow.
-            let upkeep = handle.clone();
-            std::thread::Builder::new()
-                .name("metrics-upkeep".into())
-                .spawn(move || loop {
-                    std::thread::sleep(Duration::from_secs(5));
-                    upkeep.run_upkeep();
-                })
-                .ok()?;
             Some(Exporter { handle, process })
         })
         .as_ref()
@@ -629,7 +689,22 @@ pub async fn observe(
     let route = route.unwrap_or(Cow::Borrowed("unmatched"));
     let latency = started.elapsed();
     record(method, &route, status, latency);
-    access_line(method, route, status, latency, &id, key);
+    // The application's access log, from the request the response holds: an error not yet
+    // rendered has none, and its line is written at once.
+    let log = result.as_ref().ok().and_then(|response| {
+        response
+            .request()
+            .app_data::<actix_web::web::Data<AccessLog>>()
+    });
+    access_line(
+        log.map(|log| &***log),
+        method,
+        route,
+        status,
+        latency,
+        &id,
+        key,
+    );
     match result {
         Ok(mut response) => {
             response.headers_mut().insert(REQUEST_ID.clone(), id);

@@ -43,7 +43,7 @@ proptest! {
         let mut last_vote: HashMap<u16, Timestamp> = HashMap::new();
         for (user, minutes) in votes {
             now = now.plus(Duration::minutes(minutes.into()));
-            let before = (book.total, book.recent.iter().map(|(v, t)| (v.id, t)).collect::<Vec<_>>());
+            let before = (book.total, book.recent_voters().map(|(v, t)| (v.id, t)).collect::<Vec<_>>());
             let active = last_vote.get(&user).is_some_and(|&t| now.millis() - t.millis() < 12 * 3_600_000);
             match book.vote(voter(user), now) {
                 Ok(counts) => {
@@ -54,14 +54,14 @@ proptest! {
                 }
                 Err(_) => {
                     prop_assert!(active, "a vote after 12 hours was refused");
-                    let after = (book.total, book.recent.iter().map(|(v, t)| (v.id, t)).collect::<Vec<_>>());
+                    let after = (book.total, book.recent_voters().map(|(v, t)| (v.id, t)).collect::<Vec<_>>());
                     prop_assert_eq!(before, after, "a refused vote changed something");
                 }
             }
         }
         prop_assert_eq!(book.total, accepted.len() as u64);
 
-        let listed: Vec<(u64, Timestamp)> = book.recent.iter().map(|(v, t)| (v.id.get(), t)).collect();
+        let listed: Vec<(u64, Timestamp)> = book.recent_voters().map(|(v, t)| (v.id.get(), t)).collect();
         prop_assert!(listed.len() <= RECENT_VOTERS);
         let distinct: HashSet<u64> = listed.iter().map(|(u, _)| *u).collect();
         prop_assert_eq!(distinct.len(), listed.len(), "a voter is listed twice");
@@ -262,8 +262,7 @@ proptest! {
             }
         }
         let all: Vec<(u64, u64, Timestamp)> = book
-            .history
-            .range(0, u64::MAX, usize::MAX)
+            .history_range(0, u64::MAX, usize::MAX)
             .into_iter()
             .map(|e| (e.position, e.voter.id.get(), e.voted_at))
             .collect();
@@ -277,7 +276,7 @@ proptest! {
         let mut walked = Vec::new();
         let mut before = None;
         loop {
-            let page = book.history.page(&PageQuery { before, limit, ..PageQuery::default() });
+            let page = book.history_page(&PageQuery { before, limit, ..PageQuery::default() });
             prop_assert!(page.entries.len() <= limit);
             walked.extend(page.entries.iter().map(|e| (e.position, e.voter.id.get(), e.voted_at)));
             if !page.more {
@@ -291,8 +290,7 @@ proptest! {
         let bytes = rmp_serde::to_vec(&book).expect("encodes");
         let back: VoteBook = rmp_serde::from_slice(&bytes).expect("decodes");
         let again: Vec<(u64, u64, Timestamp)> = back
-            .history
-            .range(0, u64::MAX, usize::MAX)
+            .history_range(0, u64::MAX, usize::MAX)
             .into_iter()
             .map(|e| (e.position, e.voter.id.get(), e.voted_at))
             .collect();

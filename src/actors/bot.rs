@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use arc_swap::ArcSwap;
-use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
@@ -19,11 +18,13 @@ use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::history::{HistoryEntry, Page, PageQuery, Retention};
 use crate::domain::votes::{VoteCounts, Voter};
-use crate::domain::webhook::{Attempt, Delivery, DeliveryState, Event};
+use crate::domain::webhook::{Attempt, Delivery};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{ApplyRecord, Record};
-use crate::webhooks::{receiver_key, Dispatcher, Job, Prepared, Target};
+pub use crate::webhooks::outbox::DeliveryLog;
+use crate::webhooks::outbox::{Outbox, Preparing};
+use crate::webhooks::{Dispatcher, Prepared};
 
 use super::when_durable;
 
@@ -50,16 +51,9 @@ pub struct BotActor {
     /// Set when the journal refused a change this actor had already applied: from then on its
     /// state holds something no reader may see, so reads through the actor are refused too.
     refused: bool,
-    dispatcher: Arc<Dispatcher>,
-    /// The token of each delivery's one scheduled attempt: an attempt that comes due or
-    /// reports back with another token is stale (redelivered, given up) and does nothing.
-    attempts: FxHashMap<Uuid, u64>,
-    next_attempt_token: u64,
-    /// Attempts scheduled by the change being made, handed to the dispatcher with that change's
-    /// journal number once it is submitted (see [`BotActor::submit`]).
-    unsent: Vec<Job>,
-    /// The webhook URL last scheduled for and the receiver it names.
-    receiver: Option<(String, Arc<str>)>,
+    /// The bot's webhook deliveries, from queueing to giving up: every webhook matter is
+    /// delegated to it (`webhooks/outbox.rs`).
+    outbox: Outbox,
     /// The voters list as last built; dropped on each vote, so repeated reads share one copy.
     recent_voters: Option<Arc<[RecentVoter]>>,
     /// The live vote stream's readers, fed once each vote is durable.
@@ -115,132 +109,28 @@ impl BotActor {
             clock,
             journal,
             refused: false,
-            dispatcher,
-            attempts: FxHashMap::default(),
-            next_attempt_token: 0,
-            unsent: Vec::new(),
-            receiver: None,
+            outbox: Outbox::new(dispatcher),
             recent_voters: None,
             unacked: VecDeque::new(),
         }
     }
 
-    /// Keeps a new delivery in the outbox, journals it, and schedules its first attempt; past the
+    /// Keeps a test event's delivery, journals it, and schedules its first attempt; past the
     /// open limit the oldest open ones are given up, journaled by id only.
-    fn save_delivery(&mut self, delivery: Delivery) -> Durable {
-        let bot = self.state.listing.id;
-        // An operator's test event goes out at once, even to a receiver that is failing.
-        self.schedule(&delivery, delivery.event() == Event::Test);
-        let durable = self.apply_and_journal(Record::DeliverySaved { bot, delivery });
-        let given_up = self.state.deliveries.overflowing();
-        if given_up.is_empty() {
-            return durable;
-        }
-        for id in &given_up {
-            self.attempts.remove(id);
-        }
-        self.dispatcher.forget(&given_up);
-        self.apply_and_journal(Record::OutboxOverflowed { bot, given_up })
+    fn send_test(&mut self) -> Result<(Delivery, Durable), Rejection> {
+        let (delivery, record) = self.outbox.test_event(&self.state, self.clock.now())?;
+        let durable = self.apply_and_journal(record);
+        Ok(match self.outbox.overflowed(&self.state) {
+            Some(given_up) => (delivery, self.apply_and_journal(given_up)),
+            None => (delivery, durable),
+        })
     }
 
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
     /// schedules its next attempt if it has one.
     fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
-        let record = Record::DeliveryProgressed {
-            bot: self.state.listing.id,
-            delivery: delivery.id,
-            progress: delivery.progress(),
-        };
-        self.apply(&record);
-        // Only a redelivery leaves a delivery pending: asked by an operator, it goes out at once.
-        self.schedule(delivery, delivery.state == DeliveryState::Pending);
-        self.journal(record)
-    }
-
-    /// Hands an open delivery's next attempt to the dispatcher, replacing any attempt
-    /// scheduled before for it; `forced` lets it through a failing receiver's gate.
-    fn schedule(&mut self, delivery: &Delivery, forced: bool) {
-        let Some(due) = delivery.next_attempt_at.filter(|_| delivery.is_open()) else {
-            self.attempts.remove(&delivery.id);
-            return;
-        };
-        self.schedule_attempt(delivery.id, due, delivery.tries_run_out_at(), forced);
-    }
-
-    fn schedule_attempt(
-        &mut self,
-        delivery: Uuid,
-        due: Timestamp,
-        give_up_at: Option<Timestamp>,
-        forced: bool,
-    ) {
-        let receiver = self.receiver();
-        self.next_attempt_token += 1;
-        let token = self.next_attempt_token;
-        self.attempts.insert(delivery, token);
-        self.unsent.push(Job {
-            bot: self.state.listing.id,
-            delivery,
-            token,
-            due,
-            receiver,
-            give_up_at,
-            forced,
-            after: 0,
-        });
-    }
-
-    /// Hands the attempts the change numbered `after` scheduled to the dispatcher, which sends
-    /// none of them before that record is durable; a change the journal refused (`None`)
-    /// schedules nothing, ever.
-    fn hand_over_attempts(&mut self, after: Option<u64>) {
-        for mut job in self.unsent.drain(..) {
-            match after {
-                Some(seq) => {
-                    job.after = seq;
-                    self.dispatcher.schedule(job);
-                }
-                None => {
-                    self.attempts.remove(&job.delivery);
-                }
-            }
-        }
-    }
-
-    /// The receiver the bot's URL names (the key of its gate), parsed once per URL rather than
-    /// once per vote.
-    fn receiver(&mut self) -> Arc<str> {
-        let url = self.state.webhook.url.as_ref().map(|url| url.as_str());
-        match &self.receiver {
-            Some((known, key)) if Some(known.as_str()) == url => Arc::clone(key),
-            _ => {
-                let key = url.map_or_else(|| Arc::from(""), receiver_key);
-                self.receiver = url.map(|url| (url.to_owned(), Arc::clone(&key)));
-                key
-            }
-        }
-    }
-
-    /// Schedules the first attempt of the delivery a vote's record queued, and forgets the
-    /// attempts of the deliveries it gave up to make room.
-    fn queued_by_vote(&mut self, delivery: Uuid, given_up: &[Uuid]) {
-        if !given_up.is_empty() {
-            for id in given_up {
-                self.attempts.remove(id);
-            }
-            self.dispatcher.forget(given_up);
-        }
-        let Some(queued) = self.state.deliveries.get(delivery) else {
-            return;
-        };
-        if let Some(due) = queued.next_attempt_at {
-            let give_up_at = queued.tries_run_out_at();
-            self.schedule_attempt(delivery, due, give_up_at, false);
-        }
-    }
-
-    fn is_current(&self, delivery: Uuid, token: u64) -> bool {
-        self.attempts.get(&delivery) == Some(&token)
+        let record = self.outbox.progressed(&self.state, delivery);
+        self.apply_and_journal(record)
     }
 
     /// Makes a change to the state the way replay makes it: through the record's one function.
@@ -318,11 +208,11 @@ impl BotActor {
         match seq {
             0 => {
                 self.refused = true;
-                self.hand_over_attempts(None);
+                self.outbox.hand_over(None);
             }
             seq => {
                 self.state.last_seq = seq;
-                self.hand_over_attempts(Some(seq));
+                self.outbox.hand_over(Some(seq));
             }
         }
         durable
@@ -350,12 +240,12 @@ impl BotActor {
             return None;
         }
         self.forget_acknowledged();
-        let history = &self.state.votes.history;
+        let votes = &self.state.votes;
         let first_vote = self.unacked.iter().find_map(|u| u.vote);
         Some(Acknowledged {
-            votes_before: first_vote.unwrap_or_else(|| history.next_position()),
+            votes_before: first_vote.unwrap_or_else(|| votes.history.next_position()),
             voted_before: first_vote
-                .and_then(|position| history.get(position))
+                .and_then(|position| votes.history_entry(position))
                 .map(|entry| entry.voted_at),
             deliveries: self.unacked.iter().filter_map(|u| u.delivery).collect(),
         })
@@ -403,11 +293,8 @@ impl Actor for BotActor {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         self.prune_history(self.clock.now());
         // Deliveries queued or in retry before a restart go out again.
-        let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
-        for delivery in &open {
-            self.schedule(delivery, false);
-        }
-        self.hand_over_attempts(Some(self.state.last_seq));
+        self.outbox.reopen(&self.state);
+        self.outbox.hand_over(Some(self.state.last_seq));
     }
 }
 
@@ -424,42 +311,20 @@ impl Handler<RecordVote> for BotActor {
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
             return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
         }
-        let bot = self.state.listing.id;
         let user = voter.id;
         // The weight is decided here, once, and kept in the record: replay counts it again.
         let weight = self.directory.weekend().weight_at(at);
-        // With a webhook, the vote's record also queues its delivery (and gives up the oldest
-        // open ones past the outbox's limit): one record, rendered into bodies only when sent.
-        let (record, queued) = if self.state.webhook.url.is_some() {
-            let delivery = Uuid::new_v4();
-            let given_up = self.state.deliveries.making_room();
-            let record = Record::VotedWithDelivery {
-                bot,
-                voter,
-                at,
-                delivery,
-                weight,
-            };
-            (record, Some((delivery, given_up)))
-        } else {
-            let record = Record::Voted {
-                bot,
-                voter,
-                at,
-                weight,
-            };
-            (record, None)
-        };
+        let (record, queued) = self.outbox.vote_record(&self.state, voter, at, weight);
         self.apply(&record);
-        if let Some((delivery, given_up)) = queued {
-            self.queued_by_vote(delivery, &given_up);
+        if let Some(queued) = queued {
+            self.outbox.queued_by_vote(&self.state, queued);
         }
         self.prune_history(at);
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
         let checks = Arc::clone(self.state.votes.window.published());
-        let history = &self.state.votes.history;
-        let entry = history.get(history.next_position().saturating_sub(1));
+        let last = self.state.votes.history.next_position().saturating_sub(1);
+        let entry = self.state.votes.history_entry(last);
         let feed = Arc::clone(&self.feed);
         let (durable, _) = self.commit(
             record,
@@ -488,35 +353,19 @@ impl Handler<PrepareAttempt> for BotActor {
     type Result = Option<Prepared>;
 
     fn handle(&mut self, ask: PrepareAttempt, _: &mut Self::Context) -> Self::Result {
-        if !self.is_current(ask.delivery, ask.token) {
-            return None;
-        }
-        let delivery = self.state.deliveries.get(ask.delivery)?;
-        let Some(url) = self.state.webhook.url.clone() else {
+        let now = self.clock.now();
+        match self
+            .outbox
+            .prepare(&self.state, ask.delivery, ask.token, now)
+        {
+            Preparing::Send(prepared) => Some(prepared),
             // The URL was removed while the delivery waited: nothing will ever take it.
-            let mut given_up = delivery.clone();
-            given_up.record(
-                Attempt::Refused("the bot no longer has a webhook_url".into()),
-                self.clock.now(),
-            );
-            self.progress_delivery(&given_up);
-            return None;
-        };
-        let format = self.state.webhook.format;
-        Some(Prepared {
-            target: Target {
-                url: url.as_str().to_owned(),
-                secret: self
-                    .state
-                    .webhook
-                    .secret
-                    .as_ref()
-                    .map(|s| s.as_str().to_owned()),
-                format,
-            },
-            event: delivery.event(),
-            body: delivery.body(format).into_owned(),
-        })
+            Preparing::GiveUp(given_up) => {
+                self.progress_delivery(&given_up);
+                None
+            }
+            Preparing::Nothing => None,
+        }
     }
 }
 
@@ -533,19 +382,19 @@ impl Handler<DeliveryOutcome> for BotActor {
     type Result = ();
 
     fn handle(&mut self, outcome: DeliveryOutcome, _: &mut Self::Context) {
+        let now = self.clock.now();
+        let DeliveryOutcome {
+            delivery,
+            token,
+            attempt,
+        } = outcome;
         // A late answer of an attempt since replaced (redelivered, given up) is news of nothing.
-        if !self.is_current(outcome.delivery, outcome.token) {
-            return;
+        if let Some(delivery) = self
+            .outbox
+            .outcome(&self.state, delivery, token, attempt, now)
+        {
+            self.progress_delivery(&delivery);
         }
-        let Some(mut delivery) = self.state.deliveries.get(outcome.delivery).cloned() else {
-            return;
-        };
-        if !delivery.is_open() {
-            return;
-        }
-        delivery.record(outcome.attempt, self.clock.now());
-        crate::telemetry::webhook_outcome(self.state.listing.id, &delivery);
-        self.progress_delivery(&delivery);
     }
 }
 
@@ -558,19 +407,10 @@ impl Handler<SendTest> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
     fn handle(&mut self, _: SendTest, _: &mut Self::Context) -> Self::Result {
-        if self.state.webhook.url.is_none() {
-            return Box::pin(async {
-                Err(Rejection::Invalid(
-                    "this bot has no webhook_url to send to".into(),
-                ))
-            });
+        match self.send_test() {
+            Ok((delivery, durable)) => when_durable(durable, delivery),
+            Err(rejection) => Box::pin(async move { Err(rejection) }),
         }
-        let delivery = Delivery::test(
-            Uuid::new_v4(),
-            self.state.listing.event_bot(),
-            self.clock.now(),
-        );
-        when_durable(self.save_delivery(delivery.clone()), delivery)
     }
 }
 
@@ -583,22 +423,10 @@ impl Handler<Redeliver> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
     fn handle(&mut self, Redeliver(id): Redeliver, _: &mut Self::Context) -> Self::Result {
-        let Some(mut delivery) = self.state.deliveries.get(id).cloned() else {
-            return Box::pin(async move {
-                Err(Rejection::NotFound(format!(
-                    "no delivery with id {id} for this bot"
-                )))
-            });
-        };
-        if self.state.webhook.url.is_none() {
-            return Box::pin(async {
-                Err(Rejection::Invalid(
-                    "this bot has no webhook_url to send to".into(),
-                ))
-            });
+        match self.outbox.redelivery(&self.state, id, self.clock.now()) {
+            Ok(delivery) => when_durable(self.progress_delivery(&delivery), delivery),
+            Err(rejection) => Box::pin(async move { Err(rejection) }),
         }
-        delivery.requeue(self.clock.now());
-        when_durable(self.progress_delivery(&delivery), delivery)
     }
 }
 
@@ -607,28 +435,13 @@ impl Handler<Redeliver> for BotActor {
 #[rtype(result = "Result<DeliveryLog, Rejection>")]
 pub struct RecentDeliveries;
 
-/// The delivery log: the latest deliveries, and how many were given up for a full outbox.
-pub struct DeliveryLog {
-    pub recent: Vec<Delivery>,
-    pub given_up_full: u64,
-}
-
 impl Handler<RecentDeliveries> for BotActor {
     type Result = ResponseFuture<Result<DeliveryLog, Rejection>>;
 
     fn handle(&mut self, ask: RecentDeliveries, ctx: &mut Self::Context) -> Self::Result {
         let acknowledged = self.acknowledged();
         let never_stored = acknowledged.as_ref().map_or(&[][..], |a| &a.deliveries);
-        let log = DeliveryLog {
-            recent: self
-                .state
-                .deliveries
-                .recent()
-                .filter(|delivery| !never_stored.contains(&delivery.id))
-                .cloned()
-                .collect(),
-            given_up_full: self.state.deliveries.given_up_full(),
-        };
+        let log = Outbox::log(&self.state, never_stored);
         if acknowledged.is_some() {
             return Box::pin(async move { Ok(log) });
         }
@@ -651,10 +464,10 @@ impl Handler<VoteHistoryPage> for BotActor {
         if let Some(acknowledged) = self.acknowledged() {
             let before = acknowledged.votes_before;
             query.before = Some(query.before.map_or(before, |b| b.min(before)));
-            let page = self.state.votes.history.page(&query);
+            let page = self.state.votes.history_page(&query);
             return Box::pin(async move { Ok(page) });
         }
-        self.when_seen_durable(self.state.votes.history.page(&query), ask, ctx)
+        self.when_seen_durable(self.state.votes.history_page(&query), ask, ctx)
     }
 }
 
@@ -761,8 +574,7 @@ impl Handler<Follow> for BotActor {
                 let entries = self
                     .state
                     .votes
-                    .history
-                    .range(ask.next, published, ask.page);
+                    .history_range(ask.next, published, ask.page);
                 let next = entries.last().map_or(published, |last| last.position + 1);
                 FollowReply::Backlog {
                     entries,
@@ -796,8 +608,7 @@ impl Handler<RecentVoters> for BotActor {
         let voters = self.recent_voters.get_or_insert_with(|| {
             self.state
                 .votes
-                .recent
-                .iter()
+                .recent_voters()
                 .map(|(voter, voted_at)| RecentVoter { voter, voted_at })
                 .collect()
         });
@@ -816,8 +627,7 @@ impl BotActor {
         if acknowledged.voted_before.is_none() {
             // No vote was refused: the ring is as acknowledged.
             return votes
-                .recent
-                .iter()
+                .recent_voters()
                 .map(|(voter, voted_at)| RecentVoter { voter, voted_at })
                 .collect();
         }
@@ -827,7 +637,7 @@ impl BotActor {
         let mut position = acknowledged.votes_before;
         while voters.len() < capacity && position > votes.history.first_position() {
             position -= 1;
-            if let Some(entry) = votes.history.get(position) {
+            if let Some(entry) = votes.history_entry(position) {
                 if seen.insert(entry.voter.id) {
                     voters.push(RecentVoter {
                         voter: entry.voter,
@@ -837,7 +647,7 @@ impl BotActor {
             }
         }
         let oldest = voters.last().map(|v| v.voted_at);
-        for (voter, voted_at) in votes.recent.iter() {
+        for (voter, voted_at) in votes.recent_voters() {
             if voters.len() >= capacity {
                 break;
             }

@@ -21,7 +21,7 @@ use crate::domain::votes::history::Retention;
 use crate::domain::webhook::Attempt;
 use crate::domain::Rejection;
 use crate::index::SearchIndex;
-use crate::webhooks::{Job, LocalFuture, Outbox, Prepared};
+use crate::webhooks::{Job, LocalFuture, Owners, Prepared};
 
 /// A page of a search and the state of the index it was read from.
 pub struct VersionedPage {
@@ -294,7 +294,7 @@ impl Publications for Directory {
 
 /// The dispatcher reaches a delivery's owner through the directory: a delisted bot's attempts
 /// come to nothing.
-impl Outbox for Directory {
+impl Owners for Directory {
     fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>> {
         let Some(bot) = self.get(job.bot) else {
             return Box::pin(async { None });

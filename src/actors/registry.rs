@@ -19,6 +19,7 @@ use crate::domain::ids::{BotId, ProfileId, Snowflake, Token, TokenHash};
 use crate::domain::profile::{NewProfile, Profile, ProfilePatch};
 use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
+use crate::domain::votes::VoterTable;
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{DirectoryState, Listed, Record, RegistryBook, StoredBot};
@@ -108,10 +109,17 @@ struct BotStarter {
     journal: Journal,
     dispatcher: Arc<Dispatcher>,
     spawner: BotSpawner,
+    /// The state's voter table, which every bot's votes join as it starts (see
+    /// `DirectoryState::voters`).
+    voters: Arc<VoterTable>,
 }
 
 impl BotStarter {
-    fn start(&mut self, state: BotState, token: TokenHash) -> Entry {
+    fn start(&mut self, mut state: BotState, token: TokenHash) -> Entry {
+        // A recovered bot has joined already (a pointer compare); a new one has no voters.
+        if let Err(why) = state.votes.attach(&self.voters) {
+            tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
+        }
         let id = state.listing.id;
         let owners = state.listing.owner_ids.clone();
         let view = Arc::new(ArcSwap::from_pointee(state.view()));
@@ -167,6 +175,7 @@ impl Registry {
                 journal: journal.clone(),
                 dispatcher,
                 spawner,
+                voters: Arc::default(),
             },
             directory,
             clock,
@@ -324,6 +333,8 @@ impl Handler<LoadDirectory> for Registry {
 
     fn handle(&mut self, LoadDirectory { state }: LoadDirectory, _: &mut Self::Context) {
         self.last_seq = self.last_seq.max(state.registry_seq);
+        // The loaded state's voter table is the one every bot listed from now on joins.
+        self.starter.voters = Arc::clone(&state.voters);
         for profile in state.profiles {
             self.index_profile(&profile);
             self.directory.publish_profile(Arc::new(profile.clone()));

@@ -1,4 +1,7 @@
-//! Vote webhooks: the formats, one delivery and its retries, and a bot's outbox.
+//! Vote webhooks' rules: the formats a receiver may ask for, one delivery and its retries, and
+//! the list of a bot's deliveries. Who queues and schedules them is the bot's outbox
+//! (`webhooks/outbox.rs`); their bodies on the wire are `webhooks/wire.rs`'s, their stored
+//! shape `persist/codec/deliveries.rs`'s.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -6,15 +9,14 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::ids::{BotId, Snowflake};
 use super::time::Timestamp;
-use super::votes::{vote_window, VoteCounts, Voter};
-use super::weekend::{self, Weight};
+use super::votes::{VoteCounts, Voter};
+use super::weekend::Weight;
 
 /// The bot an event is about, as the event's bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,72 +261,6 @@ impl Delivery {
         self.content.event()
     }
 
-    /// The body an attempt sends in this format: the same bytes every time.
-    pub fn body(&self, format: WebhookFormat) -> Cow<'_, str> {
-        let bot = match &self.content {
-            Content::Rendered(bodies) => {
-                return Cow::Borrowed(match format {
-                    WebhookFormat::Signed => &bodies.signed,
-                    WebhookFormat::Legacy => &bodies.legacy,
-                })
-            }
-            Content::Vote { bot, .. } | Content::Test { bot } => bot,
-        };
-        let body = match (&self.content, format) {
-            (
-                Content::Vote {
-                    voter,
-                    counts,
-                    weight,
-                    ..
-                },
-                WebhookFormat::Signed,
-            ) => {
-                let voted_at = self.created_at;
-                let mut body = json!({
-                    "type": Event::VoteCreate.name(),
-                    "id": self.id,
-                    "created_at": voted_at,
-                    "data": {
-                        "bot": { "id": bot.id, "platform_id": bot.platform_id },
-                        "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
-                        "voted_at": voted_at,
-                        "expires_at": voted_at.plus(vote_window()),
-                        "vote_count": counts.vote_count,
-                        "monthly_vote_count": counts.monthly_vote_count,
-                    }
-                });
-                // Only a vote that counted more than once says so: every other body stays
-                // byte for byte what earlier builds sent (a retry after an upgrade included).
-                if *weight > 1 {
-                    body["data"]["weight"] = json!(weight);
-                }
-                body
-            }
-            (Content::Vote { voter, weight, .. }, WebhookFormat::Legacy) => json!({
-                "bot": bot.platform_id,
-                "user": voter.id,
-                "type": "upvote",
-                "isWeekend": *weight > 1,
-                "query": "",
-            }),
-            (_, WebhookFormat::Signed) => json!({
-                "type": Event::Test.name(),
-                "id": self.id,
-                "created_at": self.created_at,
-                "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
-            }),
-            (_, WebhookFormat::Legacy) => json!({
-                "bot": bot.platform_id,
-                "user": "0",
-                "type": "test",
-                "isWeekend": false,
-                "query": "",
-            }),
-        };
-        Cow::Owned(body.to_string())
-    }
-
     pub fn is_open(&self) -> bool {
         matches!(self.state, DeliveryState::Pending | DeliveryState::Retrying)
     }
@@ -565,6 +501,22 @@ impl Deliveries {
             .filter_map(|at| self.items.get(at).map(|delivery| &**delivery))
     }
 
+    /// Every delivery kept, newest first: what a file stores (`persist/codec/deliveries.rs`).
+    pub fn newest_first(&self) -> impl Iterator<Item = &Delivery> {
+        self.items.values().rev().map(|delivery| &**delivery)
+    }
+
+    /// The deliveries a file stores, newest first, and the count of those given up for a full
+    /// outbox.
+    pub fn stored(newest_first: Vec<Delivery>, given_up_full: u64) -> Self {
+        let mut deliveries = Self::default();
+        for delivery in newest_first.into_iter().rev() {
+            deliveries.save(delivery);
+        }
+        deliveries.given_up_full = given_up_full;
+        deliveries
+    }
+
     /// The newest [`KEPT_DELIVERIES`], newest first.
     pub fn recent(&self) -> impl Iterator<Item = &Delivery> {
         self.items
@@ -579,231 +531,6 @@ impl Deliveries {
 impl PartialEq for Deliveries {
     fn eq(&self, other: &Self) -> bool {
         self.given_up_full == other.given_up_full && self.items.values().eq(other.items.values())
-    }
-}
-
-/// How deliveries are stored: newest first, and the count of those given up for a full outbox.
-#[derive(Serialize)]
-struct StoredDeliveries<'a> {
-    items: Newest<'a>,
-    given_up_full: u64,
-}
-
-struct Newest<'a>(&'a BTreeMap<u64, Box<Delivery>>);
-
-impl Serialize for Newest<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.values().rev())
-    }
-}
-
-#[derive(Deserialize)]
-struct ReadDeliveries {
-    items: Vec<Delivery>,
-    #[serde(default)]
-    given_up_full: u64,
-}
-
-impl Serialize for Deliveries {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        StoredDeliveries {
-            items: Newest(&self.items),
-            given_up_full: self.given_up_full,
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Deliveries {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let read = ReadDeliveries::deserialize(deserializer)?;
-        let mut deliveries = Deliveries::default();
-        for delivery in read.items.into_iter().rev() {
-            deliveries.save(delivery);
-        }
-        deliveries.given_up_full = read.given_up_full;
-        Ok(deliveries)
-    }
-}
-
-/// What a delivery is made of, as files store it: the bot as the event names it, and for a vote
-/// the voter and the counts.
-#[derive(Serialize, Deserialize)]
-struct StoredContent {
-    bot: BotId,
-    platform_id: Snowflake,
-    vote: Option<StoredVote>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredVote {
-    voter: Arc<Voter>,
-    vote_count: u64,
-    monthly_vote_count: u64,
-    /// Left out when 1 (and read as 1 from files of earlier builds).
-    #[serde(
-        default = "weekend::single",
-        skip_serializing_if = "weekend::is_single"
-    )]
-    weight: Weight,
-}
-
-/// Stored as a sequence: `[id, event, created_at, content, state, attempts, last_status,
-/// last_error, next_attempt_at, delivered_at]`. Deliveries read from files of earlier builds,
-/// which stored both bodies where `content` is (`..., created_at, signed_body, legacy_body,
-/// state, ...`), are written back the same way.
-impl Serialize for Delivery {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let rendered = match &self.content {
-            Content::Rendered(bodies) => Some(bodies),
-            _ => None,
-        };
-        let mut seq = serializer.serialize_seq(Some(10 + usize::from(rendered.is_some())))?;
-        seq.serialize_element(&self.id)?;
-        seq.serialize_element(&self.event())?;
-        seq.serialize_element(&self.created_at)?;
-        match &self.content {
-            Content::Rendered(bodies) => {
-                seq.serialize_element(&bodies.signed)?;
-                seq.serialize_element(&bodies.legacy)?;
-            }
-            Content::Vote {
-                bot,
-                voter,
-                counts,
-                weight,
-            } => seq.serialize_element(&StoredContent {
-                bot: bot.id,
-                platform_id: bot.platform_id,
-                vote: Some(StoredVote {
-                    voter: Arc::clone(voter),
-                    vote_count: counts.vote_count,
-                    monthly_vote_count: counts.monthly_vote_count,
-                    weight: *weight,
-                }),
-            })?,
-            Content::Test { bot } => seq.serialize_element(&StoredContent {
-                bot: bot.id,
-                platform_id: bot.platform_id,
-                vote: None,
-            })?,
-        }
-        seq.serialize_element(&self.state)?;
-        seq.serialize_element(&self.attempts)?;
-        seq.serialize_element(&self.last_status)?;
-        seq.serialize_element(&self.last_error)?;
-        seq.serialize_element(&self.next_attempt_at)?;
-        seq.serialize_element(&self.delivered_at)?;
-        seq.end()
-    }
-}
-
-/// The fourth element of a stored delivery: the signed body (earlier builds) or the content.
-enum BodyOrContent {
-    Body(String),
-    Content(StoredContent),
-}
-
-impl<'de> Deserialize<'de> for BodyOrContent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = BodyOrContent;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a delivery's body or content")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BodyOrContent, E> {
-                Ok(BodyOrContent::Body(v.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<BodyOrContent, E> {
-                Ok(BodyOrContent::Body(v))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> Result<BodyOrContent, A::Error> {
-                StoredContent::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
-                    .map(BodyOrContent::Content)
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Delivery {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Delivery;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a webhook delivery")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Delivery, A::Error> {
-                use serde::de::Error;
-                fn next<'de, T: Deserialize<'de>, A: serde::de::SeqAccess<'de>>(
-                    seq: &mut A,
-                ) -> Result<T, A::Error> {
-                    seq.next_element()?
-                        .ok_or_else(|| A::Error::custom("a webhook delivery cut short"))
-                }
-                let id: Uuid = next(&mut seq)?;
-                let event: Event = next(&mut seq)?;
-                let created_at: Timestamp = next(&mut seq)?;
-                let content = match (next(&mut seq)?, event) {
-                    (BodyOrContent::Body(signed), event) => {
-                        Content::Rendered(Arc::new(RenderedBodies {
-                            event,
-                            signed,
-                            legacy: next(&mut seq)?,
-                        }))
-                    }
-                    (BodyOrContent::Content(stored), Event::VoteCreate) => {
-                        let vote = stored.vote.ok_or_else(|| {
-                            A::Error::custom("a vote's delivery without its vote")
-                        })?;
-                        Content::Vote {
-                            bot: EventBot {
-                                id: stored.bot,
-                                platform_id: stored.platform_id,
-                            },
-                            voter: vote.voter,
-                            counts: VoteCounts {
-                                vote_count: vote.vote_count,
-                                monthly_vote_count: vote.monthly_vote_count,
-                            },
-                            weight: vote.weight,
-                        }
-                    }
-                    (BodyOrContent::Content(stored), Event::Test) => {
-                        if stored.vote.is_some() {
-                            return Err(A::Error::custom("a test event's delivery with a vote"));
-                        }
-                        Content::Test {
-                            bot: EventBot {
-                                id: stored.bot,
-                                platform_id: stored.platform_id,
-                            },
-                        }
-                    }
-                };
-                Ok(Delivery {
-                    id,
-                    created_at,
-                    content,
-                    state: next(&mut seq)?,
-                    attempts: next(&mut seq)?,
-                    last_status: next(&mut seq)?,
-                    last_error: next(&mut seq)?,
-                    next_attempt_at: next(&mut seq)?,
-                    delivered_at: next(&mut seq)?,
-                })
-            }
-        }
-        deserializer.deserialize_seq(Visitor)
     }
 }
 
@@ -979,195 +706,6 @@ mod tests {
         assert!(all.update(retried.id, retried.progress()));
         assert_eq!(all.get(retried.id), Some(&retried));
         assert!(!all.update(oldest.id, oldest.progress()), "trimmed");
-    }
-}
-
-#[cfg(test)]
-mod rendering_tests {
-    use super::*;
-    use crate::domain::text::{HttpUrl, VoterName};
-
-    fn bot() -> EventBot {
-        EventBot {
-            id: BotId::parse("0eb87e52-6e64-4636-be84-37bfa0718f05").expect("an id"),
-            platform_id: Snowflake::from_u64(4242),
-        }
-    }
-
-    fn ada() -> Arc<Voter> {
-        Arc::new(Voter {
-            id: Snowflake::from_u64(7),
-            username: VoterName::parse("ada \"the\" <first>".to_owned()).expect("a name"),
-            avatar: Some(HttpUrl::parse("https://cdn.example/a.png".to_owned()).expect("a URL")),
-        })
-    }
-
-    /// What build 843a63ae rendered and journaled when this vote was taken (its journal is
-    /// tests/durability/fixtures/843a63ae-journal).
-    const SIGNED_843A63AE: &str = r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"},"expires_at":"2026-11-23T20:45:22.410Z","monthly_vote_count":1,"user":{"avatar":"https://cdn.example/a.png","id":"7","username":"ada \"the\" <first>"},"vote_count":1,"voted_at":"2026-11-23T08:45:22.410Z"},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"vote.create"}"#;
-    const LEGACY_843A63AE: &str =
-        r#"{"bot":"4242","isWeekend":false,"query":"","type":"upvote","user":"7"}"#;
-
-    fn at(text: &str) -> Timestamp {
-        let parsed = chrono::DateTime::parse_from_rfc3339(text).expect("a time");
-        Timestamp::from_datetime(parsed.with_timezone(&chrono::Utc))
-    }
-
-    fn voted() -> Delivery {
-        let at = at("2026-11-23T08:45:22.410Z");
-        Delivery::vote(
-            Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id"),
-            bot(),
-            ada(),
-            at,
-            VoteCounts {
-                vote_count: 1,
-                monthly_vote_count: 1,
-            },
-            1,
-        )
-    }
-
-    #[test]
-    fn a_weekend_vote_says_its_weight_in_both_formats_and_keeps_it_through_a_file() {
-        let mut delivery = voted();
-        let Content::Vote { weight, counts, .. } = &mut delivery.content else {
-            panic!("a vote");
-        };
-        *weight = 2;
-        *counts = VoteCounts {
-            vote_count: 2,
-            monthly_vote_count: 2,
-        };
-        let signed: serde_json::Value =
-            serde_json::from_str(&delivery.body(WebhookFormat::Signed)).expect("JSON");
-        assert_eq!(signed["data"]["weight"], 2);
-        assert_eq!(signed["data"]["vote_count"], 2);
-        assert_eq!(
-            delivery.body(WebhookFormat::Legacy),
-            r#"{"bot":"4242","isWeekend":true,"query":"","type":"upvote","user":"7"}"#
-        );
-        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
-        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
-        assert_eq!(back, delivery);
-        // A delivery of weight 1 is stored as earlier builds stored it.
-        let single = rmp_serde::to_vec(&voted()).expect("encodes");
-        assert!(single.len() < packed.len());
-    }
-
-    #[test]
-    fn a_vote_renders_the_bytes_earlier_builds_stored_when_it_was_queued() {
-        let delivery = voted();
-        assert_eq!(delivery.body(WebhookFormat::Signed), SIGNED_843A63AE);
-        assert_eq!(delivery.body(WebhookFormat::Legacy), LEGACY_843A63AE);
-        assert_eq!(delivery.event(), Event::VoteCreate);
-    }
-
-    #[test]
-    fn a_test_event_renders_its_bot_only() {
-        let at = at("2026-11-23T08:45:22.410Z");
-        let id = Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id");
-        let delivery = Delivery::test(id, bot(), at);
-        assert_eq!(
-            delivery.body(WebhookFormat::Signed),
-            r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"}},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"webhook.test"}"#
-        );
-        assert_eq!(
-            delivery.body(WebhookFormat::Legacy),
-            r#"{"bot":"4242","isWeekend":false,"query":"","type":"test","user":"0"}"#
-        );
-    }
-
-    #[test]
-    fn the_bodies_are_the_same_after_each_try_and_a_round_trip_through_a_file() {
-        let mut delivery = voted();
-        delivery.record(
-            Attempt::Unreachable("refused".into()),
-            Timestamp::from_millis(1),
-        );
-        delivery.record(
-            Attempt::Status {
-                status: 503,
-                retry_after: None,
-            },
-            Timestamp::from_millis(2),
-        );
-        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
-        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
-        assert_eq!(back, delivery);
-        assert_eq!(back.body(WebhookFormat::Signed), SIGNED_843A63AE);
-        assert_eq!(back.body(WebhookFormat::Legacy), LEGACY_843A63AE);
-        let test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
-        let packed = rmp_serde::to_vec(&test).expect("encodes");
-        assert_eq!(
-            crate::persist::decode::<Delivery>(&packed).expect("decodes"),
-            test
-        );
-    }
-
-    /// A delivery as earlier builds stored it, bodies and all.
-    #[derive(Serialize)]
-    struct Stored843a63ae {
-        id: Uuid,
-        event: Event,
-        created_at: Timestamp,
-        signed_body: String,
-        legacy_body: String,
-        state: DeliveryState,
-        attempts: u32,
-        last_status: Option<u16>,
-        last_error: Option<String>,
-        next_attempt_at: Option<Timestamp>,
-        delivered_at: Option<Timestamp>,
-    }
-
-    #[test]
-    fn a_delivery_stored_with_its_bodies_reads_sends_them_and_is_written_back_the_same() {
-        let old = Stored843a63ae {
-            id: Uuid::new_v4(),
-            event: Event::VoteCreate,
-            created_at: Timestamp::from_millis(5),
-            signed_body: SIGNED_843A63AE.to_owned(),
-            legacy_body: LEGACY_843A63AE.to_owned(),
-            state: DeliveryState::Retrying,
-            attempts: 2,
-            last_status: Some(503),
-            last_error: Some("the receiver answered 503".into()),
-            next_attempt_at: Some(Timestamp::from_millis(9)),
-            delivered_at: None,
-        };
-        let packed = rmp_serde::to_vec(&old).expect("encodes");
-        let read: Delivery = crate::persist::decode(&packed).expect("decodes");
-        assert_eq!(read.event(), Event::VoteCreate);
-        assert_eq!(read.body(WebhookFormat::Signed), SIGNED_843A63AE);
-        assert_eq!(read.body(WebhookFormat::Legacy), LEGACY_843A63AE);
-        assert_eq!(read.attempts, 2);
-        assert_eq!(read.next_attempt_at, Some(Timestamp::from_millis(9)));
-        assert_eq!(rmp_serde::to_vec(&read).expect("encodes"), packed);
-    }
-
-    #[test]
-    fn a_stored_delivery_whose_event_and_content_disagree_is_refused() {
-        let mut test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
-        test.content = voted().content;
-        let packed = rmp_serde::to_vec(&test).expect("encodes");
-        // Written as a vote's content under the test event's name: not a delivery.
-        let mut tampered = packed.clone();
-        let at = tampered
-            .windows(b"vote.create".len())
-            .position(|w| w == b"vote.create")
-            .expect("the event's name");
-        tampered[at..at + b"vote.create".len()].copy_from_slice(b"webhook.tes");
-        assert!(crate::persist::decode::<Delivery>(&tampered).is_err());
-        assert!(crate::persist::decode::<Delivery>(&packed[..packed.len() - 1]).is_err());
-    }
-
-    #[test]
-    fn the_outbox_full_error_names_the_limit() {
-        assert_eq!(
-            OUTBOX_FULL,
-            format!("given up: the outbox of this bot held {MAX_PENDING} open deliveries")
-        );
     }
 }
 

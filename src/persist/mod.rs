@@ -2,6 +2,7 @@
 //!
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
+pub mod codec;
 pub mod files;
 pub mod journal;
 pub mod lock;

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::codec::{self, SnapshotNumbers, SnapshotVoters};
 use super::files::{self, HeaderFault, Numbered};
 use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
-use crate::domain::votes::{history, SnapshotNumbers, Voter, VoterTable};
+use crate::domain::votes::{Voter, VoterTable};
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -102,7 +103,7 @@ pub struct SnapshotWriter {
     before_bots: crc32fast::Hasher,
     bots_at: u64,
     bots: u32,
-    voters: VoterTable,
+    voters: SnapshotVoters,
     /// Each bot is encoded here first, to be written behind its length.
     buffer: Vec<u8>,
 }
@@ -155,7 +156,7 @@ impl SnapshotWriter {
             before_bots,
             bots_at,
             bots: 0,
-            voters: VoterTable::default(),
+            voters: SnapshotVoters::default(),
             buffer: Vec::new(),
         })
     }
@@ -166,9 +167,7 @@ impl SnapshotWriter {
             .checked_add(1)
             .ok_or_else(|| io::Error::other("more bots than a snapshot holds"))?;
         self.buffer.clear();
-        let buffer = &mut self.buffer;
-        self.voters
-            .numbering(|| rmp_serde::encode::write(buffer, bot))
+        codec::encode_numbered(&mut self.buffer, bot, &mut self.voters)
             .map_err(io::Error::other)?;
         write_bin(&mut self.out, &self.buffer)
     }
@@ -416,10 +415,13 @@ fn undecodable(why: impl std::fmt::Display) -> SnapshotError {
     SnapshotError::Damaged(format!("the data does not decode: {why}"))
 }
 
-/// Format versions 1 and 2: the payload is one [`DirectoryState`], voters in full in each ring.
+/// Format versions 1 and 2: the payload is one [`DirectoryState`], voters in full in each ring,
+/// taken into the state's voter table.
 fn decode_whole(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let mut state: DirectoryState = super::decode(payload).map_err(undecodable)?;
     for bot in &mut state.bots {
+        let damaged = |why| SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id));
+        bot.state.votes.attach(&state.voters).map_err(damaged)?;
         restore(bot)?;
     }
     Ok(state)
@@ -493,32 +495,32 @@ fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
 fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let parts = Parts::find(payload).map_err(undecodable)?;
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
-    let numbers = number_voters(&parts.voters)?;
+    let voters = Arc::new(VoterTable::new());
+    let numbers = number_voters(&parts.voters, &voters)?;
     let bots = in_parallel(&parts.bots, |share| {
-        VoterTable::numbered(&numbers, || {
-            share
-                .iter()
-                .map(|bot| {
-                    let mut bot: StoredBot = super::decode(bot).map_err(undecodable)?;
-                    restore(&mut bot)?;
-                    Ok(bot)
-                })
-                .collect()
-        })
+        share
+            .iter()
+            .map(|bot| {
+                let mut bot =
+                    codec::decode_numbered(bot, &voters, &numbers).map_err(undecodable)?;
+                restore(&mut bot)?;
+                Ok(bot)
+            })
+            .collect()
     })?;
     Ok(DirectoryState {
         seq: parts.seq,
         registry_seq: parts.registry_seq,
         profiles,
         bots,
+        voters,
     })
 }
 
-/// Numbers the voters of a snapshot's table in the history's process-wide table: the numbers
-/// given in a row first (so that at a start, when that table is empty, a ring's or a history's
-/// number in the snapshot maps to the process-wide one by an addition), then each voter filed in
-/// the table's index, both on every core.
-fn number_voters(parts: &[&[u8]]) -> Result<SnapshotNumbers, SnapshotError> {
+/// Numbers the voters of a snapshot's table in the state's table: the numbers given in a row
+/// first (so that at a start, when that table is empty, a ring's or a history's number in the
+/// snapshot is the state's), then each voter filed in the table's index, both on every core.
+fn number_voters(parts: &[&[u8]], table: &VoterTable) -> Result<SnapshotNumbers, SnapshotError> {
     let voters = in_parallel(parts, |share| {
         let mut voters = Vec::new();
         for part in share {
@@ -527,7 +529,6 @@ fn number_voters(parts: &[&[u8]]) -> Result<SnapshotNumbers, SnapshotError> {
         }
         Ok(voters)
     })?;
-    let table = history::VoterTable::global();
     let base = table.reserve(&voters);
     let too_many = || undecodable("more voters than a table holds");
     let runs = voters
@@ -663,15 +664,24 @@ mod tests {
         );
         let new = decode(&bytes).expect("a version 3 file reads");
         assert_eq!(rmp_serde::to_vec(&new).expect("encodes"), whole);
-        // Rings read from either share the pool's copy of each voter.
+        // Rings read from either hold their state's copy of each voter (two states share
+        // none: each has a voter table of its own).
         let first = |state: &DirectoryState| {
             state
                 .bots
                 .iter()
-                .find_map(|bot| bot.state.votes.recent.iter().next().map(|(v, _)| v))
+                .find_map(|bot| bot.state.votes.recent_voters().next().map(|(v, _)| v))
                 .expect("a voter")
         };
-        assert!(Arc::ptr_eq(&first(&old), &first(&new)));
+        assert_eq!(first(&old), first(&new));
+        let table = |state: &DirectoryState| {
+            let voter = first(state);
+            let number = state.voters.number(&voter);
+            state.voters.get(number).expect("the state's copy")
+        };
+        assert!(Arc::ptr_eq(&first(&old), &table(&old)));
+        assert!(Arc::ptr_eq(&first(&new), &table(&new)));
+        assert!(!Arc::ptr_eq(&first(&old), &first(&new)));
     }
 
     #[test]
@@ -684,7 +694,7 @@ mod tests {
             writer.bot(bot).expect("written");
         }
         // Forget the voters: every number the rings hold points past an empty table.
-        writer.voters = VoterTable::default();
+        writer.voters = SnapshotVoters::default();
         let written = writer.finish().expect("finished");
         let error = read(&written.path).expect_err("refused");
         assert!(
@@ -695,7 +705,6 @@ mod tests {
 
     #[test]
     fn a_voter_table_is_numbered_in_a_row_unless_its_voters_are_known() {
-        // Ids no other test uses: the process-wide table is shared by every test.
         let voters: Vec<Voter> = (0..40u64)
             .map(|i| Voter {
                 id: crate::domain::ids::Snowflake::from_u64(978_000_000_000_000_000 + i),
@@ -708,9 +717,9 @@ mod tests {
             .map(|part| rmp_serde::to_vec(part).expect("encodes"))
             .collect();
         let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-        let table = history::VoterTable::global();
+        let table = VoterTable::new();
 
-        let fresh = number_voters(&parts).expect("decodes");
+        let fresh = number_voters(&parts, &table).expect("decodes");
         assert!(fresh.in_row(), "new voters are numbered in a row");
         for (i, voter) in (0..).zip(&voters) {
             let number = fresh.get(i).expect("numbered");
@@ -721,7 +730,7 @@ mod tests {
         // Read again (an older snapshot after a damaged newer one): the voters keep their
         // numbers (in a row from the first base), and the entries reserved for them hold the
         // table's copies.
-        let again = number_voters(&parts).expect("decodes");
+        let again = number_voters(&parts, &table).expect("decodes");
         for i in 0..40 {
             assert_eq!(again.get(i), fresh.get(i));
         }

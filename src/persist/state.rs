@@ -10,7 +10,7 @@ use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::profile::Profile;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
-use crate::domain::votes::{VoteCounts, Voter};
+use crate::domain::votes::{VoteCounts, Voter, VoterTable};
 use crate::domain::webhook::{Delivery, Progress};
 use crate::domain::weekend::{self, Weight};
 use uuid::Uuid;
@@ -26,6 +26,10 @@ pub struct DirectoryState {
     /// Restored (`BotState::restore`) by whoever made the state, on as many threads as it had:
     /// the registry starts them as they are.
     pub bots: Vec<StoredBot>,
+    /// The voters of every bot's ring and history, each once; the bots' books hold it (see
+    /// `VoteBook::attach`). Each state has its own: two applications share none.
+    #[serde(skip)]
+    pub voters: Arc<VoterTable>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -226,9 +230,10 @@ fn queue_vote_delivery(
     weight: Weight,
 ) {
     // The history's shared copy of the voter, which it has just taken.
-    let history = &state.votes.history;
-    let shared = history
-        .get(history.next_position().saturating_sub(1))
+    let last = state.votes.history.next_position().saturating_sub(1);
+    let shared = state
+        .votes
+        .history_entry(last)
         .map(|entry| entry.voter)
         .filter(|shared| **shared == *voter)
         .unwrap_or_else(|| Arc::new(voter.clone()));
@@ -318,6 +323,8 @@ pub struct Replayer {
     /// then sorting them, was a sixth of such a start).
     loaded: Option<Loaded>,
     registry: RegistryBook<StoredBot>,
+    /// The state's voter table, which every bot listed by a record joins.
+    voters: Arc<VoterTable>,
     /// Bots a record was applied to: their derived indexes are rebuilt once, at the end.
     replayed: HashSet<BotId>,
     pub warnings: Vec<String>,
@@ -338,6 +345,7 @@ impl Replayer {
                 bots: state.bots,
             }),
             registry: RegistryBook::default(),
+            voters: state.voters,
             replayed: HashSet::new(),
             warnings: Vec::new(),
         }
@@ -379,12 +387,19 @@ impl Replayer {
             Some(bot) => self.on_bot(seq, bot, &record),
             None if seq > self.registry_seq => {
                 self.registry_seq = seq;
+                let voters = Arc::clone(&self.voters);
+                let mut unattached = None;
                 let listed = self.book().apply(&record, |mut state, token| {
                     state.last_seq = seq;
+                    // A record holds its voters in full: the state's table takes them.
+                    unattached = state.votes.attach(&voters).err();
                     state.restore();
                     StoredBot { state, token }
                 });
                 if let Err(why) = listed {
+                    self.warnings.push(format!("record {seq}: {why}"));
+                }
+                if let Some(why) = unattached {
                     self.warnings.push(format!("record {seq}: {why}"));
                 }
             }
@@ -409,7 +424,8 @@ impl Replayer {
         self.replayed.insert(bot);
     }
 
-    pub fn finish(self) -> DirectoryState {
+    pub fn finish(mut self) -> DirectoryState {
+        let voters = std::mem::take(&mut self.voters);
         let (mut profiles, mut bots) = match self.loaded {
             Some(Loaded { profiles, bots }) => (profiles, bots),
             None => {
@@ -432,11 +448,20 @@ impl Replayer {
         if !bots.is_sorted_by_key(|b| b.state.listing.id) {
             bots.sort_unstable_by_key(|b| b.state.listing.id);
         }
+        // A state made elsewhere than from a snapshot file (decoded whole, or built) may hold
+        // books with tables of their own: they join the state's here, a pointer compare for
+        // the others. A book that cannot keeps its own table, and works as well.
+        for bot in &mut bots {
+            if let Err(why) = bot.state.votes.attach(&voters) {
+                tracing::warn!(bot = %bot.state.listing.id, %why, "a bot's votes keep a voter table of their own");
+            }
+        }
         DirectoryState {
             seq: self.seq,
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            voters,
         }
     }
 }

@@ -1,10 +1,13 @@
 //! Delivering vote webhooks: a schedule of due attempts on the injected clock, a gate per
 //! receiver that holds its deliveries back while it is failing, bounded concurrency per receiver
 //! and overall, and outcomes reported back to the delivery's owner (the bot's actor, through
-//! [`Outbox`]), which journals every change to it.
+//! [`Owners`]), whose [`outbox::Outbox`] says what changes and the actor journals it. The wire
+//! formats of the bodies sent are in [`wire`].
 
 pub mod guard;
+pub mod outbox;
 pub mod sign;
+pub mod wire;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
@@ -72,9 +75,10 @@ pub struct Prepared {
 /// A future that runs on the dispatcher's arbiter.
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
-/// The owner of the deliveries: what the dispatcher asks what to send, and tells what came of it.
-/// Implemented by the actors' directory, so this module knows nothing of actors.
-pub trait Outbox: Send + Sync + 'static {
+/// The owners of the deliveries (each bot's actor, holding its [`outbox::Outbox`]): what the
+/// dispatcher asks what to send, and tells what came of it. Implemented by the actors'
+/// directory, so this module knows nothing of actors.
+pub trait Owners: Send + Sync + 'static {
     /// What to send for this attempt, as the bot's settings are now; `None` when the attempt is
     /// stale (redelivered, given up), the bot delisted, or there is nowhere to send.
     fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>>;
@@ -320,7 +324,7 @@ pub struct Dispatcher {
     /// What is durable: the one rule that nothing is sent before its record is on disk (or, in
     /// a cluster, acknowledged by the stream) is kept here, for every kind of delivery.
     journal: Journal,
-    outbox: Arc<dyn Outbox>,
+    owners: Arc<dyn Owners>,
     client: reqwest::Client,
     allow_private: bool,
     queue: Mutex<Queue>,
@@ -330,7 +334,7 @@ impl Dispatcher {
     pub fn new(
         clock: Arc<dyn Clock>,
         journal: Journal,
-        outbox: Arc<impl Outbox>,
+        owners: Arc<impl Owners>,
         timeout: Duration,
         allow_private: bool,
     ) -> Result<Arc<Self>, ClientError> {
@@ -344,7 +348,7 @@ impl Dispatcher {
         Ok(Arc::new(Self {
             clock,
             journal,
-            outbox,
+            owners,
             client,
             allow_private,
             queue: Mutex::new(Queue::default()),
@@ -391,7 +395,7 @@ impl Dispatcher {
                 }
                 let (send, expired) = dispatcher.take_due();
                 for job in expired {
-                    dispatcher.outbox.report(&job, Attempt::Expired);
+                    dispatcher.owners.report(&job, Attempt::Expired);
                 }
                 for (job, probe) in send {
                     // Each attempt in flight holds the stop signal: a stop waits for it to end.
@@ -482,13 +486,13 @@ impl Dispatcher {
     }
 
     async fn deliver(self: Arc<Self>, job: Job, probe: bool) {
-        let attempt = match self.outbox.prepare(&job).await {
+        let attempt = match self.owners.prepare(&job).await {
             Some(prepared) => Some(self.attempt(&job, &prepared).await),
             None => None,
         };
         self.answered(&job, attempt.as_ref(), probe);
         if let Some(attempt) = attempt {
-            self.outbox.report(&job, attempt);
+            self.owners.report(&job, attempt);
         }
     }
 

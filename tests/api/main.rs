@@ -11,6 +11,7 @@ mod growth;
 mod helpers;
 mod history;
 mod http;
+mod isolation;
 mod limits;
 mod logs;
 mod openapi;

@@ -202,6 +202,7 @@ impl Model {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            ..DirectoryState::default()
         }
     }
 }

@@ -1,13 +1,19 @@
 //! A bot's votes: the recent-voters ring, the 12-hour check window and the counts.
+//!
+//! Rings and histories hold voters by their number in the state's [`VoterTable`], which the
+//! book holds; how they are stored in files is `persist::codec`'s.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use chrono::Duration;
 use rustc_hash::FxBuildHasher;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 pub mod history;
+pub mod voters;
+
+pub use voters::VoterTable;
 
 use super::ids::Snowflake;
 use super::text::{HttpUrl, VoterName};
@@ -29,273 +35,11 @@ pub struct Voter {
     pub avatar: Option<HttpUrl>,
 }
 
-/// A voter as files older than the voter table store it, and as history writes it outside
-/// snapshots: the voter table's shared copy, written in full.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct SharedVoter(Arc<Voter>);
-
-/// How rings store their voters in what this thread is encoding or decoding.
-enum VoterForm {
-    /// Each voter in full (journal records, older snapshots, JSON).
-    Inline,
-    /// Numbers in a table being filled as the rings are written.
-    Numbering(VoterTable),
-    /// Numbers in a table already read whose numbers in the history's process-wide table
-    /// are not in a row: for each, its number there, so a ring entry or a history's voter is
-    /// read with one array read.
-    Numbered(Arc<[u32]>),
-}
-
-/// How this thread reads a voter: kept apart from `FORM` and `Copy`, since it is read once per
-/// ring entry and per history voter (millions at a start).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    /// In full, or by a number in `FORM`'s table.
-    ByForm,
-    /// By a number in a snapshot's table whose `len` voters are numbered from `base` on in the
-    /// history's process-wide table: an addition, no memory read.
-    InRow { base: u32, len: u32 },
-    /// By a number in `FORM`'s table.
-    ByTable,
-}
-
-thread_local! {
-    static FORM: std::cell::RefCell<VoterForm> = const { std::cell::RefCell::new(VoterForm::Inline) };
-    static READING: std::cell::Cell<Reading> = const { std::cell::Cell::new(Reading::ByForm) };
-}
-
-/// Puts the thread back to voters in full when the encoding or decoding ends, even by a panic.
-struct BackToInline;
-
-impl Drop for BackToInline {
-    fn drop(&mut self) {
-        READING.set(Reading::ByForm);
-        FORM.with(|form| *form.borrow_mut() = VoterForm::Inline);
-    }
-}
-
-/// The voters of a snapshot's table as the history's process-wide table numbers them: from one
-/// base on, in a row (a start: the table was empty), or one by one.
-#[derive(Clone, Debug)]
-pub struct SnapshotNumbers(Numbers);
-
-#[derive(Clone, Debug)]
-enum Numbers {
-    InRow { base: u32, len: u32 },
-    Each(Arc<[u32]>),
-}
-
-impl From<Vec<u32>> for SnapshotNumbers {
-    fn from(numbers: Vec<u32>) -> Self {
-        let base = numbers.first().copied().unwrap_or(0);
-        let in_row = u32::try_from(numbers.len()).ok().filter(|&len| {
-            base.checked_add(len).is_some()
-                && numbers.iter().zip(base..).all(|(&number, at)| number == at)
-        });
-        Self(match in_row {
-            Some(len) => Numbers::InRow { base, len },
-            None => Numbers::Each(numbers.into()),
-        })
-    }
-}
-
-impl SnapshotNumbers {
-    /// Whether the numbers are in a row (no lookup per voter read), for tests.
-    pub fn in_row(&self) -> bool {
-        matches!(self.0, Numbers::InRow { .. })
-    }
-
-    /// The process-wide number of the snapshot's voter `index`.
-    pub fn get(&self, index: u32) -> Option<u32> {
-        match &self.0 {
-            Numbers::InRow { base, len } => (index < *len).then(|| base + index),
-            Numbers::Each(each) => each.get(index as usize).copied(),
-        }
-    }
-}
-
-/// The voters of a snapshot, each once: a voter (a user with one name and avatar) gets a number
-/// the first time a ring or a history that holds it is written, and they store that number. At
-/// 5 million votes from 500,000 voters this stores and parses each name and avatar once instead
-/// of nine times, and reading needs no lookup per ring entry.
-///
-/// Rings and histories hold their voters' numbers in the process-wide table, which holds each
-/// name and avatar once; this table maps those numbers to its own with an array, so numbering
-/// a ring entry costs an array read, and a voter is never compared by value.
-#[derive(Default)]
-pub struct VoterTable {
-    voters: Vec<Arc<Voter>>,
-    /// For each number in the history's process-wide table, the number here (`u32::MAX` until
-    /// known).
-    by_history: Vec<u32>,
-}
-
-impl VoterTable {
-    /// Runs `encode` (on this thread) with rings writing their voters' numbers in this table.
-    pub fn numbering<T>(&mut self, encode: impl FnOnce() -> T) -> T {
-        FORM.with(|form| *form.borrow_mut() = VoterForm::Numbering(std::mem::take(self)));
-        let back = BackToInline;
-        let result = encode();
-        FORM.with(|form| {
-            if let VoterForm::Numbering(table) = form.replace(VoterForm::Inline) {
-                *self = table;
-            }
-        });
-        drop(back);
-        result
-    }
-
-    /// The voters numbered so far, in number order.
-    pub fn voters(&self) -> &[Arc<Voter>] {
-        &self.voters
-    }
-
-    /// The number of the voter with this number in the history's table.
-    fn number_of_history(&mut self, global: u32) -> Result<u32, &'static str> {
-        let at = global as usize;
-        if let Some(&number) = self.by_history.get(at).filter(|&&n| n != u32::MAX) {
-            return Ok(number);
-        }
-        let table = history::VoterTable::global();
-        let voter = table.get(global).ok_or("a vote of an unknown voter")?;
-        let number = u32::try_from(self.voters.len())
-            .ok()
-            .filter(|&n| n != u32::MAX)
-            .ok_or("more voters than a table holds")?;
-        self.voters.push(voter);
-        if self.by_history.len() <= at {
-            self.by_history.resize((at + 1).max(table.len()), u32::MAX);
-        }
-        self.by_history[at] = number;
-        Ok(number)
-    }
-
-    /// Runs `decode` (on this thread) with rings and histories reading voters' numbers in a
-    /// snapshot's table, whose voters have these numbers in the history's table (see
-    /// [`VoterTable::adopt`]).
-    pub fn numbered<T>(numbers: &SnapshotNumbers, decode: impl FnOnce() -> T) -> T {
-        let reading = match &numbers.0 {
-            Numbers::InRow { base, len } => Reading::InRow {
-                base: *base,
-                len: *len,
-            },
-            Numbers::Each(each) => {
-                FORM.with(|form| *form.borrow_mut() = VoterForm::Numbered(Arc::clone(each)));
-                Reading::ByTable
-            }
-        };
-        READING.set(reading);
-        let _back = BackToInline;
-        decode()
-    }
-
-    /// Numbers a part of a snapshot's voter table in the history's process-wide table, which
-    /// then holds the one shared copy of each: each voter is hashed once, whatever the number
-    /// of rings and histories that refer to it.
-    pub fn adopt(voters: Vec<Voter>) -> Vec<u32> {
-        let table = history::VoterTable::global();
-        voters.into_iter().map(|voter| table.adopt(voter)).collect()
-    }
-}
-
-/// Written in full: rings and histories write numbers themselves where a table is kept.
-impl Serialize for SharedVoter {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-/// A [`Voter`] as stored, its text borrowed from the file until it is known to be new.
-#[derive(Deserialize)]
-struct StoredVoter<'a> {
-    id: Snowflake,
-    #[serde(borrow)]
-    username: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    avatar: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl<'de> Deserialize<'de> for SharedVoter {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        if READING.get() != Reading::ByForm {
-            let number = read_voter_number(deserializer)?;
-            return history::VoterTable::global()
-                .get(number)
-                .map(Self)
-                .ok_or_else(|| serde::de::Error::custom("a voter number not in the voter table"));
-        }
-        let stored = StoredVoter::deserialize(deserializer)?;
-        let voter = Voter {
-            id: stored.id,
-            username: VoterName::parse(stored.username.into_owned())
-                .map_err(|why| serde::de::Error::custom(format!("username: {why}")))?,
-            avatar: stored
-                .avatar
-                .map(|url| HttpUrl::parse(url.into_owned()))
-                .transpose()
-                .map_err(|why| serde::de::Error::custom(format!("avatar: {why}")))?,
-        };
-        Ok(Self(history::VoterTable::global().shared(voter)))
-    }
-}
-
-/// Reads a voter as files store it and gives its number in the history's process-wide table:
-/// in a snapshot with a voter table, from its number there (an array read); elsewhere, from the
-/// voter in full.
-pub(super) fn read_voter_number<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<u32, D::Error> {
-    let not_in_table = || serde::de::Error::custom("a voter number not in the voter table");
-    match READING.get() {
-        Reading::InRow { base, len } => {
-            let index = u32::deserialize(deserializer)?;
-            (index < len).then(|| base + index).ok_or_else(not_in_table)
-        }
-        Reading::ByTable => {
-            let index = u32::deserialize(deserializer)? as usize;
-            FORM.with(|form| match &*form.borrow() {
-                VoterForm::Numbered(numbers) => numbers.get(index).copied(),
-                _ => None,
-            })
-            .ok_or_else(not_in_table)
-        }
-        Reading::ByForm => {
-            let voter = SharedVoter::deserialize(deserializer)?;
-            Ok(history::VoterTable::global().number_shared(&voter.0))
-        }
-    }
-}
-
-/// A ring's voter: its number in the history's process-wide table. Stored in files as the voter
-/// itself, or, in a snapshot that has a voter table, as its number in that table.
+/// A ring's voter: its number in the state's voter table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct RingVoter(u32);
 
-impl Serialize for RingVoter {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let number = FORM.with(|form| match &mut *form.borrow_mut() {
-            VoterForm::Numbering(table) => Some(table.number_of_history(self.0)),
-            _ => None,
-        });
-        match number {
-            Some(Ok(number)) => serializer.serialize_u32(number),
-            Some(Err(why)) => Err(serde::ser::Error::custom(why)),
-            None => match history::VoterTable::global().get(self.0) {
-                Some(voter) => voter.serialize(serializer),
-                None => Err(serde::ser::Error::custom("a vote of an unknown voter")),
-            },
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for RingVoter {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        read_voter_number(deserializer).map(Self)
-    }
-}
-
-/// A link in the ring: a slot number, or none. Four bytes instead of an `Option<u32>`'s eight,
-/// stored in files as the `Option<u32>` it stands for.
+/// A link in the ring: a slot number, or none. Four bytes instead of an `Option<u32>`'s eight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Link(u32);
 
@@ -305,26 +49,19 @@ impl Link {
     fn get(self) -> Option<u32> {
         (self != Self::NONE).then_some(self.0)
     }
+
+    /// A link as files store it: the `Option<u32>` it stands for.
+    fn stored(slot: Option<u32>) -> Result<Self, &'static str> {
+        match slot {
+            Some(u32::MAX) => Err("a slot number out of range"),
+            slot => Ok(slot.into()),
+        }
+    }
 }
 
 impl From<Option<u32>> for Link {
     fn from(slot: Option<u32>) -> Self {
         slot.map_or(Self::NONE, Link)
-    }
-}
-
-impl Serialize for Link {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Link {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Option::<u32>::deserialize(deserializer)? {
-            Some(u32::MAX) => Err(serde::de::Error::custom("a slot number out of range")),
-            slot => Ok(slot.into()),
-        }
     }
 }
 
@@ -367,20 +104,20 @@ impl<T: Clone> std::ops::DerefMut for Shared<T> {
 ///
 /// A doubly linked list threaded through a slab, plus an index from user to slot: a returning
 /// voter is unlinked and pushed to the front, a new one evicts the tail when the ring is full.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct VoterRing {
     capacity: usize,
     slots: Shared<Vec<Slot>>,
     head: Link,
     tail: Link,
-    #[serde(skip)]
+    /// Derived: rebuilt by [`VoterRing::reindex`], never stored.
     index: Shared<HashMap<Snowflake, u32, FxBuildHasher>>,
 }
 
 /// 20 bytes: the voter's number, the two links and the time as two 4-byte halves (an `i64`
 /// would align the slot to 24).
 #[derive(Clone, Debug)]
-struct Slot {
+pub struct Slot {
     voter: RingVoter,
     newer: Link,
     older: Link,
@@ -400,7 +137,7 @@ impl Slot {
         }
     }
 
-    fn voted_at(&self) -> Timestamp {
+    pub fn voted_at(&self) -> Timestamp {
         Timestamp::from_millis((i64::from(self.at_high) << 32) | i64::from(self.at_low))
     }
 
@@ -409,36 +146,29 @@ impl Slot {
     }
 }
 
-/// A slot as files store it (the fields and order of the slot before it held a number).
-#[derive(Serialize, Deserialize)]
-struct StoredSlot {
-    voter: RingVoter,
-    voted_at: Timestamp,
-    newer: Link,
-    older: Link,
-}
-
-impl Serialize for Slot {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        StoredSlot {
-            voter: self.voter,
-            voted_at: self.voted_at(),
-            newer: self.newer,
-            older: self.older,
-        }
-        .serialize(serializer)
+impl Slot {
+    /// A slot as a file holds it: the voter's number, the time, and the links to the slots of
+    /// the next newer and older voters.
+    pub fn stored(
+        voter: u32,
+        voted_at: Timestamp,
+        newer: Option<u32>,
+        older: Option<u32>,
+    ) -> Result<Self, &'static str> {
+        let (newer, older) = (Link::stored(newer)?, Link::stored(older)?);
+        Ok(Self::new(RingVoter(voter), voted_at, newer, older))
     }
-}
 
-impl<'de> Deserialize<'de> for Slot {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let stored = StoredSlot::deserialize(deserializer)?;
-        Ok(Self::new(
-            stored.voter,
-            stored.voted_at,
-            stored.newer,
-            stored.older,
-        ))
+    pub fn voter(&self) -> u32 {
+        self.voter.0
+    }
+
+    pub fn newer(&self) -> Option<u32> {
+        self.newer.get()
+    }
+
+    pub fn older(&self) -> Option<u32> {
+        self.older.get()
     }
 }
 
@@ -468,14 +198,64 @@ impl VoterRing {
         self.slots.is_empty()
     }
 
-    /// Puts the voter at the front, with the name and avatar of this latest vote.
-    pub fn record(&mut self, voter: Voter, voted_at: Timestamp) {
-        let number = history::VoterTable::global().number(&voter);
-        self.record_number(voter.id, number, voted_at);
+    /// A ring as a file holds it: its slots, and the first (newest) and last of the list;
+    /// [`Self::validate`] checks it and [`Self::reindex`] builds its index.
+    pub fn stored(
+        capacity: usize,
+        slots: Vec<Slot>,
+        head: Option<u32>,
+        tail: Option<u32>,
+    ) -> Result<Self, &'static str> {
+        Ok(Self {
+            capacity,
+            slots: Shared::new(slots),
+            head: Link::stored(head)?,
+            tail: Link::stored(tail)?,
+            index: Shared::default(),
+        })
     }
 
-    /// As [`Self::record`], for the voter with this number in the history's table.
-    fn record_number(&mut self, user: Snowflake, number: u32, voted_at: Timestamp) {
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The slots in slab order, as files store them.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub fn head(&self) -> Option<u32> {
+        self.head.get()
+    }
+
+    pub fn tail(&self) -> Option<u32> {
+        self.tail.get()
+    }
+
+    /// Gives each slot's voter its number in another table. `None` for a number the map does
+    /// not know leaves the ring part renumbered: its owner refuses it as damaged.
+    pub fn renumber(&mut self, mut map: impl FnMut(u32) -> Option<u32>) -> Option<()> {
+        for slot in self.slots.iter_mut() {
+            slot.voter = RingVoter(map(slot.voter.0)?);
+        }
+        Some(())
+    }
+
+    /// Puts the voter at the front, with the name and avatar of this latest vote, numbered in
+    /// `voters` (the table the ring's numbers are in).
+    pub fn record(&mut self, voters: &VoterTable, voter: Voter, voted_at: Timestamp) {
+        let number = voters.number(&voter);
+        self.record_number(voters, voter.id, number, voted_at);
+    }
+
+    /// As [`Self::record`], for the voter with this number in `voters`.
+    fn record_number(
+        &mut self,
+        voters: &VoterTable,
+        user: Snowflake,
+        number: u32,
+        voted_at: Timestamp,
+    ) {
         let voter = RingVoter(number);
         if let Some(&slot) = self.index.get(&user) {
             self.unlink(slot);
@@ -494,8 +274,7 @@ impl VoterRing {
             let oldest = self.tail.get().expect("a full ring has a tail");
             self.unlink(oldest);
             let entry = &mut self.slots[oldest as usize];
-            let evicted = history::VoterTable::global()
-                .with_users(|users| users.get(entry.voter.0 as usize).copied());
+            let evicted = voters.with_users(|users| users.get(entry.voter.0 as usize).copied());
             if let Some(evicted) = evicted {
                 self.index.remove(&evicted);
             }
@@ -507,10 +286,11 @@ impl VoterRing {
         self.push_front(slot);
     }
 
-    /// Voters from the most recent, each once, with the table's shared copies.
-    pub fn iter(&self) -> impl Iterator<Item = (Arc<Voter>, Timestamp)> + '_ {
+    /// Voters from the most recent, each once, with the shared copies of `voters` (the table
+    /// the ring's numbers are in).
+    pub fn iter(&self, voters: &VoterTable) -> impl Iterator<Item = (Arc<Voter>, Timestamp)> + '_ {
         let slots: Vec<&Slot> = self.in_order().collect();
-        let voters: Vec<Option<Arc<Voter>>> = history::VoterTable::global().with_voters(|all| {
+        let voters: Vec<Option<Arc<Voter>>> = voters.with_voters(|all| {
             slots
                 .iter()
                 .map(|slot| all.get(slot.voter.0 as usize).cloned())
@@ -534,7 +314,7 @@ impl VoterRing {
 
     /// Checks a ring read from a file: the links must form one list through every slot, once.
     /// A damaged but checksummed file must not hand the actor a loop or an index out of bounds.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self, voters: &VoterTable) -> Result<(), String> {
         if !(1..=100_000).contains(&self.capacity) || self.slots.len() > self.capacity {
             return Err("the recent-voters ring has an impossible size".into());
         }
@@ -559,13 +339,12 @@ impl VoterRing {
         let distinct = if self.index.len() == len {
             len
         } else {
-            let ids: std::collections::HashSet<_, FxBuildHasher> = history::VoterTable::global()
-                .with_users(|users| {
-                    self.slots
-                        .iter()
-                        .map(|s| users.get(s.voter.0 as usize).copied())
-                        .collect()
-                });
+            let ids: std::collections::HashSet<_, FxBuildHasher> = voters.with_users(|users| {
+                self.slots
+                    .iter()
+                    .map(|s| users.get(s.voter.0 as usize).copied())
+                    .collect()
+            });
             if ids.contains(&None) {
                 return Err("the recent-voters ring holds an unknown voter".into());
             }
@@ -579,7 +358,7 @@ impl VoterRing {
 
     /// Rebuilds the user index, which is derived and so not stored in snapshots. An index that
     /// already has an entry per slot is whole (it is kept up to date with every vote).
-    pub fn reindex(&mut self) {
+    pub fn reindex(&mut self, voters: &VoterTable) {
         if !self.slots.is_empty() && self.index.len() == self.slots.len() {
             return;
         }
@@ -588,7 +367,7 @@ impl VoterRing {
         // The users are read in a pass of their own: the reads do not depend on each other, so
         // the processor overlaps their cache misses, which a lookup followed by an insert into
         // the index, slot by slot, did not.
-        let users: Vec<Option<Snowflake>> = history::VoterTable::global().with_users(|users| {
+        let users: Vec<Option<Snowflake>> = voters.with_users(|users| {
             self.slots
                 .iter()
                 .map(|entry| users.get(entry.voter.0 as usize).copied())
@@ -843,16 +622,18 @@ pub struct VoteCounts {
     pub monthly_vote_count: u64,
 }
 
-/// Everything a bot knows about its votes.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// Everything a bot knows about its votes, with the voter table its ring and history number
+/// their voters in: the state's, shared by all its bots, once the book is [attached]
+/// (`VoteBook::attach`); a book made or read on its own has a table of its own until then.
+#[derive(Clone, Debug)]
 pub struct VoteBook {
     pub recent: VoterRing,
     pub window: CheckWindow,
     pub total: u64,
     pub monthly: MonthlyCount,
-    /// Every accepted vote with its time; last, so that snapshots written without it load.
-    #[serde(default)]
+    /// Every accepted vote with its time.
     pub history: history::VoteHistory,
+    voters: Arc<VoterTable>,
 }
 
 impl VoteBook {
@@ -863,7 +644,77 @@ impl VoteBook {
             total: 0,
             monthly: MonthlyCount::new(now),
             history: Default::default(),
+            voters: Arc::default(),
         }
+    }
+
+    /// A book as a file holds it, its ring and history numbered in `voters`.
+    pub fn stored(
+        voters: Arc<VoterTable>,
+        recent: VoterRing,
+        window: CheckWindow,
+        total: u64,
+        monthly: MonthlyCount,
+        history: history::VoteHistory,
+    ) -> Self {
+        Self {
+            recent,
+            window,
+            total,
+            monthly,
+            history,
+            voters,
+        }
+    }
+
+    /// The voter table the ring and the history number their voters in.
+    pub fn voters(&self) -> &Arc<VoterTable> {
+        &self.voters
+    }
+
+    /// Moves the book's voters into `voters` (the state's table), unless they are there: a
+    /// book made or read on its own joins its state this way.
+    pub fn attach(&mut self, voters: &Arc<VoterTable>) -> Result<(), String> {
+        if Arc::ptr_eq(&self.voters, voters) {
+            return Ok(());
+        }
+        let own = Arc::clone(&self.voters);
+        let mut numbers = vec![u32::MAX; own.len()];
+        let mut number = |old: u32| -> Option<u32> {
+            let new = numbers.get_mut(old as usize)?;
+            if *new == u32::MAX {
+                *new = voters.number_shared(&own.get(old)?);
+            }
+            Some(*new)
+        };
+        self.recent
+            .renumber(&mut number)
+            .ok_or("the recent-voters ring holds an unknown voter")?;
+        self.history
+            .renumber(&mut number)
+            .ok_or("the vote history holds an unknown voter")?;
+        self.voters = Arc::clone(voters);
+        Ok(())
+    }
+
+    /// The recent voters, most recent first, each once.
+    pub fn recent_voters(&self) -> impl Iterator<Item = (Arc<Voter>, Timestamp)> + '_ {
+        self.recent.iter(&self.voters)
+    }
+
+    /// The history's vote at `position`, if kept.
+    pub fn history_entry(&self, position: u64) -> Option<history::HistoryEntry> {
+        self.history.get(&self.voters, position)
+    }
+
+    /// A page of the history, newest first.
+    pub fn history_page(&self, query: &history::PageQuery) -> history::Page {
+        self.history.page(&self.voters, query)
+    }
+
+    /// The history's votes from `from` on, oldest first, at most `limit`; stops before `to`.
+    pub fn history_range(&self, from: u64, to: u64, limit: usize) -> Vec<history::HistoryEntry> {
+        self.history.range(&self.voters, from, to, limit)
     }
 
     /// Takes a vote at `now`, unless the same user's last vote is still active.
@@ -887,9 +738,10 @@ impl VoteBook {
         }
         self.window.expire(now);
         self.window.record(voter.id, now);
-        let number = history::VoterTable::global().number(&voter);
+        let number = self.voters.number(&voter);
         self.history.append_number(number, now);
-        self.recent.record_number(voter.id, number, now);
+        self.recent
+            .record_number(&self.voters, voter.id, number, now);
         self.total += u64::from(weight);
         self.monthly.add(now, weight);
         Ok(self.counts(now))
@@ -907,12 +759,12 @@ impl VoteBook {
     }
 
     pub fn reindex(&mut self) {
-        self.recent.reindex();
+        self.recent.reindex(&self.voters);
         self.window.reindex();
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        self.recent.validate()
+        self.recent.validate(&self.voters)
     }
 
     /// Bytes this book holds apart from the shared voters, for the memory figures.
@@ -921,24 +773,37 @@ impl VoteBook {
     }
 }
 
+/// Voters and times for the tests of votes, histories, the voter table and their files.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
 
-    fn voter(id: u64) -> Voter {
+    /// The voter `id`, named `{prefix}{id}`, without an avatar.
+    pub fn named(prefix: &str, id: u64) -> Voter {
         Voter {
             id: Snowflake::from_u64(id),
-            username: VoterName::parse(format!("user{id}")).expect("valid name"),
+            username: VoterName::parse(format!("{prefix}{id}")).expect("valid name"),
             avatar: None,
         }
     }
 
-    fn t(minutes: i64) -> Timestamp {
+    /// `minutes` after a fixed moment.
+    pub fn t(minutes: i64) -> Timestamp {
         Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(minutes))
     }
+}
 
-    fn ids(ring: &VoterRing) -> Vec<u64> {
-        ring.iter().map(|(v, _)| v.id.get()).collect()
+#[cfg(test)]
+mod tests {
+    use super::testing::t;
+    use super::*;
+
+    fn voter(id: u64) -> Voter {
+        super::testing::named("user", id)
+    }
+
+    fn ids(voters: &VoterTable, ring: &VoterRing) -> Vec<u64> {
+        ring.iter(voters).map(|(v, _)| v.id.get()).collect()
     }
 
     /// The flaky durability property: a refused vote expired old window entries, which replay
@@ -955,51 +820,63 @@ mod tests {
 
     #[test]
     fn ring_keeps_distinct_voters_most_recent_first() {
+        let voters = VoterTable::new();
         let mut ring = VoterRing::with_capacity(3);
-        ring.record(voter(1), t(0));
-        ring.record(voter(2), t(1));
-        ring.record(voter(1), t(2));
-        assert_eq!(ids(&ring), [1, 2]);
-        ring.record(voter(3), t(3));
-        ring.record(voter(4), t(4));
-        assert_eq!(ids(&ring), [4, 3, 1], "2 was the oldest and is evicted");
-        ring.record(voter(3), t(5));
-        assert_eq!(ids(&ring), [3, 4, 1]);
-        ring.record(voter(2), t(6));
-        assert_eq!(ids(&ring), [2, 3, 4]);
+        ring.record(&voters, voter(1), t(0));
+        ring.record(&voters, voter(2), t(1));
+        ring.record(&voters, voter(1), t(2));
+        assert_eq!(ids(&voters, &ring), [1, 2]);
+        ring.record(&voters, voter(3), t(3));
+        ring.record(&voters, voter(4), t(4));
+        assert_eq!(
+            ids(&voters, &ring),
+            [4, 3, 1],
+            "2 was the oldest and is evicted"
+        );
+        ring.record(&voters, voter(3), t(5));
+        assert_eq!(ids(&voters, &ring), [3, 4, 1]);
+        ring.record(&voters, voter(2), t(6));
+        assert_eq!(ids(&voters, &ring), [2, 3, 4]);
         assert_eq!(ring.len(), 3);
     }
 
     #[test]
     fn ring_updates_the_name_and_time_of_a_returning_voter() {
+        let voters = VoterTable::new();
         let mut ring = VoterRing::with_capacity(2);
-        ring.record(voter(1), t(0));
+        ring.record(&voters, voter(1), t(0));
         let mut renamed = voter(1);
         renamed.username = VoterName::parse("renamed".into()).expect("valid");
-        ring.record(renamed, t(9));
-        let (first, at) = ring.iter().next().expect("one voter");
+        ring.record(&voters, renamed, t(9));
+        let (first, at) = ring.iter(&voters).next().expect("one voter");
         assert_eq!(first.username.as_str(), "renamed");
         assert_eq!(at, t(9));
     }
 
     #[test]
     fn a_voter_of_many_bots_is_stored_once() {
-        // An id no other test uses: the voter table is shared by the whole process.
+        // The 50 bots of one state share its voter table.
         let id = 977_000_000_000_000_001;
+        let voters = Arc::new(VoterTable::new());
         let mut books: Vec<VoteBook> = (0..50).map(|_| VoteBook::new(t(0))).collect();
         for book in &mut books {
+            book.attach(&voters).expect("an empty book joins the state");
             book.vote(voter(id), t(0)).expect("first vote for this bot");
         }
-        let first = |book: &VoteBook| book.recent.iter().next().expect("one").0;
+        let first = |book: &VoteBook| book.recent_voters().next().expect("one").0;
         let shared = first(&books[0]);
         assert!(books.iter().all(|book| Arc::ptr_eq(&first(book), &shared)));
         // The 50 rings and histories hold its number in the voter table; the table (its list
         // and its index) and `shared` itself hold the one copy.
         assert_eq!(Arc::strong_count(&shared), 3);
 
-        // Read back from a file, the rings share the one copy too.
+        // Read back from a file into the state, the rings share the one copy too.
         let bytes = rmp_serde::to_vec(&books).expect("encodes");
-        let decoded: Vec<VoteBook> = rmp_serde::from_slice(&bytes).expect("decodes");
+        let mut decoded: Vec<VoteBook> = rmp_serde::from_slice(&bytes).expect("decodes");
+        for book in &mut decoded {
+            book.attach(&voters)
+                .expect("the state takes the file's voters");
+        }
         assert!(decoded
             .iter()
             .all(|book| Arc::ptr_eq(&first(book), &shared)));
@@ -1017,14 +894,15 @@ mod tests {
 
     #[test]
     fn ring_reindex_restores_lookups() {
+        let voters = VoterTable::new();
         let mut ring = VoterRing::with_capacity(2);
-        ring.record(voter(1), t(0));
-        ring.record(voter(2), t(1));
-        let mut copy: VoterRing =
-            serde_json::from_str(&serde_json::to_string(&ring).expect("ser")).expect("de");
-        copy.reindex();
-        copy.record(voter(1), t(2));
-        assert_eq!(ids(&copy), [1, 2]);
+        ring.record(&voters, voter(1), t(0));
+        ring.record(&voters, voter(2), t(1));
+        let mut copy =
+            VoterRing::stored(2, ring.slots().to_vec(), ring.head(), ring.tail()).expect("stored");
+        copy.reindex(&voters);
+        copy.record(&voters, voter(1), t(2));
+        assert_eq!(ids(&voters, &copy), [1, 2]);
     }
 
     #[test]
@@ -1036,8 +914,12 @@ mod tests {
         assert!(Arc::ptr_eq(&book.window.queue.0, &copy.window.queue.0));
         book.vote(voter(2), t(1)).expect("accepted");
         assert!(!Arc::ptr_eq(&book.recent.slots.0, &copy.recent.slots.0));
-        assert_eq!(ids(&book.recent), [2, 1]);
-        assert_eq!(ids(&copy.recent), [1], "the copy is what it was");
+        assert_eq!(ids(book.voters(), &book.recent), [2, 1]);
+        assert_eq!(
+            ids(copy.voters(), &copy.recent),
+            [1],
+            "the copy is what it was"
+        );
         assert_eq!((book.history.len(), copy.history.len()), (2, 1));
         assert_eq!((book.window.len(), copy.window.len()), (2, 1));
         assert!(copy.has_voted(Snowflake::from_u64(1), t(2)));
@@ -1051,20 +933,21 @@ mod tests {
 
     #[test]
     fn a_damaged_ring_is_refused_not_trusted() {
+        let voters = VoterTable::new();
         let mut ring = VoterRing::with_capacity(3);
         for id in 1..=3 {
-            ring.record(voter(id), t(id as i64));
+            ring.record(&voters, voter(id), t(id as i64));
         }
-        assert!(ring.validate().is_ok());
+        assert!(ring.validate(&voters).is_ok());
         let mut looped = ring.clone();
         looped.slots[0].older = looped.head;
-        assert!(looped.validate().is_err());
+        assert!(looped.validate(&voters).is_err());
         let mut out_of_bounds = ring.clone();
         out_of_bounds.head = Link(7);
-        assert!(out_of_bounds.validate().is_err());
+        assert!(out_of_bounds.validate(&voters).is_err());
         let mut dangling = ring;
         dangling.tail = Link::NONE;
-        assert!(dangling.validate().is_err());
+        assert!(dangling.validate(&voters).is_err());
     }
 
     #[test]
@@ -1130,9 +1013,12 @@ mod tests {
         let mut book = VoteBook::new(t(0));
         book.vote(voter(1), t(0)).expect("vote");
         book.vote(voter(2), t(1)).expect("vote");
-        let before = (ids(&book.recent), book.total, book.monthly);
+        let before = (ids(book.voters(), &book.recent), book.total, book.monthly);
         assert!(book.vote(voter(1), t(5)).is_err());
-        assert_eq!((ids(&book.recent), book.total, book.monthly), before);
+        assert_eq!(
+            (ids(book.voters(), &book.recent), book.total, book.monthly),
+            before
+        );
     }
 
     #[test]

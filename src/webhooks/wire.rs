@@ -1,0 +1,286 @@
+//! A delivery's bodies on the wire, beside the sender (`webhooks/mod.rs`) that sends them: the
+//! signed event and the legacy vote body, rendered from what the delivery is made of each time
+//! an attempt is sent (see `domain::webhook::Delivery`).
+
+use std::borrow::Cow;
+
+use serde_json::json;
+
+use crate::domain::votes::vote_window;
+use crate::domain::webhook::{Content, Delivery, Event, WebhookFormat};
+
+/// The body an attempt of `delivery` sends in this format: the same bytes every time.
+pub fn body(delivery: &Delivery, format: WebhookFormat) -> Cow<'_, str> {
+    delivery.body(format)
+}
+
+/// A delivery as the wire sees it.
+pub trait Wire {
+    /// The body an attempt sends in this format: the same bytes every time.
+    fn body(&self, format: WebhookFormat) -> Cow<'_, str>;
+}
+
+impl Wire for Delivery {
+    fn body(&self, format: WebhookFormat) -> Cow<'_, str> {
+        let bot = match &self.content {
+            Content::Rendered(bodies) => {
+                return Cow::Borrowed(match format {
+                    WebhookFormat::Signed => &bodies.signed,
+                    WebhookFormat::Legacy => &bodies.legacy,
+                })
+            }
+            Content::Vote { bot, .. } | Content::Test { bot } => bot,
+        };
+        let body = match (&self.content, format) {
+            (
+                Content::Vote {
+                    voter,
+                    counts,
+                    weight,
+                    ..
+                },
+                WebhookFormat::Signed,
+            ) => {
+                let voted_at = self.created_at;
+                let mut body = json!({
+                    "type": Event::VoteCreate.name(),
+                    "id": self.id,
+                    "created_at": voted_at,
+                    "data": {
+                        "bot": { "id": bot.id, "platform_id": bot.platform_id },
+                        "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
+                        "voted_at": voted_at,
+                        "expires_at": voted_at.plus(vote_window()),
+                        "vote_count": counts.vote_count,
+                        "monthly_vote_count": counts.monthly_vote_count,
+                    }
+                });
+                // Only a vote that counted more than once says so: every other body stays
+                // byte for byte what earlier builds sent (a retry after an upgrade included).
+                if *weight > 1 {
+                    body["data"]["weight"] = json!(weight);
+                }
+                body
+            }
+            (Content::Vote { voter, weight, .. }, WebhookFormat::Legacy) => json!({
+                "bot": bot.platform_id,
+                "user": voter.id,
+                "type": "upvote",
+                "isWeekend": *weight > 1,
+                "query": "",
+            }),
+            (_, WebhookFormat::Signed) => json!({
+                "type": Event::Test.name(),
+                "id": self.id,
+                "created_at": self.created_at,
+                "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
+            }),
+            (_, WebhookFormat::Legacy) => json!({
+                "bot": bot.platform_id,
+                "user": "0",
+                "type": "test",
+                "isWeekend": false,
+                "query": "",
+            }),
+        };
+        Cow::Owned(body.to_string())
+    }
+}
+
+#[cfg(test)]
+mod rendering_tests {
+    use std::sync::Arc;
+
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::domain::ids::{BotId, Snowflake};
+    use crate::domain::text::{HttpUrl, VoterName};
+    use crate::domain::time::Timestamp;
+    use crate::domain::votes::{VoteCounts, Voter};
+    use crate::domain::webhook::{Attempt, DeliveryState, EventBot, MAX_PENDING, OUTBOX_FULL};
+    use serde::Serialize;
+
+    fn bot() -> EventBot {
+        EventBot {
+            id: BotId::parse("0eb87e52-6e64-4636-be84-37bfa0718f05").expect("an id"),
+            platform_id: Snowflake::from_u64(4242),
+        }
+    }
+
+    fn ada() -> Arc<Voter> {
+        Arc::new(Voter {
+            id: Snowflake::from_u64(7),
+            username: VoterName::parse("ada \"the\" <first>".to_owned()).expect("a name"),
+            avatar: Some(HttpUrl::parse("https://cdn.example/a.png".to_owned()).expect("a URL")),
+        })
+    }
+
+    /// What build 843a63ae rendered and journaled when this vote was taken (its journal is
+    /// tests/durability/fixtures/843a63ae-journal).
+    const SIGNED_843A63AE: &str = r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"},"expires_at":"2026-11-23T20:45:22.410Z","monthly_vote_count":1,"user":{"avatar":"https://cdn.example/a.png","id":"7","username":"ada \"the\" <first>"},"vote_count":1,"voted_at":"2026-11-23T08:45:22.410Z"},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"vote.create"}"#;
+    const LEGACY_843A63AE: &str =
+        r#"{"bot":"4242","isWeekend":false,"query":"","type":"upvote","user":"7"}"#;
+
+    fn at(text: &str) -> Timestamp {
+        let parsed = chrono::DateTime::parse_from_rfc3339(text).expect("a time");
+        Timestamp::from_datetime(parsed.with_timezone(&chrono::Utc))
+    }
+
+    fn voted() -> Delivery {
+        let at = at("2026-11-23T08:45:22.410Z");
+        Delivery::vote(
+            Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id"),
+            bot(),
+            ada(),
+            at,
+            VoteCounts {
+                vote_count: 1,
+                monthly_vote_count: 1,
+            },
+            1,
+        )
+    }
+
+    #[test]
+    fn a_weekend_vote_says_its_weight_in_both_formats_and_keeps_it_through_a_file() {
+        let mut delivery = voted();
+        let Content::Vote { weight, counts, .. } = &mut delivery.content else {
+            panic!("a vote");
+        };
+        *weight = 2;
+        *counts = VoteCounts {
+            vote_count: 2,
+            monthly_vote_count: 2,
+        };
+        let signed: serde_json::Value =
+            serde_json::from_str(&delivery.body(WebhookFormat::Signed)).expect("JSON");
+        assert_eq!(signed["data"]["weight"], 2);
+        assert_eq!(signed["data"]["vote_count"], 2);
+        assert_eq!(
+            delivery.body(WebhookFormat::Legacy),
+            r#"{"bot":"4242","isWeekend":true,"query":"","type":"upvote","user":"7"}"#
+        );
+        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
+        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(back, delivery);
+        // A delivery of weight 1 is stored as earlier builds stored it.
+        let single = rmp_serde::to_vec(&voted()).expect("encodes");
+        assert!(single.len() < packed.len());
+    }
+
+    #[test]
+    fn a_vote_renders_the_bytes_earlier_builds_stored_when_it_was_queued() {
+        let delivery = voted();
+        assert_eq!(delivery.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(delivery.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        assert_eq!(delivery.event(), Event::VoteCreate);
+    }
+
+    #[test]
+    fn a_test_event_renders_its_bot_only() {
+        let at = at("2026-11-23T08:45:22.410Z");
+        let id = Uuid::parse_str("545ef49a-8957-428a-827e-2f17c0a39b48").expect("an id");
+        let delivery = Delivery::test(id, bot(), at);
+        assert_eq!(
+            delivery.body(WebhookFormat::Signed),
+            r#"{"created_at":"2026-11-23T08:45:22.410Z","data":{"bot":{"id":"0eb87e52-6e64-4636-be84-37bfa0718f05","platform_id":"4242"}},"id":"545ef49a-8957-428a-827e-2f17c0a39b48","type":"webhook.test"}"#
+        );
+        assert_eq!(
+            delivery.body(WebhookFormat::Legacy),
+            r#"{"bot":"4242","isWeekend":false,"query":"","type":"test","user":"0"}"#
+        );
+    }
+
+    #[test]
+    fn the_bodies_are_the_same_after_each_try_and_a_round_trip_through_a_file() {
+        let mut delivery = voted();
+        delivery.record(
+            Attempt::Unreachable("refused".into()),
+            Timestamp::from_millis(1),
+        );
+        delivery.record(
+            Attempt::Status {
+                status: 503,
+                retry_after: None,
+            },
+            Timestamp::from_millis(2),
+        );
+        let packed = rmp_serde::to_vec(&delivery).expect("encodes");
+        let back: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(back, delivery);
+        assert_eq!(back.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(back.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        let test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
+        let packed = rmp_serde::to_vec(&test).expect("encodes");
+        assert_eq!(
+            crate::persist::decode::<Delivery>(&packed).expect("decodes"),
+            test
+        );
+    }
+
+    /// A delivery as earlier builds stored it, bodies and all.
+    #[derive(Serialize)]
+    struct Stored843a63ae {
+        id: Uuid,
+        event: Event,
+        created_at: Timestamp,
+        signed_body: String,
+        legacy_body: String,
+        state: DeliveryState,
+        attempts: u32,
+        last_status: Option<u16>,
+        last_error: Option<String>,
+        next_attempt_at: Option<Timestamp>,
+        delivered_at: Option<Timestamp>,
+    }
+
+    #[test]
+    fn a_delivery_stored_with_its_bodies_reads_sends_them_and_is_written_back_the_same() {
+        let old = Stored843a63ae {
+            id: Uuid::new_v4(),
+            event: Event::VoteCreate,
+            created_at: Timestamp::from_millis(5),
+            signed_body: SIGNED_843A63AE.to_owned(),
+            legacy_body: LEGACY_843A63AE.to_owned(),
+            state: DeliveryState::Retrying,
+            attempts: 2,
+            last_status: Some(503),
+            last_error: Some("the receiver answered 503".into()),
+            next_attempt_at: Some(Timestamp::from_millis(9)),
+            delivered_at: None,
+        };
+        let packed = rmp_serde::to_vec(&old).expect("encodes");
+        let read: Delivery = crate::persist::decode(&packed).expect("decodes");
+        assert_eq!(read.event(), Event::VoteCreate);
+        assert_eq!(read.body(WebhookFormat::Signed), SIGNED_843A63AE);
+        assert_eq!(read.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        assert_eq!(read.attempts, 2);
+        assert_eq!(read.next_attempt_at, Some(Timestamp::from_millis(9)));
+        assert_eq!(rmp_serde::to_vec(&read).expect("encodes"), packed);
+    }
+
+    #[test]
+    fn a_stored_delivery_whose_event_and_content_disagree_is_refused() {
+        let mut test = Delivery::test(Uuid::new_v4(), bot(), Timestamp::from_millis(3));
+        test.content = voted().content;
+        let packed = rmp_serde::to_vec(&test).expect("encodes");
+        // Written as a vote's content under the test event's name: not a delivery.
+        let mut tampered = packed.clone();
+        let at = tampered
+            .windows(b"vote.create".len())
+            .position(|w| w == b"vote.create")
+            .expect("the event's name");
+        tampered[at..at + b"vote.create".len()].copy_from_slice(b"webhook.tes");
+        assert!(crate::persist::decode::<Delivery>(&tampered).is_err());
+        assert!(crate::persist::decode::<Delivery>(&packed[..packed.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn the_outbox_full_error_names_the_limit() {
+        assert_eq!(
+            OUTBOX_FULL,
+            format!("given up: the outbox of this bot held {MAX_PENDING} open deliveries")
+        );
+    }
+}

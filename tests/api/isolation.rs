@@ -1,0 +1,130 @@
+//! Two applications built in one process share nothing: each state has its own voter table
+//! (issue 24), so a vote in one is never seen, numbered or held by the other.
+
+use std::sync::Arc;
+
+use botlist::domain::time::ManualClock;
+use botlist::domain::votes::VoterTable;
+use botlist::startup::Application;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{start_time, test_settings, TestApp};
+
+/// An application on port 0, with its voter table.
+async fn start() -> (TestApp, Arc<VoterTable>) {
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(test_settings(), clock.clone())
+        .await
+        .expect("the app builds");
+    let voters = Arc::clone(&app.voters);
+    let port = app.port();
+    let base = app.base_url();
+    actix_web::rt::spawn(app.run_until(std::future::pending()));
+    let app = TestApp {
+        root: format!("http://127.0.0.1:{port}"),
+        base,
+        port,
+        client: reqwest::Client::new(),
+        clock,
+    };
+    (app, voters)
+}
+
+async fn voters_of(app: &TestApp, bot: &crate::helpers::TestBot) -> Value {
+    let response = app
+        .get_with(&format!("/bots/{}/votes", bot.id), &bot.token)
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.expect("json")
+}
+
+#[actix_web::test]
+async fn two_applications_in_one_process_share_nothing() {
+    let (a, a_voters) = start().await;
+    let (b, b_voters) = start().await;
+    assert!(!Arc::ptr_eq(&a_voters, &b_voters), "one voter table each");
+
+    // The same bot listed in both, and one user voting in A only.
+    let in_a = a.create_bot(700, json!({})).await;
+    let in_b = b.create_bot(700, json!({})).await;
+    a.vote_ok(&in_a.id, 41).await;
+    assert_eq!(a_voters.len(), 1);
+    assert_eq!(b_voters.len(), 0, "B's table never saw A's voter");
+    assert_eq!(voters_of(&b, &in_b).await, json!([]));
+    let bot: Value = b
+        .get(&format!("/bots/{}", in_b.id))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(bot["vote_count"], 0);
+    assert_eq!(
+        b.get(&format!("/bots/{}", in_a.id)).await.status(),
+        StatusCode::NOT_FOUND,
+        "A's bot is not listed in B"
+    );
+
+    // The same user votes in B under another name: each application shows its own.
+    let body = json!({ "user_id": "41", "username": "renamed", "avatar": null });
+    let response = b
+        .admin(
+            reqwest::Method::POST,
+            &format!("/admin/bots/{}/votes", in_b.id),
+            Some(&body),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!((a_voters.len(), b_voters.len()), (1, 1));
+    assert_eq!(
+        voters_of(&a, &in_a).await,
+        json!([{ "username": "user41", "id": "41", "avatar": null }])
+    );
+    assert_eq!(
+        voters_of(&b, &in_b).await,
+        json!([{ "username": "renamed", "id": "41", "avatar": null }])
+    );
+}
+
+/// Which of these threads of this process are running (Linux: `/proc/self/task/*/comm`).
+fn running(names: &[String]) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .expect("the process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_owned())
+        .filter(|name| names.contains(name))
+        .collect();
+    found.sort();
+    found
+}
+
+#[actix_web::test]
+async fn an_applications_telemetry_threads_end_when_it_stops() {
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(test_settings(), clock)
+        .await
+        .expect("the app builds");
+    let port = app.port();
+    // Named after the application's port: other tests' applications run beside this one.
+    let ours = vec![format!("access-{port}"), format!("metrics-{port}")];
+    assert_eq!(running(&ours), ours, "each application starts its own");
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = actix_web::rt::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let response = reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
+        .await
+        .expect("answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    stop.send(()).expect("the application is serving");
+    serving
+        .await
+        .expect("run_until ran to its end")
+        .expect("the application stopped cleanly");
+    assert_eq!(
+        running(&ours),
+        Vec::<String>::new(),
+        "no telemetry thread outlives the application"
+    );
+}
