@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
+use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::history::{HistoryEntry, Page, PageQuery, Retention};
@@ -26,6 +27,7 @@ pub use crate::webhooks::outbox::DeliveryLog;
 use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
+use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::when_durable;
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
@@ -154,6 +156,14 @@ impl BotActor {
     /// records are numbered in the order this actor applies them, which is the order replay
     /// applies them in.
     fn commit(&mut self, record: Record, also: Option<Publish>) -> (Durable, Arc<BotView>) {
+        let (publish, view) = self.publication(also);
+        (self.submit(record, Some(publish)), view)
+    }
+
+    /// What readers see once a change is durable: the bot's new view, and `also` (a registry
+    /// change, or a vote's check and stream entry) at the same moment. One definition for the
+    /// changes this actor makes and those a follower applies from the stream.
+    fn publication(&self, also: Option<Publish>) -> (Publish, Arc<BotView>) {
         let view = Arc::new(self.state.view());
         // An edited listing is rendered here, on the actor's thread, not by the journal's
         // writer or a reader (a vote keeps the listing and its rendering).
@@ -167,7 +177,29 @@ impl BotActor {
             }
             directory.publish_view(&published, shown);
         });
-        (self.submit(record, Some(publish)), view)
+        (publish, view)
+    }
+
+    /// A vote just applied, as readers learn of it: the check table and the live stream.
+    fn vote_publication(&self, user: Snowflake, at: Timestamp) -> Publish {
+        let checks = Arc::clone(self.state.votes.window.published());
+        let last = self.state.votes.history.next_position().saturating_sub(1);
+        let entry = self.state.votes.history_entry(last);
+        let feed = Arc::clone(&self.feed);
+        Box::new(move || {
+            checks.publish(user, at);
+            // The stream sees the vote at the moment its 201 may be sent, not before.
+            if let Some(entry) = entry {
+                feed.publish(entry);
+            }
+        })
+    }
+
+    /// Deliveries queued or in retry go out again (after a start, or when the node becomes
+    /// the writer).
+    fn schedule_open_deliveries(&mut self) {
+        self.outbox.reopen(&self.state);
+        self.outbox.hand_over(Some(self.state.last_seq));
     }
 
     /// Journals a change that the published view does not show (a webhook delivery).
@@ -292,9 +324,11 @@ impl Actor for BotActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         self.prune_history(self.clock.now());
-        // Deliveries queued or in retry before a restart go out again.
-        self.outbox.reopen(&self.state);
-        self.outbox.hand_over(Some(self.state.last_seq));
+        // Only the writer sends webhooks: a cluster node that follows the stream schedules
+        // its bots' deliveries when it becomes the writer.
+        if !self.journal.follows() {
+            self.schedule_open_deliveries();
+        }
     }
 }
 
@@ -322,20 +356,8 @@ impl Handler<RecordVote> for BotActor {
         self.prune_history(at);
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
-        let checks = Arc::clone(self.state.votes.window.published());
-        let last = self.state.votes.history.next_position().saturating_sub(1);
-        let entry = self.state.votes.history_entry(last);
-        let feed = Arc::clone(&self.feed);
-        let (durable, _) = self.commit(
-            record,
-            Some(Box::new(move || {
-                checks.publish(user, at);
-                // The stream sees the vote at the moment its 201 may be sent, not before.
-                if let Some(entry) = entry {
-                    feed.publish(entry);
-                }
-            })),
-        );
+        let voted = self.vote_publication(user, at);
+        let (durable, _) = self.commit(record, Some(voted));
         when_durable(durable, counts)
     }
 }
@@ -715,6 +737,44 @@ impl Handler<ReadState> for BotActor {
 
     fn handle(&mut self, _: ReadState, _: &mut Self::Context) -> Self::Result {
         MessageResult(self.state.clone())
+    }
+}
+
+impl Handler<ApplyReplicated> for BotActor {
+    type Result = ();
+
+    /// Applies the writer's record through the one apply function, prunes history at the
+    /// record's time as the writer did, and hands back what readers are to see. Delivery
+    /// records change only the outbox: no attempt is scheduled here (only the writer sends).
+    fn handle(&mut self, replicated: ApplyReplicated, _: &mut Self::Context) {
+        let ApplyReplicated { seq, record, reply } = replicated;
+        if seq <= self.state.last_seq {
+            let _ = reply.send(None);
+            return;
+        }
+        self.state.last_seq = seq;
+        self.apply(&record);
+        let publication = match &record {
+            Record::Voted { voter, at, .. } | Record::VotedWithDelivery { voter, at, .. } => {
+                self.prune_history(*at);
+                self.recent_voters = None;
+                let voted = self.vote_publication(voter.id, *at);
+                Some(self.publication(Some(voted)).0)
+            }
+            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
+                Some(self.publication(None).0)
+            }
+            _ => None,
+        };
+        let _ = reply.send(publication);
+    }
+}
+
+impl Handler<BecomeWriter> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, _: BecomeWriter, _: &mut Self::Context) {
+        self.schedule_open_deliveries();
     }
 }
 

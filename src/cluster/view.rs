@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::lease::Holder;
 use super::sink::StreamPosition;
 use crate::persist::journal::Journal;
+use crate::persist::StreamMark;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -41,8 +42,11 @@ pub struct ClusterView {
     /// The stream's last sequence as last seen.
     stream_last_seq: AtomicU64,
     writer: Mutex<Option<Holder>>,
-    /// The writer's journal, once this node writes.
+    /// The node's journal: the writer's, or the follower's whose durable sequence is the
+    /// applied watermark.
     journal: Mutex<Option<Journal>>,
+    /// On a node that does not write: the last stream message applied and the epoch by then.
+    followed: Mutex<StreamMark>,
 }
 
 /// `GET /cluster`.
@@ -72,6 +76,10 @@ impl ClusterView {
             stream_last_seq: AtomicU64::new(0),
             writer: Mutex::new(None),
             journal: Mutex::new(None),
+            followed: Mutex::new(StreamMark {
+                stream_seq: 0,
+                epoch: 0,
+            }),
         });
         view.set_role(role);
         view
@@ -102,10 +110,23 @@ impl ClusterView {
         metrics::gauge!("botlist_cluster_epoch").set(epoch as f64);
     }
 
-    pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64) {
+    pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64, epoch: u64) {
         self.applied_seq.store(applied_seq, Ordering::Release);
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = StreamMark { stream_seq, epoch };
         self.stream_position.set(stream_seq);
         self.publish_progress();
+    }
+
+    /// Where this node stands in the stream, for a snapshot's mark: on the writer the last
+    /// message acknowledged and its own epoch; elsewhere the last message applied.
+    pub fn mark(&self) -> StreamMark {
+        if self.role() == NodeRole::Writer {
+            return StreamMark {
+                stream_seq: self.stream_position.get(),
+                epoch: self.epoch(),
+            };
+        }
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn set_stream_last_seq(&self, seq: u64) {

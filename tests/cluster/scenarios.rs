@@ -166,9 +166,18 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         return;
     };
     let nats = NatsCluster::start(&binary);
-    // A follower alone: no writer.
+    // A follower alone: it answers reads from what it applied, and a write finds no writer.
     let lone = Node::start("lone", &nats.urls(), &["--role", "follower"]);
     let response = lone.get("/bots").expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("x-botlist-seq"));
+    let response = lone
+        .post(
+            "/admin/bots",
+            ADMIN,
+            &json!({"platform_id": "1", "name": "B", "username": "b", "short_description": "s"}),
+        )
+        .expect("sent");
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = response.json().expect("json");
     assert_eq!(body["error"]["code"], "no_writer", "{body}");
@@ -220,9 +229,13 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         .parse()
         .expect("a number");
     assert!(seq >= 2, "the vote is the second record at least: {seq}");
-    // The lone follower forwards too, now that there is a writer.
-    std::thread::sleep(Duration::from_millis(700));
-    let listed = lone.get(&format!("/bots/{bot}")).expect("sent");
+    // The lone follower follows the stream too, and shows what it applied.
+    let listed = lone
+        .client
+        .get(format!("{}/bots/{bot}", lone.base))
+        .header("X-Botlist-Min-Seq", seq.to_string())
+        .send()
+        .expect("sent");
     assert_eq!(listed.status(), StatusCode::OK);
     assert!(listed.headers().contains_key("x-botlist-seq"));
 

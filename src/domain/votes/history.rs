@@ -260,10 +260,16 @@ impl Retention {
 mod tests {
     use super::*;
 
-    use crate::domain::votes::testing::t;
+    use crate::domain::votes::testing::{t, voter};
 
-    fn voter(id: u64) -> Voter {
-        crate::domain::votes::testing::named("h", id)
+    /// Voters 0 to 9, voter `i` at minute `i`.
+    fn ten_votes() -> (VoterTable, VoteHistory) {
+        let voters = VoterTable::new();
+        let mut history = VoteHistory::default();
+        for i in 0..10 {
+            history.append(&voters, &voter(i), t(i as i64));
+        }
+        (voters, history)
     }
 
     fn positions(page: &Page) -> Vec<u64> {
@@ -281,11 +287,7 @@ mod tests {
 
     #[test]
     fn pages_go_newest_first_and_bounds_hold() {
-        let voters = VoterTable::new();
-        let mut history = VoteHistory::default();
-        for i in 0..10 {
-            history.append(&voters, &voter(i), t(i as i64));
-        }
+        let (voters, mut history) = ten_votes();
         let page = history.page(
             &voters,
             &PageQuery {
@@ -312,11 +314,7 @@ mod tests {
 
     #[test]
     fn pruning_keeps_positions() {
-        let voters = VoterTable::new();
-        let mut history = VoteHistory::default();
-        for i in 0..10 {
-            history.append(&voters, &voter(i), t(i as i64));
-        }
+        let (voters, mut history) = ten_votes();
         assert_eq!(history.prune_before(t(4)), 4);
         assert_eq!(history.first_position(), 4);
         assert_eq!(history.get(&voters, 5).map(|e| e.voted_at), Some(t(5)));

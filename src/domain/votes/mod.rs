@@ -787,6 +787,11 @@ pub(crate) mod testing {
         }
     }
 
+    /// The voter `id`, named `h{id}`.
+    pub fn voter(id: u64) -> Voter {
+        named("h", id)
+    }
+
     /// `minutes` after a fixed moment.
     pub fn t(minutes: i64) -> Timestamp {
         Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(minutes))
@@ -800,6 +805,16 @@ mod tests {
 
     fn voter(id: u64) -> Voter {
         super::testing::named("user", id)
+    }
+
+    /// A ring of this capacity after votes of these users, the `i`-th at minute `i`.
+    fn ring_of(capacity: usize, users: &[u64]) -> (VoterTable, VoterRing) {
+        let voters = VoterTable::new();
+        let mut ring = VoterRing::with_capacity(capacity);
+        for (minute, &user) in (0..).zip(users) {
+            ring.record(&voters, voter(user), t(minute));
+        }
+        (voters, ring)
     }
 
     fn ids(voters: &VoterTable, ring: &VoterRing) -> Vec<u64> {
@@ -820,11 +835,7 @@ mod tests {
 
     #[test]
     fn ring_keeps_distinct_voters_most_recent_first() {
-        let voters = VoterTable::new();
-        let mut ring = VoterRing::with_capacity(3);
-        ring.record(&voters, voter(1), t(0));
-        ring.record(&voters, voter(2), t(1));
-        ring.record(&voters, voter(1), t(2));
+        let (voters, mut ring) = ring_of(3, &[1, 2, 1]);
         assert_eq!(ids(&voters, &ring), [1, 2]);
         ring.record(&voters, voter(3), t(3));
         ring.record(&voters, voter(4), t(4));
@@ -894,10 +905,7 @@ mod tests {
 
     #[test]
     fn ring_reindex_restores_lookups() {
-        let voters = VoterTable::new();
-        let mut ring = VoterRing::with_capacity(2);
-        ring.record(&voters, voter(1), t(0));
-        ring.record(&voters, voter(2), t(1));
+        let (voters, ring) = ring_of(2, &[1, 2]);
         let mut copy =
             VoterRing::stored(2, ring.slots().to_vec(), ring.head(), ring.tail()).expect("stored");
         copy.reindex(&voters);

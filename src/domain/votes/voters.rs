@@ -249,10 +249,7 @@ struct Numbered {
 mod tests {
     use super::*;
     use crate::domain::text::VoterName;
-
-    fn voter(id: u64) -> Voter {
-        crate::domain::votes::testing::named("h", id)
-    }
+    use crate::domain::votes::testing::voter;
 
     #[test]
     fn the_table_numbers_a_voter_by_name_and_avatar() {

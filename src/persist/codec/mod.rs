@@ -573,11 +573,7 @@ pub fn decode_numbered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::votes::testing::t;
-
-    fn voter(id: u64) -> Voter {
-        crate::domain::votes::testing::named("h", id)
-    }
+    use crate::domain::votes::testing::{t, voter};
 
     #[test]
     fn a_book_survives_a_file_with_its_voters_in_full() {
