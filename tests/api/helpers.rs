@@ -119,6 +119,11 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let app = Application::build(settings, clock.clone())
         .await
         .expect("the app builds");
+    serve(app, clock)
+}
+
+/// Serves an application built on `clock` until the test ends.
+pub fn serve(app: Application, clock: Arc<ManualClock>) -> TestApp {
     let port = app.port();
     let base = app.base_url();
     actix_web::rt::spawn(app.run_until(std::future::pending()));
@@ -225,7 +230,12 @@ impl TestApp {
     }
 
     pub async fn vote(&self, bot: &str, user: u64) -> Response {
-        let body = json!({ "user_id": user.to_string(), "username": format!("user{user}"), "avatar": null });
+        self.vote_as(bot, user, &format!("user{user}")).await
+    }
+
+    /// A vote through the admin API by `user` under this name.
+    pub async fn vote_as(&self, bot: &str, user: u64, username: &str) -> Response {
+        let body = json!({ "user_id": user.to_string(), "username": username, "avatar": null });
         self.admin(
             Method::POST,
             &format!("/admin/bots/{bot}/votes"),

@@ -9,7 +9,7 @@ use botlist::startup::Application;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{start_time, test_settings, TestApp};
+use crate::helpers::{serve, start_time, test_settings, TestApp};
 
 /// An application on port 0, with its voter table.
 async fn start() -> (TestApp, Arc<VoterTable>) {
@@ -18,17 +18,7 @@ async fn start() -> (TestApp, Arc<VoterTable>) {
         .await
         .expect("the app builds");
     let voters = Arc::clone(&app.voters);
-    let port = app.port();
-    let base = app.base_url();
-    actix_web::rt::spawn(app.run_until(std::future::pending()));
-    let app = TestApp {
-        root: format!("http://127.0.0.1:{port}"),
-        base,
-        port,
-        client: reqwest::Client::new(),
-        clock,
-    };
-    (app, voters)
+    (serve(app, clock), voters)
 }
 
 async fn voters_of(app: &TestApp, bot: &crate::helpers::TestBot) -> Value {
@@ -66,14 +56,7 @@ async fn two_applications_in_one_process_share_nothing() {
     );
 
     // The same user votes in B under another name: each application shows its own.
-    let body = json!({ "user_id": "41", "username": "renamed", "avatar": null });
-    let response = b
-        .admin(
-            reqwest::Method::POST,
-            &format!("/admin/bots/{}/votes", in_b.id),
-            Some(&body),
-        )
-        .await;
+    let response = b.vote_as(&in_b.id, 41, "renamed").await;
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!((a_voters.len(), b_voters.len()), (1, 1));
     assert_eq!(
