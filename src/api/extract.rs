@@ -1,6 +1,7 @@
 //! Reading requests: JSON bodies, tokens and query parameters, each failure as an [`ApiError`].
 
 use std::future::{ready, Ready};
+use std::sync::Arc;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderMap, AUTHORIZATION, CONTENT_LENGTH};
@@ -9,10 +10,12 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
+use super::bots::find_bot;
 use super::connection::ReadLimit;
 use super::error::{ApiError, Code};
 use super::limits::client_ip;
 use super::AppState;
+use crate::actors::directory::BotHandle;
 use crate::domain::ids::{BotId, Snowflake, TokenHash};
 
 /// Bodies over 64 KiB are refused.
@@ -281,14 +284,53 @@ impl FromRequest for BotToken {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(app_state(request).and_then(|state| token_bot_id(state, request).map(BotToken)))
+    }
+}
+
+fn token_bot_id(state: &AppState, request: &HttpRequest) -> Result<BotId, ApiError> {
+    let token = presented_token(request.headers())?;
+    state
+        .directory
+        .authenticate(token)
+        .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
+}
+
+/// The bot a route about the token's own bot is about: the one `{id}` names, which the token
+/// must belong to, or, on the classic routes that name no bot, the token's own. 401 without a
+/// valid token, then 404 for an id no bot has, then 403 for another bot's: a token tells
+/// nothing of other bots. (Declared with [`super::routes::Route::own_bot`].)
+pub struct OwnBot(pub Arc<BotHandle>);
+
+impl FromRequest for OwnBot {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready((|| {
             let state = app_state(request)?;
-            let token = presented_token(request.headers())?;
-            state
-                .directory
-                .authenticate(token)
-                .map(BotToken)
-                .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
+            let token_bot = token_bot_id(state, request)?;
+            let named = request.match_info().get("id").is_some();
+            let bot = match named.then(|| web::Path::<String>::extract(request).into_inner()) {
+                // Read as `web::Path` reads it: percent-decoded.
+                Some(id) => {
+                    let id = id.map_err(|_| ApiError::internal())?;
+                    let bot = find_bot(state, &id)?;
+                    if bot.id != token_bot {
+                        return Err(
+                            Code::Forbidden.with("this API token belongs to another bot".into())
+                        );
+                    }
+                    bot
+                }
+                // Only a delisting racing this request can miss; its token is unknown from
+                // then on.
+                None => state
+                    .directory
+                    .get(token_bot)
+                    .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))?,
+            };
+            Ok(OwnBot(bot))
         })())
     }
 }

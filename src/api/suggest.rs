@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Code, ErrorBody};
-use super::routes::Route;
+use super::routes::{Limit, Route};
 use super::{reply, AppState};
 use crate::domain::ids::BotId;
 use crate::domain::query::pairs;
@@ -14,7 +14,7 @@ use crate::domain::text::{fold_case, BotName, HttpUrl, PlatformUsername};
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_suggest, suggest)]
+    vec![Route::new(__path_suggest, suggest).limited(Limit::PerBot)]
 }
 
 pub const DEFAULT_LIMIT: usize = 10;

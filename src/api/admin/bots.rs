@@ -5,21 +5,21 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{check_webhook_url, BAD_BOT_BODY, BOT_ID};
+use super::{check_webhook_url, BAD_BOT_BODY};
 use crate::actors::registry::{CreateBot, DelistBot, RotateToken, UpdateBot};
 use crate::api::bots::find_bot;
 use crate::api::error::{ApiError, ErrorBody};
 use crate::api::extract::{json_body, Admin};
-use crate::api::routes::Route;
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::bot::{BotPatch, NewBot, PublicBot};
 
 pub fn routes() -> Vec<Route> {
     vec![
         Route::new(__path_create_bot, create_bot),
-        Route::new(__path_update_bot, update_bot),
-        Route::new(__path_delist_bot, delist_bot),
-        Route::new(__path_rotate_token, rotate_token),
+        Route::new(__path_update_bot, update_bot).about(Subject::Bot),
+        Route::new(__path_delist_bot, delist_bot).about(Subject::Bot),
+        Route::new(__path_rotate_token, rotate_token).about(Subject::Bot),
     ]
 }
 
@@ -65,7 +65,6 @@ pub async fn create_bot(
 /// Change a bot: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     request_body = BotPatch,
     responses(
         (status = 200, description = "Updated", body = PublicBot),
@@ -90,7 +89,6 @@ pub async fn update_bot(
 /// Delist a bot: it is 404 and its token unknown from then on.
 #[utoipa::path(
     delete, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 204, description = "Delisted: 404 from now on, and its token stops working"),
     )
@@ -108,7 +106,6 @@ pub async fn delist_bot(
 /// Rotate a bot's API token.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/token", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "A new token; the old one stops working at once", body = NewToken),
     )

@@ -2,19 +2,19 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::{profile_id, PROFILE_ID};
+use super::profile_id;
 use crate::actors::registry::{CreateProfile, DeleteProfile, UpdateProfile};
 use crate::api::error::{ApiError, ErrorBody};
 use crate::api::extract::{json_body, Admin};
-use crate::api::routes::Route;
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::profile::{NewProfile, ProfilePatch, PublicProfile};
 
 pub fn routes() -> Vec<Route> {
     vec![
         Route::new(__path_create_user, create_user),
-        Route::new(__path_update_user, update_user),
-        Route::new(__path_delete_user, delete_user),
+        Route::new(__path_update_user, update_user).about(Subject::Profile),
+        Route::new(__path_delete_user, delete_user).about(Subject::Profile),
     ]
 }
 
@@ -41,7 +41,6 @@ pub async fn create_user(
 /// Change a profile: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = PROFILE_ID)),
     request_body = ProfilePatch,
     responses(
         (status = 200, description = "Updated", body = PublicProfile),
@@ -64,7 +63,6 @@ pub async fn update_user(
 /// Delete a profile that owns no listed bot.
 #[utoipa::path(
     delete, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = PROFILE_ID)),
     responses(
         (status = 204, description = "Deleted"),
         (status = 409, description = "`conflict`: the profile still owns listed bots", body = ErrorBody),

@@ -4,19 +4,18 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::BOT_ID;
 use crate::actors::bot::RecordVote;
 use crate::api::bots::find_bot;
 use crate::api::error::{ApiError, ErrorBody};
 use crate::api::extract::{json_body, Admin};
-use crate::api::routes::Route;
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::votes::Voter;
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_record_vote, record_vote)]
+    vec![Route::new(__path_record_vote, record_vote).about(Subject::Bot)]
 }
 
 /// The body of a vote ingest.
@@ -39,7 +38,6 @@ pub struct VoteCounts {
 /// Record a vote: the only way votes enter.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/votes", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     request_body = VotePost,
     responses(
         (status = 201, description = "Counted", body = VoteCounts),

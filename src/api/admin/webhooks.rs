@@ -6,22 +6,24 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::BOT_ID;
 use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
 use crate::api::bots::find_bot;
 use crate::api::error::{ApiError, Code, ErrorBody};
 use crate::api::extract::Admin;
-use crate::api::routes::Route;
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::time::Timestamp;
 use crate::domain::webhook::{Delivery, DeliveryState, Event};
 
 pub fn routes() -> Vec<Route> {
-    vec![
+    [
         Route::new(__path_send_test, send_test),
         Route::new(__path_deliveries, deliveries),
         Route::new(__path_redeliver, redeliver),
     ]
+    .into_iter()
+    .map(|route| route.about(Subject::Bot))
+    .collect()
 }
 
 /// A webhook delivery as the admin API shows it; bodies and secrets are not shown.
@@ -65,7 +67,6 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
 /// Send a test event to the bot's webhook.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
         (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
@@ -90,7 +91,6 @@ const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
 /// The bot's latest webhook deliveries.
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>,
             headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
@@ -116,7 +116,6 @@ pub async fn deliveries(
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
     params(
-        ("id" = String, Path, description = BOT_ID),
         ("delivery_id" = String, Path, description = "The delivery's id"),
     ),
     responses(
