@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use actix_web::web::{Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -242,7 +242,8 @@ impl VoteFeed {
         shared.notify.notify_waiters();
     }
 
-    /// Readers registered, for tests.
+    /// Readers registered.
+    #[cfg(test)]
     pub fn readers(&self) -> usize {
         self.shared.readers.lock().registered.len()
     }

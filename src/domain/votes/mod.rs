@@ -100,7 +100,8 @@ impl From<Vec<u32>> for SnapshotNumbers {
 }
 
 impl SnapshotNumbers {
-    /// Whether the numbers are in a row (no lookup per voter read), for tests.
+    /// Whether the numbers are in a row (no lookup per voter read).
+    #[cfg(test)]
     pub fn in_row(&self) -> bool {
         matches!(self.0, Numbers::InRow { .. })
     }
@@ -686,13 +687,10 @@ impl CheckWindow {
         }
     }
 
-    /// How many votes the window holds, for memory accounting in tests.
-    pub fn len(&self) -> usize {
+    /// How many votes the window holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.queue.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
     }
 
     /// The table the owner publishes durable votes to, and readers check.
@@ -766,13 +764,10 @@ impl PublishedChecks {
         }
     }
 
-    /// Users the table holds, for tests.
-    pub fn len(&self) -> usize {
+    /// Users the table holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.inner.read().latest.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
