@@ -316,9 +316,10 @@ pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
     }
 }
 
-/// A snapshot file mapped into memory, read-only: at a start, reading a 300 MB file into a
-/// buffer of its own took 0.2 s on one core (fresh pages zeroed, then the bytes copied) before
-/// any decoding thread could begin; mapped, the page cache's pages are read where they are.
+/// A snapshot file mapped into memory, read-only: reading a large file into a buffer of its own
+/// zeroes fresh pages and copies the bytes on one core before any decoding thread can begin
+/// (docs/PERFORMANCE.md has the figures); mapped, the page cache's pages are read where they
+/// are.
 ///
 /// Snapshot files are written whole under a temporary name and renamed into place, and never
 /// changed after: the data directory's lock keeps other botlist processes out, and removing a
