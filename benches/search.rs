@@ -13,15 +13,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use botlist::demo::{self, DemoSize};
-use botlist::domain::bot::{BotPatch, BotState, BotView};
+use botlist::domain::bot::{BotPatch, BotView};
 use botlist::domain::ids::Snowflake;
 use botlist::domain::search::Search;
 use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
 use botlist::index::SearchIndex;
-use botlist::persist::state::{ApplyRecord, Record};
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+
+#[path = "../tests/support/record.rs"]
+mod record;
 
 struct Directory {
     bots: usize,
@@ -290,7 +292,7 @@ fn bench(c: &mut Criterion) {
                 || {
                     n += 1;
                     let state = &mut states[(n as usize * 7_919) % bots];
-                    apply_edit(state, edit(n), now);
+                    record::apply_edit(state, edit(n), now);
                     Arc::new(state.view())
                 },
                 |view| index.update(view),
@@ -303,16 +305,3 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
-
-/// An edit as the service makes one: the listing and settings the patch makes, applied as the
-/// bot's record.
-fn apply_edit(state: &mut BotState, patch: BotPatch, at: Timestamp) {
-    let (listing, webhook) = state.edited(patch);
-    let record = Record::BotEdited {
-        bot: state.listing.id,
-        listing: Arc::new(listing),
-        webhook,
-        at,
-    };
-    state.apply_record(&record).expect("a bot's own record");
-}

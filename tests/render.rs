@@ -9,9 +9,11 @@ use std::sync::Arc;
 use botlist::domain::bot::{BotPatch, BotState, NewBot, ServerCount};
 use botlist::domain::ids::BotId;
 use botlist::domain::time::Timestamp;
-use botlist::persist::state::{ApplyRecord, Record};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+#[path = "support/record.rs"]
+mod record;
 
 /// Text a single-line field may hold, with the characters that need escaping well represented.
 fn line(max: usize) -> impl Strategy<Value = String> {
@@ -187,7 +189,7 @@ proptest! {
         let Ok(patch) = serde_json::from_value::<BotPatch>(edit) else {
             return Ok(());
         };
-        apply_edit(&mut state, patch, at);
+        record::apply_edit(&mut state, patch, at);
         let after = Arc::new(state.view());
         let plain = serde_json::to_vec(&after.public(at)).expect("serializes");
         prop_assert_eq!(after.public_json(at), plain);
@@ -253,17 +255,4 @@ fn the_validator_follows_each_count() {
         assert_ne!(tag, first, "{other:?}");
     }
     assert_eq!(tag(&base).0, first, "stable");
-}
-
-/// An edit as the service makes one: the listing and settings the patch makes, applied as the
-/// bot's record.
-fn apply_edit(state: &mut BotState, patch: BotPatch, at: Timestamp) {
-    let (listing, webhook) = state.edited(patch);
-    let record = Record::BotEdited {
-        bot: state.listing.id,
-        listing: Arc::new(listing),
-        webhook,
-        at,
-    };
-    state.apply_record(&record).expect("a bot's own record");
 }

@@ -12,10 +12,12 @@ use botlist::domain::text::VoterName;
 use botlist::domain::time::Timestamp;
 use botlist::domain::votes::Voter;
 use botlist::index::SearchIndex;
-use botlist::persist::state::{ApplyRecord, Record};
 use chrono::Duration;
 use proptest::prelude::*;
 use serde_json::json;
+
+#[path = "support/record.rs"]
+mod record;
 
 /// Few letters, so texts collide and needles hit; some fold to more or fewer bytes, and the
 /// sigmas exercise the final-sigma rule.
@@ -253,7 +255,7 @@ impl Model {
                 if let Some(bot) = self.pick(*bot) {
                     let patch: BotPatch =
                         serde_json::from_value(listing.fields()).expect("a valid patch");
-                    edit(&mut self.bots[bot], patch, self.now);
+                    record::apply_edit(&mut self.bots[bot], patch, self.now);
                     self.publish(bot);
                 }
             }
@@ -390,17 +392,4 @@ fn a_remembered_needle_follows_every_write() {
     model.check(needle);
     model.apply(&Op::List(with(false)));
     model.check(needle);
-}
-
-/// An edit as the service makes one: the listing and settings the patch makes, applied as the
-/// bot's record.
-fn edit(state: &mut BotState, patch: BotPatch, at: Timestamp) {
-    let (listing, webhook) = state.edited(patch);
-    let record = Record::BotEdited {
-        bot: state.listing.id,
-        listing: Arc::new(listing),
-        webhook,
-        at,
-    };
-    state.apply_record(&record).expect("a bot's own record");
 }
