@@ -4,7 +4,7 @@ use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::bots::find_bot;
-use super::error::{ApiError, Code, ErrorBody};
+use super::error::{ApiError, Code};
 use super::routes::{Limit, Route, Subject};
 use super::AppState;
 use crate::domain::badge::{metric, parse_label, Badge, BadgeColor, BadgeKind, BadgeStyle};
@@ -13,6 +13,14 @@ use crate::domain::query::pairs;
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_get_badge, get_badge)
+        .refuses(
+            Code::BadRequest,
+            "`label`, `color` or `style` is invalid or sent twice",
+        )
+        .refuses(
+            Code::NotFound,
+            "no listed bot has this id, or the kind is not one of servers, votes, monthly_votes",
+        )
         .limited(Limit::PerBot)
         .about(Subject::Bot)
         .etag()]
@@ -67,8 +75,6 @@ impl Options {
     ),
     responses(
         (status = 200, description = "The badge, `Cache-Control: public, max-age=60`", content_type = "image/svg+xml", body = String),
-        (status = 400, description = "`bad_request`: `label`, `color` or `style` is invalid or sent twice", body = ErrorBody),
-        (status = 404, description = "`not_found`: no listed bot has this id, or the kind is not one of servers, votes, monthly_votes", body = ErrorBody),
     )
 )]
 pub async fn get_badge(

@@ -9,7 +9,8 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code, ErrorBody};
+use super::error::{ApiError, Code};
+use super::extract::PathBot;
 use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
@@ -20,6 +21,10 @@ use crate::domain::search::Search;
 pub fn routes() -> Vec<Route> {
     vec![
         Route::new(__path_search, search)
+            .refuses(
+                Code::BadRequest,
+                "a parameter is invalid or given twice; the message names it",
+            )
             .limited(Limit::PerBot)
             .etag(),
         Route::new(__path_get_bot, get_bot)
@@ -192,7 +197,6 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
     ),
     responses(
         (status = 200, description = "A page of bots", body = BotList),
-        (status = 400, description = "`bad_request`: a parameter is invalid or given twice; the message names it", body = ErrorBody),
     )
 )]
 pub async fn search(
@@ -244,9 +248,9 @@ pub async fn search(
 )]
 pub async fn get_bot(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let view = find_bot(&state, &id)?.view();
+    let view = bot.view();
     let now = state.clock.now();
     Ok(reply::tagged_json(
         view.public_json(now),

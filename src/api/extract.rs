@@ -7,16 +7,16 @@ use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderMap, AUTHORIZATION, CONTENT_LENGTH};
 use actix_web::web::{self, BytesMut};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
-use super::bots::find_bot;
 use super::connection::ReadLimit;
 use super::error::{ApiError, Code};
 use super::limits::client_ip;
 use super::AppState;
 use crate::actors::directory::BotHandle;
-use crate::domain::ids::{BotId, Snowflake, TokenHash};
+use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 
 /// Bodies over 64 KiB are refused.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -310,12 +310,9 @@ impl FromRequest for OwnBot {
         ready((|| {
             let state = app_state(request)?;
             let token_bot = token_bot_id(state, request)?;
-            let named = request.match_info().get("id").is_some();
-            let bot = match named.then(|| web::Path::<String>::extract(request).into_inner()) {
-                // Read as `web::Path` reads it: percent-decoded.
-                Some(id) => {
-                    let id = id.map_err(|_| ApiError::internal())?;
-                    let bot = find_bot(state, &id)?;
+            let bot = match request.match_info().get("id") {
+                Some(_) => {
+                    let bot = path_bot(state, request)?;
                     if bot.id != token_bot {
                         return Err(
                             Code::Forbidden.with("this API token belongs to another bot".into())
@@ -332,6 +329,70 @@ impl FromRequest for OwnBot {
             };
             Ok(OwnBot(bot))
         })())
+    }
+}
+
+/// The bot `{id}` names, a listing UUID or a platform snowflake; 404 when no listed bot has it.
+pub struct PathBot(pub Arc<BotHandle>);
+
+impl FromRequest for PathBot {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(app_state(request).and_then(|state| path_bot(state, request).map(PathBot)))
+    }
+}
+
+/// `{id}` of the path, as `web::Path` reads it: percent-decoded.
+#[derive(serde::Deserialize)]
+struct IdParam {
+    id: String,
+}
+
+fn path_id(request: &HttpRequest) -> Result<String, ApiError> {
+    web::Path::<IdParam>::extract(request)
+        .into_inner()
+        .map(|path| path.into_inner().id)
+        .map_err(|_| ApiError::internal())
+}
+
+fn path_bot(state: &AppState, request: &HttpRequest) -> Result<Arc<BotHandle>, ApiError> {
+    super::bots::find_bot(state, &path_id(request)?)
+}
+
+/// The profile `{id}` names, a profile UUID; 404 when it is not one (whether a profile has it
+/// is the registry's to say).
+pub struct PathProfile(pub ProfileId);
+
+impl FromRequest for PathProfile {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(path_id(request).and_then(|id| {
+            ProfileId::parse(&id)
+                .map(PathProfile)
+                .ok_or_else(|| super::users::not_found(&id))
+        }))
+    }
+}
+
+/// A JSON body (see [`json_body`]). Read only once the extractors before it have passed, so that
+/// the order of errors stays 401, 404, 403, then the body's.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let request = request.clone();
+        let payload = web::Payload::from_request(&request, payload).into_inner();
+        Box::pin(async move {
+            let payload = payload.map_err(|_| ApiError::internal())?;
+            json_body(&request, payload).await.map(Json)
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::bots::find_bot;
-use super::error::{ApiError, Code, ErrorBody};
+use super::error::{ApiError, Code};
 use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::actors::bot::GrowthPoints;
@@ -16,7 +16,7 @@ use crate::domain::time::Timestamp;
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_get_growth, get_growth)
+    vec![Route::new(__path_get_growth, get_growth).refuses(Code::BadRequest, "`interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days")
         .limited(Limit::PerBot)
         .about(Subject::Bot)
         .etag()]
@@ -154,7 +154,6 @@ impl Asked {
     ),
     responses(
         (status = 200, description = "One point per interval, oldest first", body = GrowthHistory),
-        (status = 400, description = "`bad_request`: `interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days", body = ErrorBody),
     )
 )]
 pub async fn get_growth(

@@ -22,7 +22,7 @@ use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
 use super::connection::{Busy, PeerGone};
-use super::error::{ApiError, Code, ErrorBody};
+use super::error::{ApiError, Code};
 use super::extract::OwnBot;
 use super::limits::RetryAfter;
 use super::routes::{Classic, Limit, Route};
@@ -236,7 +236,13 @@ pub fn routes() -> Vec<Route> {
             operation_id: "own_history",
             summary: "The token's bot's vote history, newest first.",
         },
-    );
+    )
+    .map(|route| {
+        route.refuses(
+            Code::BadRequest,
+            "a parameter out of range, given twice, or a cursor this service did not give for this bot",
+        )
+    });
     let stream = Route::own_bot(
         __path_stream,
         stream,
@@ -245,7 +251,11 @@ pub fn routes() -> Vec<Route> {
             summary: "The token's bot's votes as Server-Sent Events.",
         },
     )
-    .map(|route| route.amend(stream_events));
+    .map(|route| {
+        route
+            .amend(stream_events)
+            .refuses(Code::BadRequest, "Last-Event-ID is not a vote id")
+    });
     history
         .into_iter()
         .chain(stream)
@@ -264,7 +274,6 @@ pub fn routes() -> Vec<Route> {
     ),
     responses(
         (status = 200, description = "A page of votes, newest first", body = VoteHistoryPage),
-        (status = 400, description = "`bad_request`: a parameter out of range, given twice, or a cursor this service did not give for this bot", body = ErrorBody),
     )
 )]
 pub async fn history(
@@ -365,7 +374,6 @@ fn instant(name: &str, raw: &str) -> Result<Timestamp, ApiError> {
     ),
     responses(
         (status = 200, description = "A `text/event-stream` of `vote` events (data: a history entry) and, last, possibly one `overflow` event", content_type = "text/event-stream", body = VoteEntry),
-        (status = 400, description = "`bad_request`: Last-Event-ID is not a vote id", body = ErrorBody),
     )
 )]
 pub async fn stream(

@@ -218,15 +218,7 @@ impl Common {
             Self::TooManyRequests => "RetryAfter",
             _ => "ErrorBody",
         };
-        let mut response = ResponseBuilder::new()
-            .description(self.description())
-            .content(
-                "application/json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name(body)))
-                    .build(),
-            )
-            .build();
+        let mut response = json_response(self.description(), body);
         add_request_id_header(&mut response);
         match self {
             Self::TooManyRequests => {
@@ -252,6 +244,19 @@ impl Common {
     }
 }
 
+/// A response with a JSON body of the schema `body`.
+fn json_response(description: String, body: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(body)))
+                .build(),
+        )
+        .build()
+}
+
 fn integer_header(description: &str) -> utoipa::openapi::header::Header {
     HeaderBuilder::new()
         .schema(
@@ -271,10 +276,19 @@ fn string_header(description: &str) -> utoipa::openapi::header::Header {
 }
 
 fn header_parameter(name: &str, description: &str) -> Parameter {
+    string_parameter(name, ParameterIn::Header, description)
+}
+
+/// A string parameter, required in the path, optional elsewhere.
+fn string_parameter(name: &str, place: ParameterIn, description: &str) -> Parameter {
+    let required = match place {
+        ParameterIn::Path => utoipa::openapi::Required::True,
+        _ => utoipa::openapi::Required::False,
+    };
     ParameterBuilder::new()
         .name(name)
-        .parameter_in(ParameterIn::Header)
-        .required(utoipa::openapi::Required::False)
+        .parameter_in(place)
+        .required(required)
         .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
         .description(Some(description))
         .build()
@@ -433,6 +447,20 @@ pub fn complete(route: &Route, operation: &mut Operation) {
         common.push(Common::TooManyRequests);
     }
     let responses = &mut operation.responses.responses;
+    for (code, when) in &route.refusals {
+        let row = code.row();
+        let said = format!("`{}`: {when}", row.code);
+        match responses.get_mut(row.status.as_str()) {
+            // Two codes of one status (409 `conflict` and `already_voted`) share the response.
+            Some(RefOr::T(known)) => known.description = format!("{}; {said}", known.description),
+            _ => {
+                responses.insert(
+                    row.status.as_str().into(),
+                    RefOr::T(json_response(said, "ErrorBody")),
+                );
+            }
+        }
+    }
     for response in responses.values_mut() {
         if let RefOr::T(response) = response {
             add_request_id_header(response);
@@ -475,16 +503,7 @@ fn name_the_subject(path: &str, subject: Subject, operation: &mut Operation) {
     };
     let parameters = operation.parameters.get_or_insert_with(Vec::new);
     parameters.retain(|p| !(p.name == name && p.parameter_in == ParameterIn::Path));
-    parameters.insert(
-        0,
-        ParameterBuilder::new()
-            .name(name)
-            .parameter_in(ParameterIn::Path)
-            .required(utoipa::openapi::Required::True)
-            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
-            .description(Some(description))
-            .build(),
-    );
+    parameters.insert(0, string_parameter(name, ParameterIn::Path, description));
 }
 
 /// The document of the routes the router serves (see [`super::routes`]), the API's under

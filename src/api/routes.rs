@@ -100,6 +100,9 @@ pub struct Route {
     /// As documented: under the base path for the API, from the root for the operational routes.
     pub path: String,
     pub properties: Properties,
+    /// The errors only this route gives, each with when it gives it (the status and code are
+    /// the error table's).
+    pub refusals: Vec<(Code, &'static str)>,
     service: Service,
     operation: fn(&mut Schemas) -> Operation,
 }
@@ -135,6 +138,7 @@ impl Route {
             method,
             path: D::path(),
             properties: Properties::default(),
+            refusals: Vec::new(),
             operation: operation::<D>,
         }
     }
@@ -198,6 +202,12 @@ impl Route {
 
     pub fn amend(self, amend: fn(&mut Operation)) -> Self {
         self.set(|p| p.amend = Some(amend))
+    }
+
+    /// An error only this route gives, and when: for its OpenAPI entry.
+    pub fn refuses(mut self, code: Code, when: &'static str) -> Self {
+        self.refusals.push((code, when));
+        self
     }
 
     /// Adds this route's OpenAPI entry, at its path under `base_path` (operational routes at

@@ -1,14 +1,13 @@
 //! `GET /bots/:id/stats` and `POST /bots/:id/stats` (and `POST /bots/stats`).
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bots::find_bot;
-use super::error::{ApiError, Code, ErrorBody};
-use super::extract::{json_body, OwnBot};
+use super::error::{ApiError, Code};
+use super::extract::{Json, OwnBot, PathBot};
+use super::reply;
 use super::routes::{Classic, Limit, Route, Subject};
-use super::{reply, AppState};
 use crate::actors::bot::PostStats;
 pub use crate::domain::stats::StatsPost;
 
@@ -24,7 +23,8 @@ pub fn routes() -> Vec<Route> {
             operation_id: "post_own_stats",
             summary: "The classic client libraries' route: the bot is the token's.",
         },
-    );
+    )
+    .map(|route| route.refuses(Code::BadRequest, "the body is not a JSON object, or server_count, shards, shard_id or shard_count is missing or out of range"));
     [get]
         .into_iter()
         .chain(post)
@@ -50,11 +50,8 @@ pub struct Ok {
         (status = 200, description = "The current server count", body = Stats),
     )
 )]
-pub async fn get_stats(
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let servers = find_bot(&state, &id)?.view().servers();
+pub async fn get_stats(PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
+    let servers = bot.view().servers();
     let body = serde_json::to_vec(&Stats {
         server_count: servers,
     })
@@ -72,15 +69,12 @@ pub async fn get_stats(
     request_body = StatsPost,
     responses(
         (status = 200, description = "Stored", body = Ok),
-        (status = 400, description = "`bad_request`: the body is not a JSON object, or server_count, shards, shard_id or shard_count is missing or out of range", body = ErrorBody),
     )
 )]
 pub async fn post_stats(
     bot: OwnBot,
-    request: HttpRequest,
-    body: web::Payload,
+    Json(post): Json<StatsPost>,
 ) -> Result<HttpResponse, ApiError> {
-    let post: StatsPost = json_body(&request, body).await?;
     let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
     bot.0.ask(PostStats(update)).await??;
     crate::telemetry::stats_posted();

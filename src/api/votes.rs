@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Code};
 use super::extract::{snowflake_param, OwnBot};
 use super::routes::{Classic, Limit, Route};
 use super::{reply, AppState};
@@ -31,7 +31,12 @@ pub fn routes() -> Vec<Route> {
                 "The classic route: whether a user voted for the token's bot in the last 12 hours.",
         },
     )
-    .map(Route::early);
+    .map(|route| {
+        route.early().refuses(
+            Code::BadRequest,
+            "userId missing, given twice or not a snowflake",
+        )
+    });
     voters
         .into_iter()
         .chain(check)
@@ -87,7 +92,6 @@ pub async fn voters(bot: OwnBot) -> Result<HttpResponse, ApiError> {
     ),
     responses(
         (status = 200, description = "Whether the user voted in the last 12 hours", body = VoteCheck),
-        (status = 400, description = "`bad_request`: userId missing, given twice or not a snowflake", body = ErrorBody),
     )
 )]
 pub async fn check(

@@ -1,23 +1,27 @@
 //! `POST /admin/bots`, `PATCH` and `DELETE /admin/bots/{id}`, `POST /admin/bots/{id}/token`:
 //! listings and their tokens.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{check_webhook_url, BAD_BOT_BODY};
 use crate::actors::registry::{CreateBot, DelistBot, RotateToken, UpdateBot};
-use crate::api::bots::find_bot;
-use crate::api::error::{ApiError, ErrorBody};
-use crate::api::extract::{json_body, Admin};
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::{Admin, Json, PathBot};
 use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::bot::{BotPatch, NewBot, PublicBot};
 
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::new(__path_create_bot, create_bot),
-        Route::new(__path_update_bot, update_bot).about(Subject::Bot),
+        Route::new(__path_create_bot, create_bot)
+            .refuses(Code::BadRequest, BAD_BOT_BODY)
+            .refuses(Code::Conflict, "a bot with this platform id is listed"),
+        Route::new(__path_update_bot, update_bot)
+            .refuses(Code::BadRequest, BAD_BOT_BODY)
+            .refuses(Code::Conflict, "another listed bot has this platform id")
+            .about(Subject::Bot),
         Route::new(__path_delist_bot, delist_bot).about(Subject::Bot),
         Route::new(__path_rotate_token, rotate_token).about(Subject::Bot),
     ]
@@ -43,17 +47,13 @@ pub struct NewToken<'a> {
     request_body = NewBot,
     responses(
         (status = 201, description = "Listed; the token is shown once", body = CreatedBot),
-        (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
-        (status = 409, description = "`conflict`: a bot with this platform id is listed", body = ErrorBody),
     )
 )]
 pub async fn create_bot(
     _: Admin,
     state: web::Data<AppState>,
-    request: HttpRequest,
-    body: web::Payload,
+    Json(new): Json<NewBot>,
 ) -> Result<HttpResponse, ApiError> {
-    let new: NewBot = json_body(&request, body).await?;
     check_webhook_url(&state, new.webhook_url.as_ref()).await?;
     let (view, token) = state.registry.send(CreateBot(new)).await??;
     Ok(reply::created(&CreatedBot {
@@ -68,19 +68,14 @@ pub async fn create_bot(
     request_body = BotPatch,
     responses(
         (status = 200, description = "Updated", body = PublicBot),
-        (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
-        (status = 409, description = "`conflict`: another listed bot has this platform id", body = ErrorBody),
     )
 )]
 pub async fn update_bot(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
-    request: HttpRequest,
-    body: web::Payload,
+    PathBot(bot): PathBot,
+    Json(patch): Json<BotPatch>,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
-    let patch: BotPatch = json_body(&request, body).await?;
     check_webhook_url(&state, patch.webhook_url.as_set()).await?;
     let view = state.registry.send(UpdateBot(bot.id, patch)).await??;
     Ok(reply::ok(&view.public(state.clock.now())))
@@ -96,9 +91,8 @@ pub async fn update_bot(
 pub async fn delist_bot(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
     state.registry.send(DelistBot(bot.id)).await??;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -113,9 +107,8 @@ pub async fn delist_bot(
 pub async fn rotate_token(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
     let token = state.registry.send(RotateToken(bot.id)).await??;
     Ok(reply::ok(&NewToken {
         token: token.as_str(),

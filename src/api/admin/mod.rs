@@ -9,16 +9,14 @@ pub mod webhooks;
 
 use super::error::{ApiError, Code};
 use super::routes::Route;
-use super::users::not_found as profile_not_found;
 use super::AppState;
-use crate::domain::ids::ProfileId;
 use crate::domain::text::HttpUrl;
 use crate::webhooks::guard;
 
 pub use votes::VotePost;
 
 /// The 400 of a bot's body, which names owners and a webhook URL.
-const BAD_BOT_BODY: &str = "`bad_request`: the body is not a JSON object, a field is missing, invalid or unknown, an owner does not exist, or the webhook URL points at a private network";
+const BAD_BOT_BODY: &str = "the body is not a JSON object, a field is missing, invalid or unknown, an owner does not exist, or the webhook URL points at a private network";
 
 /// Every admin route: each takes the admin token (the `Admin` extractor of its handler is what
 /// enforces it).
@@ -44,8 +42,4 @@ async fn check_webhook_url(state: &AppState, url: Option<&HttpUrl>) -> Result<()
             .map_err(|why| Code::BadRequest.with(format!("`webhook_url` {why}"))),
         None => Ok(()),
     }
-}
-
-fn profile_id(raw: &str) -> Result<ProfileId, ApiError> {
-    ProfileId::parse(raw).ok_or_else(|| profile_not_found(raw))
 }

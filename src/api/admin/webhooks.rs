@@ -7,19 +7,18 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
-use crate::api::bots::find_bot;
-use crate::api::error::{ApiError, Code, ErrorBody};
-use crate::api::extract::Admin;
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::{Admin, PathBot};
+use crate::api::reply;
 use crate::api::routes::{Route, Subject};
-use crate::api::{reply, AppState};
 use crate::domain::time::Timestamp;
 use crate::domain::webhook::{Delivery, DeliveryState, Event};
 
 pub fn routes() -> Vec<Route> {
     [
-        Route::new(__path_send_test, send_test),
+        Route::new(__path_send_test, send_test).refuses(Code::BadRequest, "the bot has no webhook_url"),
         Route::new(__path_deliveries, deliveries),
-        Route::new(__path_redeliver, redeliver),
+        Route::new(__path_redeliver, redeliver).refuses(Code::BadRequest, "the bot has no webhook_url").refuses(Code::NotFound, "no listed bot has this id, the bot has no delivery with this id, or the server has no admin token"),
     ]
     .into_iter()
     .map(|route| route.about(Subject::Bot))
@@ -69,15 +68,9 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
     responses(
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
-        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
     )
 )]
-pub async fn send_test(
-    _: Admin,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
+pub async fn send_test(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
     let delivery = bot.ask(SendTest).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,
@@ -96,12 +89,7 @@ const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
             headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
     )
 )]
-pub async fn deliveries(
-    _: Admin,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
+pub async fn deliveries(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
     let log = bot.ask(RecentDeliveries).await??;
     let views: Vec<DeliveryView<'_>> = log.recent.iter().map(DeliveryView::from).collect();
     let mut response = reply::ok(&views);
@@ -120,17 +108,14 @@ pub async fn deliveries(
     ),
     responses(
         (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
-        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
-        (status = 404, description = "`not_found`: no listed bot has this id, the bot has no delivery with this id, or the server has no admin token", body = ErrorBody),
     )
 )]
 pub async fn redeliver(
     _: Admin,
-    state: web::Data<AppState>,
+    PathBot(bot): PathBot,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, delivery_id) = path.into_inner();
-    let bot = find_bot(&state, &id)?;
+    let (_, delivery_id) = path.into_inner();
     let delivery_id = Uuid::parse_str(&delivery_id)
         .map_err(|_| Code::NotFound.with(format!("no delivery with id `{delivery_id}`")))?;
     let delivery = bot.ask(Redeliver(delivery_id)).await??;
