@@ -38,8 +38,9 @@ pub struct Stats {
     pub server_count: u64,
 }
 
+/// The answer to a stats post once it is stored: `{"ok": true}`.
 #[derive(Serialize, ToSchema)]
-pub struct Ok {
+pub struct Stored {
     pub ok: bool,
 }
 
@@ -68,7 +69,7 @@ pub async fn get_stats(PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> 
     post, path = "/bots/{id}/stats", tag = "stats",
     request_body = StatsPost,
     responses(
-        (status = 200, description = "Stored", body = Ok),
+        (status = 200, description = "Stored", body = Stored),
     )
 )]
 pub async fn post_stats(
@@ -78,5 +79,5 @@ pub async fn post_stats(
     let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
     bot.0.ask(PostStats(update)).await??;
     crate::telemetry::stats_posted();
-    Ok(reply::ok(&Ok { ok: true }))
+    Ok(reply::ok(&Stored { ok: true }))
 }
