@@ -27,7 +27,7 @@ use super::extract::OwnBot;
 use super::limits::RetryAfter;
 use super::routes::{Classic, Limit, Route};
 use super::{reply, AppState};
-use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
+use crate::actors::bot::{Follow, FollowReply, OpenStream, ReadHistoryPage};
 use crate::actors::directory::BotHandle;
 use crate::domain::feed::{Following, StreamSlot, Taken};
 use crate::domain::ids::{BotId, Snowflake};
@@ -331,7 +331,7 @@ async fn history_page(
     let since = since.map(|s| instant("since", &s)).transpose()?;
     let until = until.map(|s| instant("until", &s)).transpose()?;
     let page = bot
-        .ask(ReadPage(PageQuery {
+        .ask(ReadHistoryPage(PageQuery {
             before,
             since,
             until,
