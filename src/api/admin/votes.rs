@@ -1,7 +1,7 @@
 //! `POST /admin/bots/{id}/votes`: the only way votes enter.
 
 use actix_web::HttpResponse;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::actors::bot::RecordVote;
@@ -11,7 +11,7 @@ use crate::api::reply;
 use crate::api::routes::{Route, Subject};
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
-use crate::domain::votes::Voter;
+use crate::domain::votes::{VoteCounts, Voter};
 
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_record_vote, record_vote).refuses(Code::AlreadyVoted, "this user voted for this bot in the last 12 hours; the message gives the time of the next possible vote").about(Subject::Bot)]
@@ -26,12 +26,6 @@ pub struct VotePost {
     pub username: VoterName,
     #[serde(default)]
     pub avatar: Option<HttpUrl>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct VoteCounts {
-    pub vote_count: u64,
-    pub monthly_vote_count: u64,
 }
 
 /// Record a vote: the only way votes enter.
@@ -53,8 +47,5 @@ pub async fn record_vote(
         avatar: vote.avatar,
     };
     let counts = crate::telemetry::count_vote(bot.ask(RecordVote(voter)).await?)?;
-    Ok(reply::created(&VoteCounts {
-        vote_count: counts.vote_count,
-        monthly_vote_count: counts.monthly_vote_count,
-    }))
+    Ok(reply::created(&counts))
 }

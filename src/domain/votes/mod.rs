@@ -831,8 +831,8 @@ pub struct AlreadyVoted {
     pub retry_at: Timestamp,
 }
 
-/// Counts after an accepted vote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The bot's vote counts just after an accepted vote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct VoteCounts {
     pub vote_count: u64,
     pub monthly_vote_count: u64,
