@@ -60,7 +60,7 @@ struct Readers {
 
 #[derive(Debug)]
 struct Reader {
-    progress: Arc<Progress>,
+    progress: Arc<ReaderProgress>,
     _slot: StreamSlot,
 }
 
@@ -99,14 +99,14 @@ impl Block {
 
 /// What a live reader has taken, shared between it and the feed.
 #[derive(Debug)]
-pub struct Progress {
+pub struct ReaderProgress {
     /// The position after the last vote the reader has taken.
     next: AtomicU64,
     /// Set when the feed gave the reader's place back because it fell too far behind.
     cut_off: AtomicBool,
 }
 
-impl Progress {
+impl ReaderProgress {
     pub fn cut_off(&self) -> bool {
         self.cut_off.load(Ordering::Acquire)
     }
@@ -126,7 +126,7 @@ impl Drop for StreamSlot {
 #[derive(Debug)]
 pub struct Following {
     shared: Arc<Shared>,
-    progress: Arc<Progress>,
+    progress: Arc<ReaderProgress>,
     /// The position after the last vote taken.
     next: u64,
 }
@@ -205,7 +205,7 @@ impl VoteFeed {
             log.blocks.clear();
             log.end = readers.published;
         }
-        let progress = Arc::new(Progress {
+        let progress = Arc::new(ReaderProgress {
             next: AtomicU64::new(readers.published),
             cut_off: AtomicBool::new(false),
         });
