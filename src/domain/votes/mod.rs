@@ -39,7 +39,7 @@ enum VoterForm {
     /// Each voter in full (journal records, older snapshots, JSON).
     Inline,
     /// Numbers in a table being filled as the rings are written.
-    Numbering(VoterTable),
+    Numbering(SnapshotVoters),
     /// Numbers in a table already read whose numbers in the history's process-wide table
     /// are not in a row: for each, its number there, so a ring entry or a history's voter is
     /// read with one array read.
@@ -124,14 +124,14 @@ impl SnapshotNumbers {
 /// name and avatar once; this table maps those numbers to its own with an array, so numbering
 /// a ring entry costs an array read, and a voter is never compared by value.
 #[derive(Default)]
-pub struct VoterTable {
+pub struct SnapshotVoters {
     voters: Vec<Arc<Voter>>,
     /// For each number in the history's process-wide table, the number here (`u32::MAX` until
     /// known).
     by_history: Vec<u32>,
 }
 
-impl VoterTable {
+impl SnapshotVoters {
     /// Runs `encode` (on this thread) with rings writing their voters' numbers in this table.
     pub fn numbering<T>(&mut self, encode: impl FnOnce() -> T) -> T {
         FORM.with(|form| *form.borrow_mut() = VoterForm::Numbering(std::mem::take(self)));
@@ -173,7 +173,7 @@ impl VoterTable {
 
     /// Runs `decode` (on this thread) with rings and histories reading voters' numbers in a
     /// snapshot's table, whose voters have these numbers in the history's table (see
-    /// [`VoterTable::adopt`]).
+    /// [`SnapshotVoters::adopt`]).
     pub fn numbered<T>(numbers: &SnapshotNumbers, decode: impl FnOnce() -> T) -> T {
         let reading = match &numbers.0 {
             Numbers::InRow { base, len } => Reading::InRow {
