@@ -17,7 +17,7 @@ use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
-use crate::api::http::{self, AllowedMethods, BasePath};
+use crate::api::http::{self, AllowedMethods};
 use crate::api::limits::{self, ClientAddress, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::{Secret, Settings};
@@ -474,7 +474,6 @@ fn serve(
         .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
     let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
-    let served_under = web::Data::new(BasePath(settings.base_path.clone()));
     let cors_origins = settings.cors_origins.clone();
     let cors_on = !cors_origins.is_empty();
     let state = web::Data::new(AppState {
@@ -516,7 +515,6 @@ fn serve(
             App::new()
                 .app_data(state.clone())
                 .app_data(allowed_methods.clone())
-                .app_data(served_under.clone())
                 .wrap(from_fn(catch_panics))
                 .wrap(from_fn(envelope_errors))
                 .wrap(Condition::new(cluster_on, from_fn(cluster::consistency)))
