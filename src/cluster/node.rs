@@ -224,7 +224,7 @@ async fn run_inner(
 
     // 3. Take the lease when it is free, and write until the role ends.
     let release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>> = Arc::new(Mutex::new(None));
-    let role = take_role(Role_ {
+    let role = take_role(Candidacy {
         nats: nats.clone(),
         cluster: cluster.clone(),
         me,
@@ -291,8 +291,8 @@ async fn run_inner(
     Ok(why)
 }
 
-/// What the role's lifecycle needs.
-struct Role_ {
+/// What taking and holding the writer's role needs.
+struct Candidacy {
     nats: Nats,
     cluster: ClusterSettings,
     me: Holder,
@@ -308,8 +308,8 @@ struct Role_ {
 
 /// Waits for the lease (never, with `--role follower`), promotes, and writes; resolves when
 /// the writer's role ends (demoted, stepped down, or the promotion failed).
-async fn take_role(role: Role_) -> Ended {
-    let Role_ {
+async fn take_role(role: Candidacy) -> Ended {
+    let Candidacy {
         nats,
         cluster,
         me,
