@@ -260,7 +260,6 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
                     token: token.hash(),
                 })
                 .collect(),
-            voters,
             ..DirectoryState::default()
         },
         info,

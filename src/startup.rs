@@ -17,7 +17,7 @@ use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::guard::{catch_panics, limit_headers};
-use crate::api::http::{self, AllowedMethods, BasePath};
+use crate::api::http::{self, AllowedMethods};
 use crate::api::limits::{self, ClientAddress, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::{Secret, Settings};
@@ -413,7 +413,6 @@ async fn start_actors(
         registry: registry.clone(),
     };
     let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
-    let mut voters = Arc::clone(&recovered.state.voters);
     load(&registry, recovered.state).await?;
     let persistence = settings.data_dir.clone().map(|dir| {
         let persistence = Persistence::new(dir, journal, registry.clone());
@@ -427,7 +426,6 @@ async fn start_actors(
     let mut demo = None;
     if settings.demo && was_empty {
         let built = demo::build(clock.now(), &DemoSize::default());
-        voters = Arc::clone(&built.state.voters);
         load(&registry, built.state).await?;
         admin_token.get_or_insert_with(|| Secret::from(demo::DEMO_ADMIN_TOKEN));
         demo = Some(built.info);
@@ -441,6 +439,10 @@ async fn start_actors(
                 .map_err(std::io::Error::other)?;
         }
     }
+    let voters = registry
+        .send(crate::actors::registry::StateVoters)
+        .await
+        .map_err(std::io::Error::other)?;
     if let (Some(persistence), Some(every)) = (&persistence, settings.snapshot_interval) {
         spawn_periodic_snapshots(Arc::clone(persistence), every, loops);
     }
@@ -497,7 +499,6 @@ fn serve(
         .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
     let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
-    let served_under = web::Data::new(BasePath(settings.base_path.clone()));
     let cors_origins = settings.cors_origins.clone();
     let cors_on = !cors_origins.is_empty();
     let state = web::Data::new(AppState {
@@ -540,7 +541,6 @@ fn serve(
                 .app_data(state.clone())
                 .app_data(access_log.clone())
                 .app_data(allowed_methods.clone())
-                .app_data(served_under.clone())
                 .wrap(from_fn(catch_panics))
                 .wrap(from_fn(envelope_errors))
                 .wrap(Condition::new(cluster_on, from_fn(cluster::consistency)))

@@ -474,13 +474,13 @@ impl Handler<RecentDeliveries> for BotActor {
 /// A page of the vote history, of durable votes only.
 #[derive(Message, Clone, Copy)]
 #[rtype(result = "Result<Page, Rejection>")]
-pub struct VoteHistoryPage(pub PageQuery);
+pub struct ReadHistoryPage(pub PageQuery);
 
-impl Handler<VoteHistoryPage> for BotActor {
+impl Handler<ReadHistoryPage> for BotActor {
     type Result = ResponseFuture<Result<Page, Rejection>>;
 
-    fn handle(&mut self, ask: VoteHistoryPage, ctx: &mut Self::Context) -> Self::Result {
-        let VoteHistoryPage(mut query) = ask;
+    fn handle(&mut self, ask: ReadHistoryPage, ctx: &mut Self::Context) -> Self::Result {
+        let ReadHistoryPage(mut query) = ask;
         let retention = self.directory.history_retention().horizon(self.clock.now());
         query.since = query.since.max(retention);
         if let Some(acknowledged) = self.acknowledged() {

@@ -322,6 +322,19 @@ impl Actor for Registry {
     }
 }
 
+/// The voter table of the registry's state, which every bot's votes are numbered in.
+#[derive(Message)]
+#[rtype(result = "Arc<VoterTable>")]
+pub struct StateVoters;
+
+impl Handler<StateVoters> for Registry {
+    type Result = MessageResult<StateVoters>;
+
+    fn handle(&mut self, _: StateVoters, _: &mut Self::Context) -> Self::Result {
+        MessageResult(Arc::clone(&self.starter.voters))
+    }
+}
+
 /// A whole directory to list at once: a recovered state, or the demo.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -334,8 +347,11 @@ impl Handler<LoadDirectory> for Registry {
 
     fn handle(&mut self, LoadDirectory { state }: LoadDirectory, _: &mut Self::Context) {
         self.last_seq = self.last_seq.max(state.registry_seq);
-        // The loaded state's voter table is the one every bot listed from now on joins.
-        self.starter.voters = Arc::clone(&state.voters);
+        // Into a registry with no bot yet, the loaded state's voter table is the one every bot
+        // listed from now on joins; otherwise the loaded bots join the registry's.
+        if self.book.bots.is_empty() && !state.bots.is_empty() {
+            self.starter.voters = state.voters();
+        }
         for profile in state.profiles {
             self.index_profile(&profile);
             self.directory.publish_profile(Arc::new(profile.clone()));

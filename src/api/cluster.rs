@@ -227,24 +227,9 @@ async fn digest(
 }
 
 async fn read_digest(state: &super::AppState) -> Result<String, ApiError> {
-    use crate::persist::StateSource;
-    let unavailable =
-        |why: String| Code::Unavailable.with(format!("the state could not be read: {why}"));
-    let captured = state
-        .registry
-        .capture()
+    crate::cluster::digest::of_source(&state.registry)
         .await
-        .map_err(|e| unavailable(e.to_string()))?;
-    let mut bots = Vec::with_capacity(captured.bots.len());
-    for bot in captured.bots {
-        if let Some(stored) = bot.read().await.map_err(|e| unavailable(e.to_string()))? {
-            bots.push(stored);
-        }
-    }
-    bots.sort_unstable_by_key(|b| b.state.listing.id);
-    let mut profiles = captured.profiles;
-    profiles.sort_unstable_by_key(|p| p.id);
-    Ok(crate::cluster::digest::digest(&profiles, &bots))
+        .map_err(|e| Code::Unavailable.with(format!("the state could not be read: {e}")))
 }
 
 #[cfg(test)]

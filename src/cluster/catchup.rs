@@ -240,6 +240,81 @@ pub async fn read_into<T: Target>(
     Ok(())
 }
 
+/// Generated changes, as a writer journals them, for the property tests here and in
+/// `cluster::follow`.
+#[cfg(test)]
+pub(crate) mod ops {
+    use proptest::prelude::*;
+
+    use crate::domain::bot::{BotState, NewBot};
+    use crate::domain::ids::{BotId, Snowflake};
+    use crate::domain::text::VoterName;
+    use crate::domain::time::Timestamp;
+    use crate::domain::votes::Voter;
+    use crate::persist::state::Record;
+
+    /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
+    #[derive(Clone, Debug)]
+    pub enum Op {
+        List(u8),
+        Vote(u8, u16, u16),
+    }
+
+    pub fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..4).prop_map(Op::List),
+            (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
+        ]
+    }
+
+    pub fn bot_id(b: u8) -> BotId {
+        BotId::from_random_bytes([b + 1; 16])
+    }
+
+    pub fn record(op: &Op) -> Record {
+        let start = Timestamp::from_millis(1_790_000_000_000);
+        match *op {
+            Op::List(b) => {
+                let new: NewBot = serde_json::from_value(serde_json::json!({
+                    "platform_id": (1000 + u64::from(b)).to_string(),
+                    "name": format!("Bot {b}"),
+                    "username": format!("bot{b}"),
+                    "short_description": "property",
+                }))
+                .expect("a valid bot");
+                Record::BotListed {
+                    state: Box::new(BotState::create(bot_id(b), new, start)),
+                    token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
+                }
+            }
+            Op::Vote(b, u, m) => Record::Voted {
+                bot: bot_id(b),
+                voter: Voter {
+                    id: Snowflake::from_u64(1_000_000 + u64::from(u)),
+                    username: VoterName::parse(format!("u{u}")).expect("valid"),
+                    avatar: None,
+                },
+                at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
+                weight: 1 + u32::from(u % 2),
+            },
+        }
+    }
+
+    /// The records of `ops` as a writer journals them (a bot is listed once, a user votes once
+    /// per bot), numbered from 1.
+    pub fn journaled(ops: &[Op]) -> Vec<(u64, Record)> {
+        let mut seen = std::collections::HashSet::new();
+        ops.iter()
+            .filter(|op| match op {
+                Op::List(b) => seen.insert((*b, None)),
+                Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
+            })
+            .enumerate()
+            .map(|(i, op)| (i as u64 + 1, record(op)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,62 +350,11 @@ mod tests {
     mod property {
         use proptest::prelude::*;
 
+        use super::super::ops::{journaled, op, record, Op};
         use super::super::CatchUp;
         use crate::cluster::digest::digest;
-        use crate::domain::bot::{BotState, NewBot};
-        use crate::domain::ids::{BotId, Snowflake};
-        use crate::domain::text::VoterName;
-        use crate::domain::time::Timestamp;
-        use crate::domain::votes::Voter;
         use crate::persist::journal::frame;
-        use crate::persist::state::{DirectoryState, Record, Replayer};
-
-        /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
-        #[derive(Clone, Debug)]
-        enum Op {
-            List(u8),
-            Vote(u8, u16, u16),
-        }
-
-        fn op() -> impl Strategy<Value = Op> {
-            prop_oneof![
-                (0u8..4).prop_map(Op::List),
-                (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
-            ]
-        }
-
-        fn bot_id(b: u8) -> BotId {
-            BotId::from_random_bytes([b + 1; 16])
-        }
-
-        fn record(op: &Op) -> Record {
-            let start = Timestamp::from_millis(1_790_000_000_000);
-            match *op {
-                Op::List(b) => {
-                    let new: NewBot = serde_json::from_value(serde_json::json!({
-                        "platform_id": (1000 + u64::from(b)).to_string(),
-                        "name": format!("Bot {b}"),
-                        "username": format!("bot{b}"),
-                        "short_description": "property",
-                    }))
-                    .expect("a valid bot");
-                    Record::BotListed {
-                        state: Box::new(BotState::create(bot_id(b), new, start)),
-                        token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
-                    }
-                }
-                Op::Vote(b, u, m) => Record::Voted {
-                    bot: bot_id(b),
-                    voter: Voter {
-                        id: Snowflake::from_u64(1_000_000 + u64::from(u)),
-                        username: VoterName::parse(format!("u{u}")).expect("valid"),
-                        avatar: None,
-                    },
-                    at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
-                    weight: 1 + u32::from(u % 2),
-                },
-            }
-        }
+        use crate::persist::state::{DirectoryState, Replayer};
 
         fn state_digest(state: DirectoryState) -> String {
             let mut replayer = Replayer::new(state);
@@ -351,17 +375,7 @@ mod tests {
                 snapshot_at in 0usize..60,
                 failover_at in 0usize..60,
             ) {
-                // As a writer journals them: a bot is listed once, a user votes once per bot.
-                let mut seen = std::collections::HashSet::new();
-                let records: Vec<(u64, Record)> = ops
-                    .iter()
-                    .filter(|op| match op {
-                        Op::List(b) => seen.insert((*b, None)),
-                        Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
-                    })
-                    .enumerate()
-                    .map(|(i, op)| (i as u64 + 1, record(op)))
-                    .collect();
+                let records = journaled(&ops);
                 // The writer's own state: every record applied in order.
                 let mut writer = Replayer::new(DirectoryState::default());
                 for (seq, record) in &records {

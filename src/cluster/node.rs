@@ -57,6 +57,8 @@ async fn run_inner(
     cluster: ClusterSettings,
     clock: Arc<dyn Clock>,
 ) -> Result<Ended, ClusterError> {
+    // Before anything sets a gauge (the catch-up at start sets the epoch and sequences).
+    crate::telemetry::install_metrics();
     let nats = Nats::connect(&cluster).await?;
     let listener = TcpListener::bind(settings.bind)
         .map_err(|e| ClusterError::Refused(format!("cannot listen on {}: {e}", settings.bind)))?;
@@ -92,10 +94,19 @@ async fn run_inner(
     .await?;
     // The data directory holds this node's snapshots: one node per directory.
     let _lock = match &settings.data_dir {
-        Some(dir) => Some(
-            crate::persist::lock::DirLock::acquire(dir)
-                .map_err(|e| ClusterError::Refused(e.to_string()))?,
-        ),
+        Some(dir) => {
+            let lock = crate::persist::lock::DirLock::acquire(dir)
+                .map_err(|e| ClusterError::Refused(e.to_string()))?;
+            for (file, bytes) in
+                crate::persist::snapshot::remove_stale_temps(dir).map_err(nats_error)?
+            {
+                tracing::warn!(
+                    "removed {} ({bytes} bytes): a snapshot cut short by a crash",
+                    file.display()
+                );
+            }
+            Some(lock)
+        }
         None => None,
     };
     let mut stop = Box::pin(crate::startup::stop_signal());
@@ -213,7 +224,7 @@ async fn run_inner(
 
     // 3. Take the lease when it is free, and write until the role ends.
     let release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>> = Arc::new(Mutex::new(None));
-    let role = take_role(Role_ {
+    let role = take_role(Candidacy {
         nats: nats.clone(),
         cluster: cluster.clone(),
         me,
@@ -280,8 +291,8 @@ async fn run_inner(
     Ok(why)
 }
 
-/// What the role's lifecycle needs.
-struct Role_ {
+/// What taking and holding the writer's role needs.
+struct Candidacy {
     nats: Nats,
     cluster: ClusterSettings,
     me: Holder,
@@ -297,8 +308,8 @@ struct Role_ {
 
 /// Waits for the lease (never, with `--role follower`), promotes, and writes; resolves when
 /// the writer's role ends (demoted, stepped down, or the promotion failed).
-async fn take_role(role: Role_) -> Ended {
-    let Role_ {
+async fn take_role(role: Candidacy) -> Ended {
+    let Candidacy {
         nats,
         cluster,
         me,
@@ -325,6 +336,7 @@ async fn take_role(role: Role_) -> Ended {
         tokio::time::sleep(POLL).await;
     };
     let _ = stop_following.send(true);
+    view.set_role(NodeRole::Candidate);
     tracing::info!(epoch = lease.epoch, "took the writer's lease; catching up");
     view.set_epoch(lease.epoch);
     view.set_writer(Some(me.clone()));
@@ -487,7 +499,17 @@ async fn follow(
         }
         if looked.elapsed() >= POLL {
             looked = tokio::time::Instant::now();
-            view.set_writer(lease::holder(&store).await);
+            let writer = lease::holder(&store).await;
+            // Following a writer; a candidate while there is none and this node may take over.
+            let role = match (&writer, cluster.role) {
+                (None, Role::Auto) => NodeRole::Candidate,
+                _ => NodeRole::Follower,
+            };
+            view.set_writer(writer);
+            if *stop.borrow() {
+                return;
+            }
+            view.set_role(role);
             if let Ok(last) = catchup::last_stream_seq(&nats.js, &cluster.stream_name()).await {
                 view.set_stream_last_seq(last);
                 stream_last = last;

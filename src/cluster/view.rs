@@ -44,7 +44,7 @@ pub struct ClusterView {
     writer: Mutex<Option<Holder>>,
     /// The node's journal: the writer's, or the follower's whose durable sequence is the
     /// applied watermark.
-    journal: Mutex<Option<Journal>>,
+    journal: std::sync::OnceLock<Journal>,
     /// On a node that does not write: the last stream message applied and the epoch by then.
     followed: Mutex<StreamMark>,
 }
@@ -75,7 +75,7 @@ impl ClusterView {
             stream_position: Arc::new(StreamPosition::default()),
             stream_last_seq: AtomicU64::new(0),
             writer: Mutex::new(None),
-            journal: Mutex::new(None),
+            journal: std::sync::OnceLock::new(),
             followed: Mutex::new(StreamMark {
                 stream_seq: 0,
                 epoch: 0,
@@ -113,6 +113,9 @@ impl ClusterView {
     pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64, epoch: u64) {
         self.applied_seq.store(applied_seq, Ordering::Release);
         *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = StreamMark { stream_seq, epoch };
+        if epoch > self.epoch() {
+            self.set_epoch(epoch);
+        }
         self.stream_position.set(stream_seq);
         self.publish_progress();
     }
@@ -145,14 +148,15 @@ impl ClusterView {
             .clone()
     }
 
+    /// Set once, when the node's actors start (read on every request: no lock).
     pub fn set_journal(&self, journal: Journal) {
-        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+        let _ = self.journal.set(journal);
     }
 
     /// The last journal record this node holds: acknowledged on the writer, caught up with on
     /// a node that does not write. `X-Botlist-Seq` shows it.
     pub fn applied_seq(&self) -> u64 {
-        match &*self.journal.lock().unwrap_or_else(|p| p.into_inner()) {
+        match self.journal.get() {
             Some(journal) => journal.durable_seq(),
             None => self.applied_seq.load(Ordering::Acquire),
         }

@@ -185,8 +185,8 @@ impl Persistence {
 
 /// Runs `work` on a thread of its own at a lower priority than the threads that answer
 /// requests: reading and encoding a snapshot takes seconds of CPU, which on a small machine
-/// would otherwise be taken from requests (a check waited up to 15 ms behind it). The thread
-/// ends with the work, so its priority never leaks to other work.
+/// would otherwise be taken from requests (docs/PERFORMANCE.md, "Hot paths and memory", has the
+/// figures). The thread ends with the work, so its priority never leaks to other work.
 fn on_quiet_thread<T: Send + 'static, E: From<io::Error> + Send + 'static>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> impl std::future::Future<Output = Result<T, E>> {
@@ -206,10 +206,10 @@ fn on_quiet_thread<T: Send + 'static, E: From<io::Error> + Send + 'static>(
 }
 
 /// `SCHED_IDLE` for the calling thread only (Linux schedules each thread on its own): a request
-/// worker that wakes takes the core from it at once. At nice 19, the scheduler first let the
-/// writer finish its time slice, and checks waited 3 to 5 ms behind it (issue 10's scheduler
-/// traces). An idle-class thread still gets a small share of a busy machine (its weight is a
-/// fifth of nice 19's), so a snapshot under full load is slower, never stopped. If the call
+/// worker that wakes takes the core from it at once, where at nice 19 the scheduler lets the
+/// writer finish its time slice first (docs/PERFORMANCE.md has the traces). An idle-class
+/// thread still gets a small share of a busy machine (its weight is a fifth of nice 19's), so a
+/// snapshot under full load is slower, never stopped. If the call
 /// fails, nice 19; if that fails too, normal priority, which is only slower for requests.
 fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
@@ -230,10 +230,9 @@ fn lower_this_threads_priority() {
 const READ_AHEAD: usize = 16;
 
 /// Asks each bot for its state and writes it into a new snapshot file, in order, all on the
-/// writer's thread; the file is finished by the caller. Asking and answering used to run on a
-/// request worker, which handed each bot to this thread: 100,000 wake-ups of each other, and
-/// at the end the worker let go of every bot's handle at once and kept its requests waiting
-/// 17 ms. Here a bot's handle is let go as soon as the bot is asked.
+/// writer's thread; the file is finished by the caller. No request worker takes part, so none
+/// wakes for each bot or lets go of every bot's handle at once at the end; here a bot's handle
+/// is let go as soon as the bot is asked.
 fn write_bots(
     dir: &Path,
     seq: u64,

@@ -315,9 +315,10 @@ pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
     }
 }
 
-/// A snapshot file mapped into memory, read-only: at a start, reading a 300 MB file into a
-/// buffer of its own took 0.2 s on one core (fresh pages zeroed, then the bytes copied) before
-/// any decoding thread could begin; mapped, the page cache's pages are read where they are.
+/// A snapshot file mapped into memory, read-only: reading a large file into a buffer of its own
+/// zeroes fresh pages and copies the bytes on one core before any decoding thread can begin
+/// (docs/PERFORMANCE.md has the figures); mapped, the page cache's pages are read where they
+/// are.
 ///
 /// Snapshot files are written whole under a temporary name and renamed into place, and never
 /// changed after: the data directory's lock keeps other botlist processes out, and removing a
@@ -419,9 +420,10 @@ fn undecodable(why: impl std::fmt::Display) -> SnapshotError {
 /// taken into the state's voter table.
 fn decode_whole(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let mut state: DirectoryState = super::decode(payload).map_err(undecodable)?;
+    let voters = state.voters();
     for bot in &mut state.bots {
         let damaged = |why| SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id));
-        bot.state.votes.attach(&state.voters).map_err(damaged)?;
+        bot.state.votes.attach(&voters).map_err(damaged)?;
         restore(bot)?;
     }
     Ok(state)
@@ -513,7 +515,6 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
         registry_seq: parts.registry_seq,
         profiles,
         bots,
-        voters,
     })
 }
 
@@ -704,8 +705,8 @@ mod tests {
         assert_eq!(first(&old), first(&new));
         let table = |state: &DirectoryState| {
             let voter = first(state);
-            let number = state.voters.number(&voter);
-            state.voters.get(number).expect("the state's copy")
+            let number = state.voters().number(&voter);
+            state.voters().get(number).expect("the state's copy")
         };
         assert!(Arc::ptr_eq(&first(&old), &table(&old)));
         assert!(Arc::ptr_eq(&first(&new), &table(&new)));

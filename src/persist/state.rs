@@ -26,10 +26,17 @@ pub struct DirectoryState {
     /// Restored (`BotState::restore`) by whoever made the state, on as many threads as it had:
     /// the registry starts them as they are.
     pub bots: Vec<StoredBot>,
-    /// The voters of every bot's ring and history, each once; the bots' books hold it (see
-    /// `VoteBook::attach`). Each state has its own: two applications share none.
-    #[serde(skip)]
-    pub voters: Arc<VoterTable>,
+}
+
+impl DirectoryState {
+    /// The state's voter table: the voters of every bot's ring and history, each once, which
+    /// the bots' books share (see `VoteBook::attach`); a new one for a state without bots.
+    /// Each state has its own: two applications share none.
+    pub fn voters(&self) -> Arc<VoterTable> {
+        self.bots
+            .first()
+            .map_or_else(Arc::default, |bot| Arc::clone(bot.state.votes.voters()))
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -337,6 +344,7 @@ struct Loaded {
 
 impl Replayer {
     pub fn new(state: DirectoryState) -> Self {
+        let voters = state.voters();
         Self {
             seq: state.seq,
             registry_seq: state.registry_seq,
@@ -345,7 +353,7 @@ impl Replayer {
                 bots: state.bots,
             }),
             registry: RegistryBook::default(),
-            voters: state.voters,
+            voters,
             replayed: HashSet::new(),
             warnings: Vec::new(),
         }
@@ -461,7 +469,6 @@ impl Replayer {
             registry_seq: self.registry_seq,
             profiles,
             bots,
-            voters,
         }
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
 use super::load::{assert_all_acked_everywhere, Load};
 
-fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
+pub fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
     let urls = nats.urls();
     (0..3)
         .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
@@ -17,17 +17,25 @@ fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
 
 /// Waits until every node reports the same applied sequence and the same digest of its
 /// state, and returns the sequence.
-fn converged(nodes: &[Node], within: Duration) -> u64 {
+pub fn converged(nodes: &[Node], within: Duration) -> u64 {
     let deadline = Instant::now() + within;
     loop {
         let digests: Vec<(u64, String)> = nodes.iter().map(Node::digest).collect();
         if digests.iter().all(|d| *d == digests[0]) && digests[0].0 > 0 {
             return digests[0].0;
         }
-        assert!(
-            Instant::now() < deadline,
-            "nodes did not converge: {digests:?}"
-        );
+        if Instant::now() >= deadline {
+            for node in nodes {
+                let log = node.log();
+                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                eprintln!(
+                    "--- node {} (last log lines, newest first):\n{}",
+                    node.name,
+                    tail.join("\n")
+                );
+            }
+            panic!("nodes did not converge: {digests:?}");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -202,7 +202,6 @@ impl Model {
             registry_seq: self.registry_seq,
             profiles,
             bots,
-            ..DirectoryState::default()
         }
     }
 }

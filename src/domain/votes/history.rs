@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn pages_go_newest_first_and_bounds_hold() {
-        let (voters, mut history) = ten_votes();
+        let (voters, history) = ten_votes();
         let page = history.page(
             &voters,
             &PageQuery {

@@ -465,13 +465,10 @@ impl CheckWindow {
         }
     }
 
-    /// How many votes the window holds, for memory accounting in tests.
-    pub fn len(&self) -> usize {
+    /// How many votes the window holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.queue.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
     }
 
     /// The table the owner publishes durable votes to, and readers check.
@@ -545,13 +542,10 @@ impl PublishedChecks {
         }
     }
 
-    /// Users the table holds, for tests.
-    pub fn len(&self) -> usize {
+    /// Users the table holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.inner.read().latest.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -615,8 +609,8 @@ pub struct AlreadyVoted {
     pub retry_at: Timestamp,
 }
 
-/// Counts after an accepted vote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The bot's vote counts just after an accepted vote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct VoteCounts {
     pub vote_count: u64,
     pub monthly_vote_count: u64,

@@ -295,26 +295,31 @@ impl SnapshotVoters {
         &self.voters
     }
 
-    /// The number here of the voter numbered `number` in `table`.
-    fn number(&mut self, table: &Arc<VoterTable>, number: u32) -> Result<u32, &'static str> {
-        let at = match self.tables.iter().position(|(t, _)| Arc::ptr_eq(t, table)) {
+    /// Which of the tables met `table` is, found once per bot rather than once per voter.
+    fn table(&mut self, table: &Arc<VoterTable>) -> usize {
+        match self.tables.iter().position(|(t, _)| Arc::ptr_eq(t, table)) {
             Some(at) => at,
             None => {
                 self.tables.push((Arc::clone(table), Vec::new()));
                 self.tables.len() - 1
             }
-        };
+        }
+    }
+
+    /// The number here of the voter numbered `number` in the table met `at`th.
+    fn number(&mut self, at: usize, number: u32) -> Result<u32, &'static str> {
+        let Self { voters, tables } = self;
+        let (table, known) = &mut tables[at];
         let index = number as usize;
-        let known = &mut self.tables[at].1;
         if let Some(&here) = known.get(index).filter(|&&n| n != u32::MAX) {
             return Ok(here);
         }
         let voter = table.get(number).ok_or("a vote of an unknown voter")?;
-        let here = u32::try_from(self.voters.len())
+        let here = u32::try_from(voters.len())
             .ok()
             .filter(|&n| n != u32::MAX)
             .ok_or("more voters than a table holds")?;
-        self.voters.push(voter);
+        voters.push(voter);
         if known.len() <= index {
             known.resize((index + 1).max(table.len()), u32::MAX);
         }
@@ -378,7 +383,7 @@ pub fn encode_numbered(
 ) -> Result<(), rmp_serde::encode::Error> {
     let state = &bot.state;
     let book = &state.votes;
-    let table = book.voters();
+    let table = voters.table(book.voters());
     let custom = |why: &str| rmp_serde::encode::Error::Syntax(why.to_owned());
     let ring_numbers = book
         .recent
