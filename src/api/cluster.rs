@@ -158,7 +158,7 @@ pub async fn forward_writes(
         Ok(read) => super::extract::body(&http_request, read).await,
         Err(error) => Err(Code::BadRequest.with(format!("the body could not be read: {error}"))),
     };
-    let response = match read {
+    let mut response = match read {
         Ok(body) => {
             cluster
                 .forwarder
@@ -167,6 +167,10 @@ pub async fn forward_writes(
         }
         Err(error) => error.error_response(),
     };
+    // The writer's answer says how far the writer is; an answer made here, how far this node is.
+    if !response.headers().contains_key(SEQ_HEADER) {
+        response = with_seq(response, &cluster.view);
+    }
     Ok(ServiceResponse::new(http_request, response))
 }
 
