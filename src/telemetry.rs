@@ -250,10 +250,17 @@ impl Threads {
     /// `metrics-PORT`): two applications in one process have two of each.
     pub fn start(log: &std::sync::Arc<AccessLog>, port: u16, shutdown: &Shutdown) -> Self {
         let mut threads = Vec::new();
-        let (access, stop) = (std::sync::Arc::clone(log), shutdown.clone());
+        // Each thread says when it runs (named, as the application's threads are then listed).
+        let (running, ran) = std::sync::mpsc::channel::<()>();
+        let (access, stop, up) = (
+            std::sync::Arc::clone(log),
+            shutdown.clone(),
+            running.clone(),
+        );
         let started = std::thread::Builder::new()
             .name(format!("access-{port}"))
             .spawn(move || {
+                let _ = up.send(());
                 ACCESS_LINES.set(Some(Vec::new()));
                 let mut records = Vec::new();
                 loop {
@@ -277,10 +284,11 @@ impl Threads {
         if let Some(exporter) = exporter() {
             // Histograms keep raw samples until drained; a scrape drains them too, but a
             // server nobody scrapes must not grow.
-            let (upkeep, stop) = (exporter.handle.clone(), shutdown.clone());
+            let (upkeep, stop, up) = (exporter.handle.clone(), shutdown.clone(), running.clone());
             let started = std::thread::Builder::new()
                 .name(format!("metrics-{port}"))
                 .spawn(move || {
+                    let _ = up.send(());
                     let mut since = Instant::now();
                     while !stop.is_requested() {
                         std::thread::sleep(STOP_POLL);
@@ -291,6 +299,10 @@ impl Threads {
                     }
                 });
             threads.extend(started.ok());
+        }
+        drop(running);
+        for _ in &threads {
+            let _ = ran.recv();
         }
         Self(threads)
     }
