@@ -107,7 +107,7 @@ async fn store(
 ) -> Result<HttpResponse, ApiError> {
     let post: StatsPost = json_body(request, body).await?;
     let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
-    bot.ask(PostStats(update)).await??;
+    bot.ask(PostStats(update)).await?.wait().await?;
     crate::telemetry::stats_posted();
     Ok(reply::ok(&Ok { ok: true }))
 }

@@ -60,7 +60,11 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
-    let counts = crate::telemetry::count_vote(bot.ask(RecordVote(voter)).await?)?;
+    let counts = match bot.ask(RecordVote(voter)).await? {
+        Ok(taken) => taken.wait().await,
+        Err(refused) => Err(refused),
+    };
+    let counts = crate::telemetry::count_vote(counts)?;
     Ok(reply::created(&VoteCounts {
         vote_count: counts.vote_count,
         monthly_vote_count: counts.monthly_vote_count,
