@@ -22,6 +22,9 @@ use botlist::domain::votes::Voter;
 use botlist::index::SearchIndex;
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 
+#[path = "../tests/support/record.rs"]
+mod record;
+
 struct Directory {
     bots: usize,
     index: SearchIndex,
@@ -289,7 +292,7 @@ fn bench(c: &mut Criterion) {
                 || {
                     n += 1;
                     let state = &mut states[(n as usize * 7_919) % bots];
-                    state.apply(edit(n), now);
+                    record::apply_edit(state, edit(n), now);
                     Arc::new(state.view())
                 },
                 |view| index.update(view),

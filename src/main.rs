@@ -48,12 +48,11 @@ async fn main() -> ExitCode {
 /// Turns off glibc's fast bins once the state is loaded. Fast bins keep freed small blocks
 /// aside and merge them all on the next large free or allocation. A snapshot lets go of a few
 /// hundred thousand small blocks (one per bot it read); the next large free on that thread
-/// then merged them in one go and kept a request worker's requests waiting 17 ms
-/// (`malloc_consolidate` in a profile, issue 10). Without fast bins a small free goes to the
+/// would merge them in one go while a request worker's requests wait (docs/PERFORMANCE.md,
+/// "Hot paths and memory", has the profile). Without fast bins a small free goes to the
 /// thread's cache or is merged at once, so the cost is spread over the frees. Loading keeps
-/// them (turning them off first made a start about 10% slower); the blocks loading set aside
-/// are merged here, before the first request, by trimming every arena. Other C libraries have
-/// no such knob.
+/// them, since it is faster with them; the blocks loading set aside are merged here, before the
+/// first request, by trimming every arena. Other C libraries have no such knob.
 fn free_small_blocks_at_once() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt and malloc_trim take plain integers and only change the allocator's

@@ -12,6 +12,9 @@ use botlist::domain::time::Timestamp;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+#[path = "support/record.rs"]
+mod record;
+
 /// Text a single-line field may hold, with the characters that need escaping well represented.
 fn line(max: usize) -> impl Strategy<Value = String> {
     prop::collection::vec(
@@ -186,7 +189,7 @@ proptest! {
         let Ok(patch) = serde_json::from_value::<BotPatch>(edit) else {
             return Ok(());
         };
-        state.apply(patch, at);
+        record::apply_edit(&mut state, patch, at);
         let after = Arc::new(state.view());
         let plain = serde_json::to_vec(&after.public(at)).expect("serializes");
         prop_assert_eq!(after.public_json(at), plain);

@@ -16,6 +16,9 @@ use chrono::Duration;
 use proptest::prelude::*;
 use serde_json::json;
 
+#[path = "support/record.rs"]
+mod record;
+
 /// Few letters, so texts collide and needles hit; some fold to more or fewer bytes, and the
 /// sigmas exercise the final-sigma rule.
 const LETTERS: &[&str] = &["a", "b", "A", "σ", "ς", "Σ", "İ", "ẞ", "ß", "é", "1", " "];
@@ -252,7 +255,7 @@ impl Model {
                 if let Some(bot) = self.pick(*bot) {
                     let patch: BotPatch =
                         serde_json::from_value(listing.fields()).expect("a valid patch");
-                    self.bots[bot].apply(patch, self.now);
+                    record::apply_edit(&mut self.bots[bot], patch, self.now);
                     self.publish(bot);
                 }
             }

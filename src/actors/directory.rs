@@ -1,8 +1,10 @@
 //! The read side of the directory: id resolution, token lookup, profiles and the search index.
 //!
-//! Only the actors write here (the writing methods are private to `actors`), and only when a
-//! change they made is durable; request handlers read it directly, so resolving an id, a token
-//! or a profile, or searching, never queues behind a write.
+//! Only publications write here (the `publish_*` methods, private to `actors`): the closures the
+//! bot actors and the registry hand to the journal with each record, which the journal's
+//! publisher thread runs once the record is durable; and, at start, the registry publishing what
+//! was recovered, which is durable already. Request handlers read it directly, so resolving an
+//! id, a token or a profile, or searching, never queues behind a write.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

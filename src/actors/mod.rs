@@ -1,8 +1,10 @@
-//! Actors: one per bot, and the registry that owns the directory.
+//! The owners: an actor per bot, and the registry, which decides which bots and profiles exist
+//! and who may claim what; `directory.rs` holds what they publish for handlers to read.
 
 pub mod bot;
 pub mod directory;
 pub mod registry;
+pub mod replicated;
 
 use actix::ResponseFuture;
 

@@ -3,20 +3,28 @@
 use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::bots::{find_bot, BOT_ID};
-use super::error::{ApiError, Code, ErrorBody};
-use super::routes::Route;
+use super::bots::find_bot;
+use super::error::{ApiError, Code};
+use super::routes::{Limit, Route, Subject};
 use super::AppState;
 use crate::domain::badge::{metric, parse_label, Badge, BadgeColor, BadgeKind, BadgeStyle};
 use crate::domain::query::pairs;
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_get_badge, get_badge)]
+    vec![Route::new(__path_get_badge, get_badge)
+        .refuses(
+            Code::BadRequest,
+            "`label`, `color` or `style` is invalid or sent twice",
+        )
+        .refuses(
+            Code::NotFound,
+            "no listed bot has this id, or the kind is not one of servers, votes, monthly_votes",
+        )
+        .limited(Limit::PerBot)
+        .about(Subject::Bot)
+        .etag()]
 }
-
-/// The route's pattern below the base path (its `ETag` is added by `http::semantics`).
-pub const PATTERN: &str = "/bots/{id}/badge/{kind}.svg";
 
 /// What the query asks for; unknown parameters are ignored, a parameter sent twice is refused.
 struct Options {
@@ -60,7 +68,6 @@ impl Options {
 #[utoipa::path(
     get, path = "/bots/{id}/badge/{kind}.svg", tag = "bots",
     params(
-        ("id" = String, Path, description = BOT_ID),
         ("kind" = String, Path, description = "What the badge shows: `servers` (the server count; `n/a` before the first stats post), `votes` (vote_count) or `monthly_votes` (monthly_vote_count)", pattern = "^(servers|votes|monthly_votes)$"),
         ("label" = Option<String>, Query, max_length = 64, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$", description = "The left text, at most 64 characters without control characters (default: `servers`, `votes` or `monthly votes`); empty shows the value alone"),
         ("color" = Option<String>, Query, description = "The right side's colour: 3 or 6 hex digits without `#`, or a name: brightgreen, green, yellowgreen, yellow, orange, red, blue (the default), lightgrey, lightgray, grey, gray, success, important, critical, informational, inactive", pattern = "^([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|brightgreen|green|yellowgreen|yellow|orange|red|blue|lightgrey|lightgray|grey|gray|success|important|critical|informational|inactive)$"),
@@ -68,8 +75,6 @@ impl Options {
     ),
     responses(
         (status = 200, description = "The badge, `Cache-Control: public, max-age=60`", content_type = "image/svg+xml", body = String),
-        (status = 400, description = "`bad_request`: `label`, `color` or `style` is invalid or sent twice", body = ErrorBody),
-        (status = 404, description = "`not_found`: no listed bot has this id, or the kind is not one of servers, votes, monthly_votes", body = ErrorBody),
     )
 )]
 pub async fn get_badge(

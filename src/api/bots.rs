@@ -9,19 +9,28 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code, ErrorBody};
-use super::routes::Route;
+use super::error::{ApiError, Code};
+use super::extract::PathBot;
+use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
 use crate::domain::bot::PublicBot;
-use crate::domain::ids::BotId;
 use crate::domain::search::Search;
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::new(__path_search, search),
-        Route::new(__path_get_bot, get_bot),
+        Route::new(__path_search, search)
+            .refuses(
+                Code::BadRequest,
+                "a parameter is invalid or given twice; the message names it",
+            )
+            .limited(Limit::PerBot)
+            .etag(),
+        Route::new(__path_get_bot, get_bot)
+            .limited(Limit::PerBot)
+            .about(Subject::Bot)
+            .etag(),
     ]
 }
 
@@ -165,27 +174,6 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
         .ok_or_else(|| Code::NotFound.with(format!("no bot with id `{id}`")))
 }
 
-/// The bot that owns the token, for the classic routes that name no bot.
-/// What `{id}` of a bot may be, in the OpenAPI document.
-pub const BOT_ID: &str = "Listing UUID (any case) or platform snowflake";
-
-pub fn token_bot(state: &AppState, token_bot: BotId) -> Result<Arc<BotHandle>, ApiError> {
-    // Only a delisting racing this request can get here; its token is unknown from then on.
-    state
-        .directory
-        .get(token_bot)
-        .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
-}
-
-/// The bot named by `:id`, which the token must belong to (404 before 403, so a token tells nothing of other bots).
-pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHandle>, ApiError> {
-    let bot = find_bot(state, id)?;
-    if bot.id != token_bot {
-        return Err(Code::Forbidden.with("this API token belongs to another bot".into()));
-    }
-    Ok(bot)
-}
-
 /// Search the directory.
 ///
 /// Every parameter is optional; an empty value is the same as leaving it out, a parameter given
@@ -209,7 +197,6 @@ pub fn own_bot(state: &AppState, token_bot: BotId, id: &str) -> Result<Arc<BotHa
     ),
     responses(
         (status = 200, description = "A page of bots", body = BotList),
-        (status = 400, description = "`bad_request`: a parameter is invalid or given twice; the message names it", body = ErrorBody),
     )
 )]
 pub async fn search(
@@ -255,16 +242,15 @@ pub async fn search(
 /// One bot's public record.
 #[utoipa::path(
     get, path = "/bots/{id}", tag = "bots",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The bot", body = PublicBot),
     )
 )]
 pub async fn get_bot(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let view = find_bot(&state, &id)?.view();
+    let view = bot.view();
     let now = state.clock.now();
     Ok(reply::tagged_json(
         view.public_json(now),

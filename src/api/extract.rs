@@ -1,11 +1,13 @@
 //! Reading requests: JSON bodies, tokens and query parameters, each failure as an [`ApiError`].
 
 use std::future::{ready, Ready};
+use std::sync::Arc;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{HeaderMap, AUTHORIZATION, CONTENT_LENGTH};
 use actix_web::web::{self, BytesMut};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
@@ -13,7 +15,8 @@ use super::connection::ReadLimit;
 use super::error::{ApiError, Code};
 use super::limits::client_ip;
 use super::AppState;
-use crate::domain::ids::{BotId, Snowflake, TokenHash};
+use crate::actors::directory::BotHandle;
+use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 
 /// Bodies over 64 KiB are refused.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -22,9 +25,14 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// order of errors is 401, 404, 403, then the body's.
 pub async fn json_body<T: DeserializeOwned>(
     request: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
 ) -> Result<T, ApiError> {
     require_json_content_type(request)?;
+    parse_json(&body(request, payload).await?)
+}
+
+/// Reads a body of at most [`MAX_BODY_BYTES`], within the request timeout.
+pub async fn body(request: &HttpRequest, mut payload: web::Payload) -> Result<BytesMut, ApiError> {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -47,15 +55,14 @@ pub async fn json_body<T: DeserializeOwned>(
         Ok(body)
     };
     // A body sent a byte at a time would otherwise hold the request open as long as it likes.
-    let body = actix_web::rt::time::timeout(deadline, read)
+    actix_web::rt::time::timeout(deadline, read)
         .await
         .map_err(|_| {
             Code::RequestTimeout.with(format!(
                 "the body did not arrive within {} s",
                 deadline.as_secs()
             ))
-        })??;
-    parse_json(&body)
+        })?
 }
 
 /// A 413, and the connection stops reading the rest of the body: it is closed after at most a
@@ -281,15 +288,115 @@ impl FromRequest for BotToken {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(app_state(request).and_then(|state| token_bot_id(state, request).map(BotToken)))
+    }
+}
+
+fn token_bot_id(state: &AppState, request: &HttpRequest) -> Result<BotId, ApiError> {
+    let token = presented_token(request.headers())?;
+    state
+        .directory
+        .authenticate(token)
+        .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
+}
+
+/// The bot a route about the token's own bot is about: the one `{id}` names, which the token
+/// must belong to, or, on the classic routes that name no bot, the token's own. 401 without a
+/// valid token, then 404 for an id no bot has, then 403 for another bot's: a token tells
+/// nothing of other bots. (Declared with [`super::routes::Route::own_bot`].)
+pub struct OwnBot(pub Arc<BotHandle>);
+
+impl FromRequest for OwnBot {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready((|| {
             let state = app_state(request)?;
-            let token = presented_token(request.headers())?;
-            state
-                .directory
-                .authenticate(token)
-                .map(BotToken)
-                .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))
+            let token_bot = token_bot_id(state, request)?;
+            let bot = match request.match_info().get("id") {
+                Some(_) => {
+                    let bot = path_bot(state, request)?;
+                    if bot.id != token_bot {
+                        return Err(
+                            Code::Forbidden.with("this API token belongs to another bot".into())
+                        );
+                    }
+                    bot
+                }
+                // Only a delisting racing this request can miss; its token is unknown from
+                // then on.
+                None => state
+                    .directory
+                    .get(token_bot)
+                    .ok_or_else(|| Code::Unauthorized.with("unknown API token".into()))?,
+            };
+            Ok(OwnBot(bot))
         })())
+    }
+}
+
+/// The bot `{id}` names, a listing UUID or a platform snowflake; 404 when no listed bot has it.
+pub struct PathBot(pub Arc<BotHandle>);
+
+impl FromRequest for PathBot {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(app_state(request).and_then(|state| path_bot(state, request).map(PathBot)))
+    }
+}
+
+/// `{id}` of the path, as `web::Path` reads it: percent-decoded.
+#[derive(serde::Deserialize)]
+struct IdParam {
+    id: String,
+}
+
+fn path_id(request: &HttpRequest) -> Result<String, ApiError> {
+    web::Path::<IdParam>::extract(request)
+        .into_inner()
+        .map(|path| path.into_inner().id)
+        .map_err(|_| ApiError::internal())
+}
+
+fn path_bot(state: &AppState, request: &HttpRequest) -> Result<Arc<BotHandle>, ApiError> {
+    super::bots::find_bot(state, &path_id(request)?)
+}
+
+/// The profile `{id}` names, a profile UUID; 404 when it is not one (whether a profile has it
+/// is the registry's to say).
+pub struct PathProfile(pub ProfileId);
+
+impl FromRequest for PathProfile {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(path_id(request).and_then(|id| {
+            ProfileId::parse(&id)
+                .map(PathProfile)
+                .ok_or_else(|| super::users::not_found(&id))
+        }))
+    }
+}
+
+/// A JSON body (see [`json_body`]). Read only once the extractors before it have passed, so that
+/// the order of errors stays 401, 404, 403, then the body's.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let request = request.clone();
+        let payload = web::Payload::from_request(&request, payload).into_inner();
+        Box::pin(async move {
+            let payload = payload.map_err(|_| ApiError::internal())?;
+            json_body(&request, payload).await.map(Json)
+        })
     }
 }
 

@@ -5,9 +5,9 @@ use chrono::{DateTime, Duration};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bots::{find_bot, BOT_ID};
-use super::error::{ApiError, Code, ErrorBody};
-use super::routes::Route;
+use super::bots::find_bot;
+use super::error::{ApiError, Code};
+use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::actors::bot::GrowthPoints;
 use crate::domain::growth::{Interval, HOURLY_DAYS, MAX_POINTS};
@@ -16,11 +16,11 @@ use crate::domain::time::Timestamp;
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_get_growth, get_growth)]
+    vec![Route::new(__path_get_growth, get_growth).refuses(Code::BadRequest, "`interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days")
+        .limited(Limit::PerBot)
+        .about(Subject::Bot)
+        .etag()]
 }
-
-/// The route's pattern below the base path (its `ETag` is added by `http::semantics`).
-pub const PATTERN: &str = "/bots/{id}/stats/history";
 
 #[derive(Serialize, ToSchema)]
 pub struct GrowthHistory {
@@ -148,14 +148,12 @@ impl Asked {
 #[utoipa::path(
     get, path = "/bots/{id}/stats/history", tag = "stats",
     params(
-        ("id" = String, Path, description = BOT_ID),
         ("interval" = Option<String>, Query, description = "`day` (the default) or `hour`", pattern = "^(hour|day)$"),
         ("from" = Option<String>, Query, format = DateTime, description = "RFC 3339; inclusive, moved back to the start of its hour or day. Default: 30 days (48 hours) before the end. Hourly points reach back 90 days"),
         ("to" = Option<String>, Query, format = DateTime, description = "RFC 3339; exclusive. Default: the end of the current day (hour). At most 1000 points from `from`"),
     ),
     responses(
         (status = 200, description = "One point per interval, oldest first", body = GrowthHistory),
-        (status = 400, description = "`bad_request`: `interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days", body = ErrorBody),
     )
 )]
 pub async fn get_growth(

@@ -9,14 +9,13 @@ use super::routes::Route;
 use super::{reply, AppState};
 use crate::telemetry;
 
-/// Where the metrics are, on the API's address or on `--metrics-bind`'s.
-pub const METRICS_PATH: &str = "/metrics";
-
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::new(__path_healthz, healthz),
-        Route::new(__path_metrics, metrics),
+        Route::new(__path_healthz, healthz).operational(),
+        Route::new(__path_metrics, metrics)
+            .operational()
+            .on_metrics_listener(),
     ]
 }
 

@@ -16,16 +16,18 @@ use futures_util::Stream as _;
 use hmac::{Hmac, Mac};
 use serde::Serialize;
 use sha2::Sha256;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::bots::{own_bot, token_bot};
 use super::connection::{Busy, PeerGone};
-use super::error::{ApiError, Code, ErrorBody};
-use super::extract::BotToken;
+use super::error::{ApiError, Code};
+use super::extract::OwnBot;
 use super::limits::RetryAfter;
-use super::routes::Route;
+use super::routes::{Classic, Limit, Route};
 use super::{reply, AppState};
-use crate::actors::bot::{Follow, FollowReply, OpenStream, VoteHistoryPage as ReadPage};
+use crate::actors::bot::{Follow, FollowReply, OpenStream, ReadHistoryPage};
 use crate::actors::directory::BotHandle;
 use crate::domain::feed::{Following, StreamSlot, Taken};
 use crate::domain::ids::{BotId, Snowflake};
@@ -227,63 +229,59 @@ pub struct VoteHistoryPage<'a> {
 
 /// The history and stream routes: for a bot by id, and for the token's own bot.
 pub fn routes() -> Vec<Route> {
-    vec![
-        Route::new(__path_history, history),
-        Route::new(__path_own_history, own_history),
-        Route::new(__path_stream, stream),
-        Route::new(__path_own_stream, own_stream),
-    ]
+    let history = Route::own_bot(
+        __path_history,
+        history,
+        Classic {
+            operation_id: "own_history",
+            summary: "The token's bot's vote history, newest first.",
+        },
+    )
+    .map(|route| {
+        route.refuses(
+            Code::BadRequest,
+            "a parameter out of range, given twice, or a cursor this service did not give for this bot",
+        )
+    });
+    let stream = Route::own_bot(
+        __path_stream,
+        stream,
+        Classic {
+            operation_id: "own_stream",
+            summary: "The token's bot's votes as Server-Sent Events.",
+        },
+    )
+    .map(|route| {
+        route
+            .amend(stream_events)
+            .refuses(Code::BadRequest, "Last-Event-ID is not a vote id")
+    });
+    history
+        .into_iter()
+        .chain(stream)
+        .map(|route| route.limited(Limit::PerBot))
+        .collect()
 }
 
 /// Every vote the bot accepted, newest first (its own token).
 #[utoipa::path(
     get, path = "/bots/{id}/votes/history", tag = "votes",
     params(
-        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Votes per page, 1 to 1000; default 100"),
         ("cursor" = Option<String>, Query, description = "The `next` of the previous page; opaque"),
         ("since" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes at or after this instant"),
         ("until" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes before this instant"),
     ),
-    security(("token" = [])),
     responses(
         (status = 200, description = "A page of votes, newest first", body = VoteHistoryPage),
-        (status = 400, description = "`bad_request`: a parameter out of range, given twice, or a cursor this service did not give for this bot", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
     )
 )]
 pub async fn history(
-    token: BotToken,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
-    let bot = own_bot(&state, token.0, &id)?;
-    history_page(&bot, &state, request.query_string()).await
-}
-
-/// The token's bot's vote history, newest first.
-#[utoipa::path(
-    get, path = "/bots/votes/history", tag = "votes",
-    params(
-        ("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "Votes per page, 1 to 1000; default 100"),
-        ("cursor" = Option<String>, Query, description = "The `next` of the previous page; opaque"),
-        ("since" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes at or after this instant"),
-        ("until" = Option<String>, Query, format = DateTime, description = "RFC 3339: only votes before this instant"),
-    ),
-    security(("token" = [])),
-    responses(
-        (status = 200, description = "A page of the token's bot's votes, newest first", body = VoteHistoryPage),
-        (status = 400, description = "`bad_request`: a parameter out of range, given twice, or a cursor this service did not give for this bot", body = ErrorBody),
-    )
-)]
-pub async fn own_history(
-    token: BotToken,
+    bot: OwnBot,
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = token_bot(&state, token.0)?;
-    history_page(&bot, &state, request.query_string()).await
+    history_page(&bot.0, &state, request.query_string()).await
 }
 
 const DEFAULT_LIMIT: usize = 100;
@@ -333,7 +331,7 @@ async fn history_page(
     let since = since.map(|s| instant("since", &s)).transpose()?;
     let until = until.map(|s| instant("until", &s)).transpose()?;
     let page = bot
-        .ask(ReadPage(PageQuery {
+        .ask(ReadHistoryPage(PageQuery {
             before,
             since,
             until,
@@ -372,45 +370,64 @@ fn instant(name: &str, raw: &str) -> Result<Timestamp, ApiError> {
 #[utoipa::path(
     get, path = "/bots/{id}/votes/stream", tag = "votes",
     params(
-        ("id" = String, Path, description = "Listing UUID (any case) or platform snowflake"),
         ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the votes after it. Without it, the stream starts with the next vote"),
     ),
-    security(("token" = [])),
     responses(
         (status = 200, description = "A `text/event-stream` of `vote` events (data: a history entry) and, last, possibly one `overflow` event", content_type = "text/event-stream", body = VoteEntry),
-        (status = 400, description = "`bad_request`: Last-Event-ID is not a vote id", body = ErrorBody),
-        (status = 403, description = "`forbidden`: the token belongs to another bot", body = ErrorBody),
     )
 )]
 pub async fn stream(
-    token: BotToken,
+    bot: OwnBot,
     state: web::Data<AppState>,
-    id: web::Path<String>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = own_bot(&state, token.0, &id)?;
-    open_stream(bot, &state, &request).await
+    open_stream(bot.0, &state, &request).await
 }
 
-/// The token's bot's votes as Server-Sent Events.
-#[utoipa::path(
-    get, path = "/bots/votes/stream", tag = "votes",
-    params(
-        ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the votes after it"),
-    ),
-    security(("token" = [])),
-    responses(
-        (status = 200, description = "A `text/event-stream` of the token's bot's `vote` events", content_type = "text/event-stream", body = VoteEntry),
-        (status = 400, description = "`bad_request`: Last-Event-ID is not a vote id", body = ErrorBody),
-    )
-)]
-pub async fn own_stream(
-    token: BotToken,
-    state: web::Data<AppState>,
-    request: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
-    let bot = token_bot(&state, token.0)?;
-    open_stream(bot, &state, &request).await
+/// The stream's OpenAPI entry: `Last-Event-ID` is a vote's id (digits), and each Server-Sent
+/// Event is an object of its `event`, `id` and `data` lines, `data` holding the history entry as
+/// JSON.
+fn stream_events(get: &mut Operation) {
+    for parameter in get.parameters.iter_mut().flatten() {
+        if parameter.name == "Last-Event-ID" {
+            parameter.schema = Some(RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some("^[0-9]*$"))
+                    .build(),
+            )));
+        }
+    }
+    let event = ObjectBuilder::new()
+        .property(
+            "event",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["vote", "overflow"])),
+        )
+        .property(
+            "id",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[0-9]+$"))
+                .description(Some("A vote's position in the bot's history")),
+        )
+        .property(
+            "data",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(
+                    "For `vote`: the vote as a history entry (`VoteEntry`) in JSON; for \
+                 `overflow`: `{\"message\": ...}`",
+                )),
+        )
+        .required("data")
+        .build();
+    if let Some(RefOr::T(ok)) = get.responses.responses.get_mut("200") {
+        if let Some(content) = ok.content.get_mut("text/event-stream") {
+            content.schema = Some(RefOr::T(Schema::Object(event)));
+        }
+    }
 }
 
 /// Seconds a client refused for too many streams is told to wait.

@@ -51,23 +51,12 @@ impl AllowedMethods {
     }
 }
 
-/// Routes whose 200 carries an `ETag`, after the base path.
-pub const ETAG_ROUTES: [&str; 6] = [
-    "/bots",
-    "/bots/{id}",
-    "/bots/{id}/stats",
-    "/users/{user_id}",
-    super::badge::PATTERN,
-    super::growth::PATTERN,
-];
-
 /// Set on a request that arrived as HEAD and is routed as GET.
 struct WasHead;
 
 /// Middleware, just outside the error envelope: routes HEAD as GET (the HTTP layer sends no
 /// body for a HEAD, but the headers and length a GET would have), names the allowed methods on
-/// a 405, tags the JSON of cacheable reads with an `ETag` and answers a matching
-/// `If-None-Match` with 304, and marks small bodies not to be compressed.
+/// a 405, and marks small bodies not to be compressed.
 pub async fn semantics(
     mut request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -77,26 +66,25 @@ pub async fn semantics(
         request.extensions_mut().insert(WasHead);
     }
     let allowed = request.app_data::<web::Data<AllowedMethods>>().cloned();
-    let base_path = request.app_data::<web::Data<BasePath>>().cloned();
     let response = next.call(request).await?.map_into_boxed_body();
-    let status = response.status();
-    if status == StatusCode::METHOD_NOT_ALLOWED {
+    if response.status() == StatusCode::METHOD_NOT_ALLOWED {
         return Ok(with_allow(response, allowed.as_ref().map(|a| a.get_ref())));
     }
-    let cacheable = status == StatusCode::OK
-        && response.request().method() == Method::GET
-        && route_pattern(response.request()).is_some_and(|pattern| {
-            let base_path = base_path.as_ref().map_or("", |b| b.0.as_str());
-            pattern
-                .strip_prefix(base_path)
-                .is_some_and(|route| ETAG_ROUTES.contains(&route))
-        });
-    let response = if cacheable { tag(response) } else { response };
     Ok(mark_small(response))
 }
 
-/// The base path the API is served under, for middleware that matches route patterns.
-pub struct BasePath(pub String);
+/// Middleware of each route declared [`etag`](super::routes::Route::etag): tags the JSON of its
+/// 200 with an `ETag` and answers a matching `If-None-Match` with 304. Inside the rate limit,
+/// so a 304 carries its headers and counts against it.
+pub async fn etag(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let response = next.call(request).await?.map_into_boxed_body();
+    let cacheable =
+        response.status() == StatusCode::OK && response.request().method() == Method::GET;
+    Ok(if cacheable { tag(response) } else { response })
+}
 
 fn with_allow(
     mut response: ServiceResponse<BoxBody>,
@@ -275,6 +263,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             CONTENT_TYPE,
             IF_NONE_MATCH,
             HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("x-botlist-min-seq"),
         ])
         .expose_headers([
             HeaderName::from_static("x-ratelimit-limit"),
@@ -283,6 +272,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             RETRY_AFTER,
             ETAG,
             HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("x-botlist-seq"),
         ])
         .max_age(3600);
     if origins.iter().any(|o| o == "*") {

@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use actix::Addr;
 use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
-use actix_web::http::Method;
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpResponse};
 
@@ -37,7 +36,7 @@ use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
 use crate::persist::Persistence;
-use routes::Route;
+use routes::{Limit, Route};
 
 /// What every handler can reach.
 pub struct AppState {
@@ -89,44 +88,34 @@ pub fn api_routes() -> Vec<Route> {
     all
 }
 
-/// Every method and path the router serves from the declarations, the base path included: the
-/// routes of the OpenAPI document. (`/docs` and `openapi.json` serve the document itself.)
-pub fn served_routes(base_path: &str) -> Vec<(Method, String)> {
-    let api = api_routes()
-        .into_iter()
-        .map(|route| (route.method, format!("{base_path}{}", route.path)));
-    root_routes()
-        .into_iter()
-        .map(|route| (route.method, route.path))
-        .chain(api)
-        .collect()
-}
-
 /// Whether `path` is `scope` or below it.
 fn under(path: &str, scope: &str) -> bool {
     path.strip_prefix(scope)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// The router, from the routes the resource modules declare. `/bots` and `/users` are scopes
-/// of their own for their rate limits. The reference's files (`{file:.*}`, a regex) are tried
-/// after the API when the API has a base path of its own, so API requests never run it (and a
-/// base path under `/docs` is not taken for a file).
+/// The router, from the routes the resource modules declare. The routes of each rate limit
+/// are a scope of their own (the start their paths share: `/bots`, `/users`), wrapped in that
+/// limit, so that a path below it that no route has is limited too. The reference's files
+/// (`{file:.*}`, a regex) are tried after the API when the API has a base path of its own, so
+/// API requests never run it (and a base path under `/docs` is not taken for a file).
 ///
-/// Without `metrics_on_api` (`--metrics-bind`), `/metrics` is served on its own listener and
-/// not here.
+/// Without `metrics_on_api` (`--metrics-bind`), the routes of the metrics listener are served
+/// there and not here.
 pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
         let root: Vec<Route> = root_routes()
             .into_iter()
-            .filter(|route| metrics_on_api || route.path != health::METRICS_PATH)
+            .filter(|route| metrics_on_api || !route.properties.metrics)
             .collect();
-        let (bot_routes, rest): (Vec<Route>, Vec<Route>) = api_routes()
+        let (per_bot, rest): (Vec<Route>, Vec<Route>) = api_routes()
             .into_iter()
-            .partition(|route| under(&route.path, "/bots"));
-        let (user_routes, rest): (Vec<Route>, Vec<Route>) = rest
+            .partition(|route| route.properties.limit == Some(Limit::PerBot));
+        let (per_address, rest): (Vec<Route>, Vec<Route>) = rest
             .into_iter()
-            .partition(|route| under(&route.path, "/users"));
+            .partition(|route| route.properties.limit == Some(Limit::PerAddress));
+        let bots = routes::common_scope(per_bot.iter().map(|route| route.path.as_str()));
+        let users = routes::common_scope(per_address.iter().map(|route| route.path.as_str()));
         let docs_first = base_path.is_empty();
         cfg.configure(|cfg| routes::resources(cfg, "", root))
             .default_service(web::to(routes::no_route));
@@ -136,16 +125,25 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
         cfg.service(
             web::scope(base_path)
                 .service(web::resource("/openapi.json").get(openapi_json))
-                .service(
-                    web::scope("/bots")
-                        .wrap(from_fn(limits::limit_bots))
-                        .configure(|cfg| routes::mount(cfg, base_path, "/bots", bot_routes)),
-                )
-                .service(
-                    web::scope("/users")
-                        .wrap(from_fn(limits::limit_users))
-                        .configure(|cfg| routes::mount(cfg, base_path, "/users", user_routes)),
-                )
+                .configure(|cfg| {
+                    // A scope of no route would take every path: none is mounted then.
+                    if !per_bot.is_empty() {
+                        cfg.service(
+                            web::scope(&bots)
+                                .wrap(from_fn(limits::limit_bots))
+                                .configure(|cfg| routes::mount(cfg, base_path, &bots, per_bot)),
+                        );
+                    }
+                    if !per_address.is_empty() {
+                        cfg.service(
+                            web::scope(&users)
+                                .wrap(from_fn(limits::limit_users))
+                                .configure(|cfg| {
+                                    routes::mount(cfg, base_path, &users, per_address)
+                                }),
+                        );
+                    }
+                })
                 .configure(|cfg| routes::mount(cfg, base_path, "", rest)),
         );
         if !docs_first {

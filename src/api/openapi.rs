@@ -1,23 +1,29 @@
-//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+//! The OpenAPI 3.1 document, generated from the route declarations (`routes.rs`).
 //!
 //! Handlers list only what is particular to them: their success, and the errors only they give
-//! (403, 409, a 400 or a 404 that says more). [`CommonResponses`] adds the rest to every
-//! operation from what the operation is: a token answers 401, a bot or profile id 404, a body
-//! 408, 413 and 415, a rate limited route 429 and the `X-RateLimit-*` headers on every status,
-//! an admin route 404 when the server has no admin token; every route 400, 431 and 500, every
-//! write 503.
+//! (409, a 400 or a 404 that says more). [`complete`] adds the rest to every operation from
+//! what its route is declared to be (`routes::Properties`): a token answers 401, a bot or
+//! profile id 404 and a bot's own token 403, a body 408, 413 and 415, a rate limited route 429
+//! and the `X-RateLimit-*` headers on every status, a tagged read its `ETag` and 304, an admin
+//! route its token, its lockout and 404 when the server has no admin token; every route 400
+//! (but health and metrics), 431 and 500, every write 503. The status and code of each come
+//! from the error table (`error.rs`).
 
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem, Paths};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, Paths};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{
     AllOfBuilder, AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, Type,
 };
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::{error, http, limits};
+use actix_web::http::{Method, StatusCode};
+
+use super::error::{self, Code};
+use super::limits;
+use super::routes::{Route, Subject};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -91,27 +97,38 @@ impl Modify for Security {
     }
 }
 
-/// The responses many operations share, each written once under `components/responses`.
+/// The responses many operations share, each written once under `components/responses`. The
+/// status and the code of each come from the error table (`error.rs`); what is said here is
+/// only when the route gives it.
 #[derive(Clone, Copy)]
 enum Common {
     BadRequest,
+    /// An admin body the route cannot read, unless the route says more.
+    BadAdminBody,
     Unauthorized,
+    /// The bot in the path is not the token's own.
+    OtherBot,
     NoSuchBot,
     NoSuchProfile,
     NoAdminApi,
     RequestTimeout,
     PayloadTooLarge,
     UnsupportedMediaType,
+    /// The rate limits' 429, which is not the envelope (no row of the table).
     TooManyRequests,
+    /// An address locked out after failed admin authentications: the envelope.
+    LockedOut,
     HeadersTooLarge,
     Internal,
     Unavailable,
 }
 
 impl Common {
-    const ALL: [Common; 12] = [
+    const ALL: [Common; 15] = [
         Self::BadRequest,
+        Self::BadAdminBody,
         Self::Unauthorized,
+        Self::OtherBot,
         Self::NoSuchBot,
         Self::NoSuchProfile,
         Self::NoAdminApi,
@@ -119,30 +136,41 @@ impl Common {
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
         Self::TooManyRequests,
+        Self::LockedOut,
         Self::HeadersTooLarge,
         Self::Internal,
         Self::Unavailable,
     ];
 
-    fn status(self) -> &'static str {
-        match self {
-            Self::BadRequest => "400",
-            Self::Unauthorized => "401",
-            Self::NoSuchBot | Self::NoSuchProfile | Self::NoAdminApi => "404",
-            Self::RequestTimeout => "408",
-            Self::PayloadTooLarge => "413",
-            Self::UnsupportedMediaType => "415",
-            Self::TooManyRequests => "429",
-            Self::HeadersTooLarge => "431",
-            Self::Internal => "500",
-            Self::Unavailable => "503",
-        }
+    /// The row of the error table the response is; `None` for the rate limits' 429.
+    fn code(self) -> Option<Code> {
+        Some(match self {
+            Self::BadRequest | Self::BadAdminBody => Code::BadRequest,
+            Self::Unauthorized => Code::Unauthorized,
+            Self::OtherBot => Code::Forbidden,
+            Self::NoSuchBot | Self::NoSuchProfile | Self::NoAdminApi => Code::NotFound,
+            Self::RequestTimeout => Code::RequestTimeout,
+            Self::PayloadTooLarge => Code::PayloadTooLarge,
+            Self::UnsupportedMediaType => Code::UnsupportedMediaType,
+            Self::TooManyRequests => return None,
+            Self::LockedOut => Code::TooManyRequests,
+            Self::HeadersTooLarge => Code::HeadersTooLarge,
+            Self::Internal => Code::Internal,
+            Self::Unavailable => Code::Unavailable,
+        })
+    }
+
+    fn status(self) -> StatusCode {
+        self.code()
+            .map_or(StatusCode::TOO_MANY_REQUESTS, |code| code.row().status)
     }
 
     fn name(self) -> &'static str {
         match self {
             Self::BadRequest => "BadRequest",
+            Self::BadAdminBody => "BadAdminBody",
             Self::Unauthorized => "Unauthorized",
+            Self::OtherBot => "OtherBot",
             Self::NoSuchBot => "NoSuchBot",
             Self::NoSuchProfile => "NoSuchProfile",
             Self::NoAdminApi => "NoAdminApi",
@@ -150,26 +178,38 @@ impl Common {
             Self::PayloadTooLarge => "PayloadTooLarge",
             Self::UnsupportedMediaType => "UnsupportedMediaType",
             Self::TooManyRequests => "TooManyRequests",
+            Self::LockedOut => "LockedOut",
             Self::HeadersTooLarge => "HeadersTooLarge",
             Self::Internal => "InternalError",
             Self::Unavailable => "Unavailable",
         }
     }
 
-    fn description(self) -> &'static str {
+    /// When the route gives this answer.
+    fn when(self) -> &'static str {
         match self {
-            Self::BadRequest => "`bad_request`: a parameter or a body field is invalid, or the request could not be read",
-            Self::Unauthorized => "`unauthorized`: the token is missing, empty, unknown, or sent with a `Bearer` prefix",
-            Self::NoSuchBot => "`not_found`: no listed bot has this id (or, on an admin route, the server has no admin token)",
-            Self::NoSuchProfile => "`not_found`: no profile has this id (or, on an admin route, the server has no admin token)",
-            Self::NoAdminApi => "`not_found`: the server has no admin token, so no admin API",
-            Self::RequestTimeout => "`request_timeout`: the body did not arrive in time after the headers",
-            Self::PayloadTooLarge => "`payload_too_large`: the body is over 64 KiB",
-            Self::UnsupportedMediaType => "`unsupported_media_type`: the body was not sent as `application/json`",
+            Self::BadRequest => "a parameter or a body field is invalid, or the request could not be read",
+            Self::BadAdminBody => "the body is not a JSON object, a field is missing or invalid, or a field is unknown",
+            Self::Unauthorized => "the token is missing, empty, unknown, or sent with a `Bearer` prefix",
+            Self::OtherBot => "the token belongs to another bot",
+            Self::NoSuchBot => "no listed bot has this id (or, on an admin route, the server has no admin token)",
+            Self::NoSuchProfile => "no profile has this id (or, on an admin route, the server has no admin token)",
+            Self::NoAdminApi => "the server has no admin token, so no admin API",
+            Self::RequestTimeout => "the body did not arrive in time after the headers",
+            Self::PayloadTooLarge => "the body is over 64 KiB",
+            Self::UnsupportedMediaType => "the body was not sent as `application/json`",
             Self::TooManyRequests => "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope",
-            Self::HeadersTooLarge => "`headers_too_large`: the request headers are over 16 KiB together",
-            Self::Internal => "`internal_error`: a bug; the message tells nothing of internals",
-            Self::Unavailable => "`unavailable`: the write could not be made durable, or the server is shutting down",
+            Self::LockedOut => "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed",
+            Self::HeadersTooLarge => "the request headers are over 16 KiB together",
+            Self::Internal => "a bug; the message tells nothing of internals",
+            Self::Unavailable => "the write could not be made durable, or the server is shutting down",
+        }
+    }
+
+    fn description(self) -> String {
+        match self.code() {
+            Some(code) => format!("`{}`: {}", code.row().code, self.when()),
+            None => self.when().to_owned(),
         }
     }
 
@@ -178,22 +218,23 @@ impl Common {
             Self::TooManyRequests => "RetryAfter",
             _ => "ErrorBody",
         };
-        let mut response = ResponseBuilder::new()
-            .description(self.description())
-            .content(
-                "application/json",
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name(body)))
-                    .build(),
-            )
-            .build();
+        let mut response = json_response(self.description(), body);
         add_request_id_header(&mut response);
-        if let Self::TooManyRequests = self {
-            response.headers.insert(
-                "Retry-After".into(),
-                integer_header("Whole seconds to wait, at least 1; the same as `retry_after`"),
-            );
-            add_rate_limit_headers(&mut response);
+        match self {
+            Self::TooManyRequests => {
+                response.headers.insert(
+                    "Retry-After".into(),
+                    integer_header("Whole seconds to wait, at least 1; the same as `retry_after`"),
+                );
+                add_rate_limit_headers(&mut response);
+            }
+            Self::LockedOut => {
+                response.headers.insert(
+                    "Retry-After".into(),
+                    integer_header("Whole seconds until the address may try again, at least 1"),
+                );
+            }
+            _ => {}
         }
         response
     }
@@ -201,6 +242,19 @@ impl Common {
     fn reference(self) -> RefOr<Response> {
         RefOr::Ref(Ref::new(format!("#/components/responses/{}", self.name())))
     }
+}
+
+/// A response with a JSON body of the schema `body`.
+fn json_response(description: String, body: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(body)))
+                .build(),
+        )
+        .build()
 }
 
 fn integer_header(description: &str) -> utoipa::openapi::header::Header {
@@ -222,10 +276,19 @@ fn string_header(description: &str) -> utoipa::openapi::header::Header {
 }
 
 fn header_parameter(name: &str, description: &str) -> Parameter {
+    string_parameter(name, ParameterIn::Header, description)
+}
+
+/// A string parameter, required in the path, optional elsewhere.
+fn string_parameter(name: &str, place: ParameterIn, description: &str) -> Parameter {
+    let required = match place {
+        ParameterIn::Path => utoipa::openapi::Required::True,
+        _ => utoipa::openapi::Required::False,
+    };
     ParameterBuilder::new()
         .name(name)
-        .parameter_in(ParameterIn::Header)
-        .required(utoipa::openapi::Required::False)
+        .parameter_in(place)
+        .required(required)
         .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
         .description(Some(description))
         .build()
@@ -292,68 +355,9 @@ fn add_rate_limit_headers(response: &mut Response) {
     }
 }
 
-struct CommonResponses;
-
 /// A stats post needs `server_count`, or else `shards` as an array: a rule across two fields,
 /// which a field's own schema cannot say.
 struct StatsPostNeedsACount;
-
-/// The vote streams: `Last-Event-ID` is a vote's id (digits), and each Server-Sent Event is an
-/// object of its `event`, `id` and `data` lines, `data` holding the history entry as JSON.
-struct VoteStreams;
-
-impl Modify for VoteStreams {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for (path, item) in openapi.paths.paths.iter_mut() {
-            if !path.ends_with("/votes/stream") {
-                continue;
-            }
-            let Some(get) = item.get.as_mut() else {
-                continue;
-            };
-            for parameter in get.parameters.iter_mut().flatten() {
-                if parameter.name == "Last-Event-ID" {
-                    parameter.schema = Some(RefOr::T(Schema::Object(
-                        ObjectBuilder::new()
-                            .schema_type(Type::String)
-                            .pattern(Some("^[0-9]*$"))
-                            .build(),
-                    )));
-                }
-            }
-            let event = ObjectBuilder::new()
-                .property(
-                    "event",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .enum_values(Some(["vote", "overflow"])),
-                )
-                .property(
-                    "id",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .pattern(Some("^[0-9]+$"))
-                        .description(Some("A vote's position in the bot's history")),
-                )
-                .property(
-                    "data",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .description(Some(
-                            "For `vote`: the vote as a history entry (`VoteEntry`) in JSON; for \
-                         `overflow`: `{\"message\": ...}`",
-                        )),
-                )
-                .required("data")
-                .build();
-            if let Some(RefOr::T(ok)) = get.responses.responses.get_mut("200") {
-                if let Some(content) = ok.content.get_mut("text/event-stream") {
-                    content.schema = Some(RefOr::T(Schema::Object(event)));
-                }
-            }
-        }
-    }
-}
 
 impl Modify for StatsPostNeedsACount {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -374,50 +378,49 @@ impl Modify for StatsPostNeedsACount {
     }
 }
 
-impl Modify for CommonResponses {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        for common in Common::ALL {
-            components
-                .responses
-                .insert(common.name().into(), RefOr::T(common.response()));
-        }
-        for (path, item) in openapi.paths.paths.iter_mut() {
-            for (method, operation) in operations(item) {
-                add_common_responses(path, method, operation);
-            }
+/// Adds to a route's operation what it has from what the route is ([`Properties`]): a token
+/// answers 401, a bot or profile id 404 and the bot's own token 403, a body 408, 413 and 415, a
+/// rate limited route 429 and the `X-RateLimit-*` headers on every status, a tagged read its
+/// `ETag`, an admin route the admin token, its lockout and 404 when the server has no admin
+/// token; every route 431 and 500 and, but for the operational ones, 400; every write 503.
+pub fn complete(route: &Route, operation: &mut Operation) {
+    let properties = &route.properties;
+    let write = route.method != Method::GET;
+    if let Some(subject) = properties.subject {
+        name_the_subject(&route.path, subject, operation);
+    }
+    if properties.token {
+        operation.security = Some(vec![SecurityRequirement::new(
+            "token",
+            Vec::<String>::new(),
+        )]);
+    }
+    let mut common = Vec::new();
+    if properties.admin {
+        operation.security = Some(vec![SecurityRequirement::new(
+            "admin_token",
+            Vec::<String>::new(),
+        )]);
+        common.push(Common::LockedOut);
+        if operation.request_body.is_some() {
+            common.push(Common::BadAdminBody);
         }
     }
-}
-
-fn operations(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut Operation)> {
-    [
-        ("get", item.get.as_mut()),
-        ("post", item.post.as_mut()),
-        ("patch", item.patch.as_mut()),
-        ("put", item.put.as_mut()),
-        ("delete", item.delete.as_mut()),
-    ]
-    .into_iter()
-    .filter_map(|(method, operation)| operation.map(|operation| (method, operation)))
-}
-
-fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
-    let operational = path == "/healthz" || path == "/metrics";
-    let limited = path.starts_with("/bots") || path.starts_with("/users");
-    let mut common = vec![Common::HeadersTooLarge, Common::Internal];
-    if !operational {
+    common.extend([Common::HeadersTooLarge, Common::Internal]);
+    if !properties.operational {
         common.push(Common::BadRequest);
     }
     if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
         common.push(Common::Unauthorized);
     }
-    if path.contains("/bots/{id}") {
-        common.push(Common::NoSuchBot);
-    } else if path.contains("/users/{") {
-        common.push(Common::NoSuchProfile);
-    } else if path.starts_with("/admin") {
-        common.push(Common::NoAdminApi);
+    match properties.subject {
+        Some(Subject::Bot) => common.push(Common::NoSuchBot),
+        Some(Subject::Profile) => common.push(Common::NoSuchProfile),
+        None if properties.admin => common.push(Common::NoAdminApi),
+        None => {}
+    }
+    if properties.own_bot {
+        common.push(Common::OtherBot);
     }
     if operation.request_body.is_some() {
         common.extend([
@@ -426,7 +429,7 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
             Common::UnsupportedMediaType,
         ]);
     }
-    if method != "get" {
+    if write {
         common.push(Common::Unavailable);
     }
     operation
@@ -436,13 +439,28 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
             REQUEST_ID,
             "An id for this request, echoed in the response and the log when it is 1 to 128 visible ASCII characters (else one is made up)",
         ));
-    if method == "get" && http::ETAG_ROUTES.contains(&path) {
+    if properties.etag && !write {
         add_etag(operation);
     }
+    let limited = properties.limit.is_some();
     if limited {
         common.push(Common::TooManyRequests);
     }
     let responses = &mut operation.responses.responses;
+    for (code, when) in &route.refusals {
+        let row = code.row();
+        let said = format!("`{}`: {when}", row.code);
+        match responses.get_mut(row.status.as_str()) {
+            // Two codes of one status (409 `conflict` and `already_voted`) share the response.
+            Some(RefOr::T(known)) => known.description = format!("{}; {said}", known.description),
+            _ => {
+                responses.insert(
+                    row.status.as_str().into(),
+                    RefOr::T(json_response(said, "ErrorBody")),
+                );
+            }
+        }
+    }
     for response in responses.values_mut() {
         if let RefOr::T(response) = response {
             add_request_id_header(response);
@@ -450,7 +468,7 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     }
     for c in common {
         responses
-            .entry(c.status().into())
+            .entry(c.status().as_str().into())
             .or_insert_with(|| c.reference());
     }
     if limited {
@@ -470,40 +488,48 @@ fn add_common_responses(path: &str, method: &str, operation: &mut Operation) {
     }
 }
 
+/// The path parameter that names the route's bot or profile (its first), first of the
+/// operation's parameters.
+fn name_the_subject(path: &str, subject: Subject, operation: &mut Operation) {
+    let Some(name) = path
+        .split('/')
+        .find_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+    else {
+        return;
+    };
+    let description = match subject {
+        Subject::Bot => "Listing UUID (any case) or platform snowflake",
+        Subject::Profile => "Profile UUID (any case)",
+    };
+    let parameters = operation.parameters.get_or_insert_with(Vec::new);
+    parameters.retain(|p| !(p.name == name && p.parameter_in == ParameterIn::Path));
+    parameters.insert(0, string_parameter(name, ParameterIn::Path, description));
+}
+
 /// The document of the routes the router serves (see [`super::routes`]), the API's under
 /// `base_path`.
 pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let mut paths = Paths::new();
     let mut schemas = Vec::new();
-    let root = super::root_routes();
-    for route in root.iter().chain(super::api_routes().iter()) {
-        route.document(&mut paths, &mut schemas);
+    for route in super::root_routes()
+        .iter()
+        .chain(super::api_routes().iter())
+    {
+        route.document(base_path, &mut paths, &mut schemas);
     }
     doc.paths = paths;
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas {
         components.schemas.entry(name).or_insert(schema);
     }
-    for modifier in [
-        &super::admin::AdminDoc as &dyn Modify,
-        &Security,
-        &CommonResponses,
-        &StatsPostNeedsACount,
-        &VoteStreams,
-    ] {
+    for common in Common::ALL {
+        components
+            .responses
+            .insert(common.name().into(), RefOr::T(common.response()));
+    }
+    for modifier in [&Security as &dyn Modify, &StatsPostNeedsACount] {
         modifier.modify(&mut doc);
     }
-    let paths = std::mem::take(&mut doc.paths.paths);
-    doc.paths.paths = paths
-        .into_iter()
-        .map(|(path, item)| {
-            if root.iter().any(|route| route.path == path) {
-                (path, item)
-            } else {
-                (format!("{base_path}{path}"), item)
-            }
-        })
-        .collect();
     doc
 }

@@ -1,7 +1,10 @@
-//! Routes declared once: each resource module lists its handlers, and each handler's
-//! `#[utoipa::path]` gives its method, its path and its OpenAPI entry. The router
-//! ([`super::routes`]) and the OpenAPI document ([`super::openapi::document`]) are both built
-//! from these lists, so a route cannot be served undocumented or documented unserved.
+//! Routes declared once, with all their properties: each resource module lists its handlers,
+//! each handler's `#[utoipa::path]` gives its method, its path and its OpenAPI entry, and the
+//! list says what else the route is (rate limited, tagged with an `ETag`, about a bot or a
+//! profile, admin, matched early). The router ([`super::routes`]), the rate limits, the `ETag`
+//! middleware and the OpenAPI document ([`super::openapi::document`]) are all built from these
+//! lists, so adding a route is one edit, and no path is matched anywhere else to find out what
+//! it is.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -10,11 +13,12 @@ use actix_web::dev::{
     Handler, Service as ActixService, ServiceFactory, ServiceRequest, ServiceResponse,
 };
 use actix_web::http::Method;
+use actix_web::middleware::from_fn;
 use actix_web::{
     web, FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder, Route as Service,
 };
 use futures_util::future::{join_all, LocalBoxFuture};
-use utoipa::openapi::path::{HttpMethod, Paths};
+use utoipa::openapi::path::{HttpMethod, Operation, Paths};
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::RefOr;
 
@@ -36,18 +40,86 @@ impl<D> Declared for D where
 {
 }
 
-/// One method on one path: the handler that serves it and the OpenAPI entry that documents it.
+/// The rate-limit bucket a route draws from (`limits.rs`). The router puts the routes of one
+/// kind in a scope of their own (the fixed start of their paths), so that a path below that
+/// scope which no route has is limited too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// One bucket per key shared by every such route: the token's bot, else the client address.
+    PerBot,
+    /// A bucket per client address.
+    PerAddress,
+}
+
+/// What the id in a route's path names: its 404 in the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject {
+    Bot,
+    Profile,
+}
+
+/// The classic form of a route about the token's own bot: its path without `/{id}`.
+#[derive(Clone, Copy)]
+pub struct Classic {
+    /// The OpenAPI `operationId` of the classic form.
+    pub operation_id: &'static str,
+    /// Its summary.
+    pub summary: &'static str,
+}
+
+/// What a route is, beside its method, path and handler. The document and the middleware read
+/// it from here.
+#[derive(Clone, Copy, Default)]
+pub struct Properties {
+    pub limit: Option<Limit>,
+    /// A GET whose 200 carries an `ETag` and that answers a matching `If-None-Match` with 304.
+    pub etag: bool,
+    pub subject: Option<Subject>,
+    /// Takes the admin token; 404 when the server has none.
+    pub admin: bool,
+    /// Served outside the base path (health and metrics), and reads no parameter.
+    pub operational: bool,
+    /// Served on the metrics listener instead when the operator sets `--metrics-bind`.
+    pub metrics: bool,
+    /// Tried before the other routes with parameters: bots call it all day.
+    pub early: bool,
+    /// Takes a bot's API token.
+    pub token: bool,
+    /// The bot in the path must be the token's own (403 otherwise).
+    pub own_bot: bool,
+    /// Set on the classic form of a route (see [`Route::own_bot`]).
+    classic: Option<Classic>,
+    /// What the route adds to its OpenAPI entry that its annotation cannot say.
+    amend: Option<fn(&mut Operation)>,
+}
+
+/// One method on one path: the handler that serves it, what it is, and the OpenAPI entry that
+/// documents it.
 pub struct Route {
     pub method: Method,
     /// As documented: under the base path for the API, from the root for the operational routes.
     pub path: String,
+    pub properties: Properties,
+    /// The errors only this route gives, each with when it gives it (the status and code are
+    /// the error table's).
+    pub refusals: Vec<(Code, &'static str)>,
     service: Service,
-    document: fn(&mut Paths, &mut Schemas),
+    operation: fn(&mut Schemas) -> Operation,
 }
 
 impl Route {
     /// `doc` is the unit struct `#[utoipa::path]` generates beside `handler` (`__path_handler`).
     pub fn new<D, F, Args>(_doc: D, handler: F) -> Self
+    where
+        D: Declared,
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        Self::build::<D, F, Args>(handler)
+    }
+
+    fn build<D, F, Args>(handler: F) -> Self
     where
         D: Declared,
         F: Handler<Args>,
@@ -65,22 +137,118 @@ impl Route {
             service: web::route().method(method.clone()).to(handler),
             method,
             path: D::path(),
-            document: document::<D>,
+            properties: Properties::default(),
+            refusals: Vec::new(),
+            operation: operation::<D>,
         }
     }
 
-    /// Adds this route's OpenAPI entry and the schemas it refers to.
-    pub fn document(&self, paths: &mut Paths, schemas: &mut Schemas) {
-        (self.document)(paths, schemas)
+    /// A route about a bot the token must own (its handler takes [`super::extract::OwnBot`]),
+    /// declared at `/bots/{id}/...`, and its classic form without `/{id}`, which the classic
+    /// client libraries call: the same handler, about the token's own bot.
+    pub fn own_bot<D, F, Args>(_doc: D, handler: F, classic: Classic) -> [Self; 2]
+    where
+        D: Declared,
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        let by_id = Self::build::<D, F, Args>(handler.clone()).set(|p| {
+            p.token = true;
+            p.subject = Some(Subject::Bot);
+            p.own_bot = true;
+        });
+        let mut own = Self::build::<D, F, Args>(handler).set(|p| {
+            p.token = true;
+            p.classic = Some(classic);
+        });
+        own.path = own.path.replacen("/{id}", "", 1);
+        [by_id, own]
     }
 
-    /// What actix serves, for the router.
+    fn set(mut self, set: impl FnOnce(&mut Properties)) -> Self {
+        set(&mut self.properties);
+        self
+    }
+
+    pub fn limited(self, limit: Limit) -> Self {
+        self.set(|p| p.limit = Some(limit))
+    }
+
+    pub fn etag(self) -> Self {
+        self.set(|p| p.etag = true)
+    }
+
+    /// The first parameter of the path names a bot or a profile.
+    pub fn about(self, subject: Subject) -> Self {
+        self.set(|p| p.subject = Some(subject))
+    }
+
+    pub fn admin(self) -> Self {
+        self.set(|p| p.admin = true)
+    }
+
+    pub fn operational(self) -> Self {
+        self.set(|p| p.operational = true)
+    }
+
+    pub fn on_metrics_listener(self) -> Self {
+        self.set(|p| p.metrics = true)
+    }
+
+    pub fn early(self) -> Self {
+        self.set(|p| p.early = true)
+    }
+
+    pub fn amend(self, amend: fn(&mut Operation)) -> Self {
+        self.set(|p| p.amend = Some(amend))
+    }
+
+    /// An error only this route gives, and when: for its OpenAPI entry.
+    pub fn refuses(mut self, code: Code, when: &'static str) -> Self {
+        self.refusals.push((code, when));
+        self
+    }
+
+    /// Adds this route's OpenAPI entry, at its path under `base_path` (operational routes at
+    /// theirs), and the schemas it refers to.
+    pub fn document(&self, base_path: &str, paths: &mut Paths, schemas: &mut Schemas) {
+        let mut operation = (self.operation)(schemas);
+        if let Some(amend) = self.properties.amend {
+            amend(&mut operation);
+        }
+        if let Some(classic) = self.properties.classic {
+            operation.operation_id = Some(classic.operation_id.into());
+            operation.summary = Some(classic.summary.into());
+        }
+        super::openapi::complete(self, &mut operation);
+        let path = if self.properties.operational {
+            self.path.clone()
+        } else {
+            format!("{base_path}{}", self.path)
+        };
+        let method = match self.method {
+            Method::POST => HttpMethod::Post,
+            Method::PATCH => HttpMethod::Patch,
+            Method::PUT => HttpMethod::Put,
+            Method::DELETE => HttpMethod::Delete,
+            _ => HttpMethod::Get,
+        };
+        paths.add_path_operation(path, vec![method], operation);
+    }
+
+    /// What actix serves, for the router: the handler, behind the `ETag` middleware when the
+    /// route tags its answers.
     pub fn into_service(self) -> Service {
-        self.service
+        if self.properties.etag {
+            self.service.wrap(from_fn(super::http::etag))
+        } else {
+            self.service
+        }
     }
 }
 
-fn document<D: Declared>(paths: &mut Paths, schemas: &mut Schemas) {
+fn operation<D: Declared>(schemas: &mut Schemas) -> Operation {
     let mut operation = D::operation();
     let tags = D::tags();
     if !tags.is_empty() {
@@ -89,24 +257,55 @@ fn document<D: Declared>(paths: &mut Paths, schemas: &mut Schemas) {
             .get_or_insert_with(Vec::new)
             .extend(tags.into_iter().map(String::from));
     }
-    paths.add_path_operation(D::path(), D::methods(), operation);
     D::schemas(schemas);
+    operation
 }
 
 /// The order routes are matched in: paths without parameters first (so `/bots/stats` is
-/// never read as a bot id), then the check route, which bots call all day (docs/PERFORMANCE.md,
-/// "The check route first"), then the rest as declared. The patterns do not overlap
-/// otherwise, so the order changes nothing but speed.
+/// never read as a bot id), then the routes declared [`early`](Route::early) (the check
+/// route, which bots call all day: docs/PERFORMANCE.md, "The check route first"), then the
+/// rest as declared. The patterns do not overlap otherwise, so the order changes nothing but
+/// speed.
 pub fn matching_order(routes: &mut [Route]) {
     routes.sort_by_key(|route| {
         if !route.path.contains('{') {
             0
-        } else if route.path.ends_with("/{id}/check") {
+        } else if route.properties.early {
             1
         } else {
             2
         }
     });
+}
+
+/// The scope a group of routes shares: the segments at the start of every path that are
+/// written out, up to the first parameter (`/bots` for `/bots` and `/bots/{id}/check`).
+pub fn common_scope<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
+    let fixed = |path: &str| -> Vec<String> {
+        path.split('/')
+            .skip(1)
+            .take_while(|segment| !segment.contains('{'))
+            .map(String::from)
+            .collect()
+    };
+    let mut common: Option<Vec<String>> = None;
+    for path in paths {
+        let segments = fixed(path);
+        common = Some(match common {
+            None => segments,
+            Some(known) => known
+                .into_iter()
+                .zip(segments)
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
+    }
+    common
+        .unwrap_or_default()
+        .iter()
+        .map(|segment| format!("/{segment}"))
+        .collect()
 }
 
 /// Mounts `routes` (all under `prefix`, served under `base`) on a scope's `cfg`, in the order
@@ -389,7 +588,7 @@ impl ActixService<ServiceRequest> for RouteTableService {
 
 #[cfg(test)]
 mod tests {
-    use super::{Segment, Shape};
+    use super::{common_scope, Limit, Route, Segment, Shape};
 
     #[test]
     fn a_shape_is_made_of_whole_segments_and_plain_parameters() {
@@ -473,6 +672,35 @@ mod tests {
         ] {
             assert!(!badge.fits(path), "{path}");
         }
+    }
+
+    #[test]
+    fn each_rate_limit_is_the_scope_its_routes_share_and_no_other_route_is_in_it() {
+        let routes = crate::api::api_routes();
+        for limit in [Limit::PerBot, Limit::PerAddress] {
+            let (limited, others): (Vec<&Route>, Vec<&Route>) = routes
+                .iter()
+                .partition(|route| route.properties.limit == Some(limit));
+            let scope = common_scope(limited.iter().map(|route| route.path.as_str()));
+            assert!(!scope.is_empty(), "{limit:?}");
+            for other in others {
+                let inside = other
+                    .path
+                    .strip_prefix(&scope)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+                assert!(
+                    !inside,
+                    "{} is in the scope of {limit:?} ({scope}) but not limited so",
+                    other.path
+                );
+            }
+        }
+        assert_eq!(
+            common_scope(["/bots", "/bots/{id}/check", "/bots/check"]),
+            "/bots"
+        );
+        assert_eq!(common_scope(["/users/{user_id}"]), "/users");
+        assert_eq!(common_scope(["/a/b/c", "/a/b/{x}", "/a/b/d"]), "/a/b");
     }
 
     #[test]

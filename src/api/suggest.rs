@@ -4,8 +4,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code, ErrorBody};
-use super::routes::Route;
+use super::error::{ApiError, Code};
+use super::routes::{Limit, Route};
 use super::{reply, AppState};
 use crate::domain::ids::BotId;
 use crate::domain::query::pairs;
@@ -14,7 +14,7 @@ use crate::domain::text::{fold_case, BotName, HttpUrl, PlatformUsername};
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_suggest, suggest)]
+    vec![Route::new(__path_suggest, suggest).refuses(Code::BadRequest, "`q` is missing, blank or over 256 characters, `limit` is not 1 to 20, or a parameter is given twice").limited(Limit::PerBot)]
 }
 
 pub const DEFAULT_LIMIT: usize = 10;
@@ -93,7 +93,6 @@ impl Asked {
     ),
     responses(
         (status = 200, description = "The matching bots, by vote_count descending, then id", body = Suggestions),
-        (status = 400, description = "`bad_request`: `q` is missing, blank or over 256 characters, `limit` is not 1 to 20, or a parameter is given twice", body = ErrorBody),
     )
 )]
 pub async fn suggest(

@@ -3,14 +3,17 @@
 use actix_web::{web, HttpResponse};
 
 use super::error::{ApiError, Code};
-use super::routes::Route;
+use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_get_user, get_user)]
+    vec![Route::new(__path_get_user, get_user)
+        .limited(Limit::PerAddress)
+        .about(Subject::Profile)
+        .etag()]
 }
 
 pub fn not_found(id: &str) -> ApiError {
@@ -20,7 +23,6 @@ pub fn not_found(id: &str) -> ApiError {
 /// A public profile.
 #[utoipa::path(
     get, path = "/users/{user_id}", tag = "users",
-    params(("user_id" = String, Path, description = "Profile UUID (any case)")),
     responses(
         (status = 200, description = "The profile", body = PublicProfile),
     )

@@ -285,13 +285,6 @@ impl BotState {
         }
     }
 
-    pub fn apply(&mut self, patch: BotPatch, now: Timestamp) {
-        let (listing, webhook) = self.edited(patch);
-        self.listing = Arc::new(listing);
-        self.webhook = webhook;
-        self.updated_at = now;
-    }
-
     /// The listing and webhook settings that `patch` makes of these; nothing changes yet.
     pub fn edited(&self, patch: BotPatch) -> (Listing, WebhookSettings) {
         let mut listing = Listing::clone(&self.listing);
@@ -345,7 +338,9 @@ impl BotState {
         self.growth.post(now, count.get());
     }
 
-    /// The immutable picture of this bot that readers see without asking the actor.
+    /// The picture of this bot that readers see without asking the actor: a copy, fixed once
+    /// made, but for `checks`, the table of active votes that the view shares with the actor
+    /// and that the actor's publications keep writing.
     pub fn view(&self) -> BotView {
         BotView {
             listing: Arc::clone(&self.listing),

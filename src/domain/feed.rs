@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use actix_web::web::{Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -60,7 +60,7 @@ struct Readers {
 
 #[derive(Debug)]
 struct Reader {
-    progress: Arc<Progress>,
+    progress: Arc<ReaderProgress>,
     _slot: StreamSlot,
 }
 
@@ -99,14 +99,14 @@ impl Block {
 
 /// What a live reader has taken, shared between it and the feed.
 #[derive(Debug)]
-pub struct Progress {
+pub struct ReaderProgress {
     /// The position after the last vote the reader has taken.
     next: AtomicU64,
     /// Set when the feed gave the reader's place back because it fell too far behind.
     cut_off: AtomicBool,
 }
 
-impl Progress {
+impl ReaderProgress {
     pub fn cut_off(&self) -> bool {
         self.cut_off.load(Ordering::Acquire)
     }
@@ -126,7 +126,7 @@ impl Drop for StreamSlot {
 #[derive(Debug)]
 pub struct Following {
     shared: Arc<Shared>,
-    progress: Arc<Progress>,
+    progress: Arc<ReaderProgress>,
     /// The position after the last vote taken.
     next: u64,
 }
@@ -205,7 +205,7 @@ impl VoteFeed {
             log.blocks.clear();
             log.end = readers.published;
         }
-        let progress = Arc::new(Progress {
+        let progress = Arc::new(ReaderProgress {
             next: AtomicU64::new(readers.published),
             cut_off: AtomicBool::new(false),
         });
@@ -242,7 +242,8 @@ impl VoteFeed {
         shared.notify.notify_waiters();
     }
 
-    /// Readers registered, for tests.
+    /// Readers registered.
+    #[cfg(test)]
     pub fn readers(&self) -> usize {
         self.shared.readers.lock().registered.len()
     }

@@ -1,6 +1,8 @@
 //! The domain: identifiers, validated values, bots, profiles, votes and search.
 //!
-//! Nothing here knows about HTTP or actors; a value of these types has passed its validation.
+//! Nothing here does I/O, speaks HTTP or knows actors: the API turns these values into requests
+//! and answers, the actors own them. (Their OpenAPI schemas are derived here, with `utoipa`,
+//! beside the validation they describe.) A value of these types has passed its validation.
 
 pub mod badge;
 pub mod bot;

@@ -62,7 +62,7 @@ impl SearchIndex {
         let word_starts = self.word_starts.get(&needle[..needle.len().min(MAX_GRAM)]);
         let short = needle.len() <= MAX_GRAM;
         // `relevance_class` on the arena's bytes, with bitmap reads in place of string work
-        // where they decide it (measured: the string work was most of a ranking's cost).
+        // where they decide it: the string work was most of a ranking's cost.
         let class = |doc: u32, name: &[u8]| -> u8 {
             if name == needle {
                 0

@@ -88,12 +88,30 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Cluster mode: where the replicated journal stood when a snapshot's state was captured. Every
+/// record in stream messages up to `stream_seq` is in the snapshot, so a node that starts from
+/// it reads the stream from the next message on; `epoch` is the newest writer epoch by then,
+/// so that a stale writer's message after it is still known as void.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StreamMark {
+    pub stream_seq: u64,
+    pub epoch: u64,
+}
+
+/// Cluster mode's part in a snapshot: the mark, read before the state is captured, and what is
+/// done with a snapshot once it is durably written (the writer shares it with the cluster).
+pub trait Replication: Send + Sync + 'static {
+    fn mark(&self) -> StreamMark;
+    fn written(&self, written: Written, seq: u64, mark: StreamMark) -> BoxFuture<'static, ()>;
+}
+
 /// Takes snapshots of the running service, one at a time.
 pub struct Persistence {
     dir: PathBuf,
     journal: Journal,
     source: Box<dyn StateSource>,
     one_at_a_time: tokio::sync::Mutex<()>,
+    replication: Option<Box<dyn Replication>>,
 }
 
 impl Persistence {
@@ -103,7 +121,14 @@ impl Persistence {
             journal,
             source: Box::new(source),
             one_at_a_time: tokio::sync::Mutex::new(()),
+            replication: None,
         }
+    }
+
+    /// Cluster mode: each snapshot is written with its stream mark beside it, and handed on.
+    pub fn with_replication(mut self, replication: Box<dyn Replication>) -> Self {
+        self.replication = Some(replication);
+        self
     }
 
     /// Why the journal stopped taking writes, once it has.
@@ -122,6 +147,9 @@ impl Persistence {
             return Err(error.into());
         }
         self.journal.request_rotation();
+        // Read before the capture: every record in the stream messages up to the mark was
+        // submitted before it, so the captured state holds it.
+        let mark = self.replication.as_ref().map(|r| r.mark());
         let captured = self.source.capture().await?;
         let dir = self.dir.clone();
         let (seq, registry_seq, profiles) =
@@ -138,20 +166,26 @@ impl Persistence {
         let dir = self.dir.clone();
         let written = on_quiet_thread(move || -> io::Result<Written> {
             let written = writer.finish()?;
+            if let Some(mark) = mark {
+                snapshot::write_mark(&dir, seq, mark)?;
+            }
             retire(&dir)?;
             Ok(written)
         })
         .await?;
         tracing::info!(file = %written.path.display(), bytes = written.bytes, "snapshot written");
         crate::telemetry::snapshot_written(started, written.bytes);
+        if let (Some(replication), Some(mark)) = (&self.replication, mark) {
+            replication.written(written.clone(), seq, mark).await;
+        }
         Ok(written)
     }
 }
 
 /// Runs `work` on a thread of its own at a lower priority than the threads that answer
 /// requests: reading and encoding a snapshot takes seconds of CPU, which on a small machine
-/// would otherwise be taken from requests (a check waited up to 15 ms behind it). The thread
-/// ends with the work, so its priority never leaks to other work.
+/// would otherwise be taken from requests (docs/PERFORMANCE.md, "Hot paths and memory", has the
+/// figures). The thread ends with the work, so its priority never leaks to other work.
 fn on_quiet_thread<T: Send + 'static, E: From<io::Error> + Send + 'static>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> impl std::future::Future<Output = Result<T, E>> {
@@ -171,10 +205,10 @@ fn on_quiet_thread<T: Send + 'static, E: From<io::Error> + Send + 'static>(
 }
 
 /// `SCHED_IDLE` for the calling thread only (Linux schedules each thread on its own): a request
-/// worker that wakes takes the core from it at once. At nice 19, the scheduler first let the
-/// writer finish its time slice, and checks waited 3 to 5 ms behind it (issue 10's scheduler
-/// traces). An idle-class thread still gets a small share of a busy machine (its weight is a
-/// fifth of nice 19's), so a snapshot under full load is slower, never stopped. If the call
+/// worker that wakes takes the core from it at once, where at nice 19 the scheduler lets the
+/// writer finish its time slice first (docs/PERFORMANCE.md has the traces). An idle-class
+/// thread still gets a small share of a busy machine (its weight is a fifth of nice 19's), so a
+/// snapshot under full load is slower, never stopped. If the call
 /// fails, nice 19; if that fails too, normal priority, which is only slower for requests.
 fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
@@ -195,10 +229,9 @@ fn lower_this_threads_priority() {
 const READ_AHEAD: usize = 16;
 
 /// Asks each bot for its state and writes it into a new snapshot file, in order, all on the
-/// writer's thread; the file is finished by the caller. Asking and answering used to run on a
-/// request worker, which handed each bot to this thread: 100,000 wake-ups of each other, and
-/// at the end the worker let go of every bot's handle at once and kept its requests waiting
-/// 17 ms. Here a bot's handle is let go as soon as the bot is asked.
+/// writer's thread; the file is finished by the caller. No request worker takes part, so none
+/// wakes for each bot or lets go of every bot's handle at once at the end; here a bot's handle
+/// is let go as soon as the bot is asked.
 fn write_bots(
     dir: &Path,
     seq: u64,
@@ -253,8 +286,9 @@ async fn abandon(writer: SnapshotWriter) {
 /// the oldest of them, so a damaged newest snapshot can fall back to an older one.
 fn retire(dir: &Path) -> io::Result<()> {
     let snapshots = snapshot::list(dir)?;
-    for (_, path) in snapshots.iter().skip(snapshot::KEEP) {
+    for (seq, path) in snapshots.iter().skip(snapshot::KEEP) {
         fs::remove_file(path)?;
+        snapshot::remove_mark(dir, *seq)?;
     }
     let Some(&(oldest_kept, _)) = snapshots.iter().take(snapshot::KEEP).next_back() else {
         return Ok(());

@@ -20,13 +20,13 @@ pub struct Recovered {
 /// Why the service refuses to start; the message names the file and the reason.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Refusal(pub String);
+pub struct RecoveryRefused(pub String);
 
 /// Reads the data directory. With `recover`, damage that would otherwise stop the start is moved
 /// aside as `*.corrupt` and the service starts from the last good state before it.
-pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
+pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, RecoveryRefused> {
     super::private::create_dir(dir).map_err(|e| {
-        Refusal(format!(
+        RecoveryRefused(format!(
             "cannot create the data directory {}: {e}",
             dir.display()
         ))
@@ -37,7 +37,7 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
         SegmentEnd::NewerVersion(v) => Some((s.path.clone(), v)),
         _ => None,
     }) {
-        return Err(Refusal(format!(
+        return Err(RecoveryRefused(format!(
             "journal {} was written by a newer botlist (format version {}; this build reads version {}). Run that botlist.",
             newer.0.display(),
             newer.1,
@@ -59,7 +59,7 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
             scan.path.display()
         );
         if !recover {
-            return Err(Refusal(format!(
+            return Err(RecoveryRefused(format!(
                 "{problem}. Acknowledged writes after that point cannot be replayed. \
                  Start with --recover to serve the last good state before it; the damaged file \
                  and any later ones are kept as *.corrupt."
@@ -106,7 +106,7 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
                     scan.path.display()
                 );
                 if !recover {
-                    return Err(Refusal(format!("{problem}: records are missing. Start with --recover to serve the state before the gap.")));
+                    return Err(RecoveryRefused(format!("{problem}: records are missing. Start with --recover to serve the state before the gap.")));
                 }
                 warnings.push(format!("{problem}; serving the state before the gap"));
                 jumped = true;
@@ -127,8 +127,8 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
         move_aside(path, &mut warnings)?;
     }
     if recover {
-        for (seq, path) in
-            snapshot::list(dir).map_err(|e| Refusal(format!("cannot list snapshots: {e}")))?
+        for (seq, path) in snapshot::list(dir)
+            .map_err(|e| RecoveryRefused(format!("cannot list snapshots: {e}")))?
         {
             if seq > state.seq {
                 move_aside(&path, &mut warnings)?;
@@ -160,9 +160,9 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, Refusal> {
     })
 }
 
-fn read_journal(dir: &Path) -> Result<Vec<SegmentScan>, Refusal> {
+fn read_journal(dir: &Path) -> Result<Vec<SegmentScan>, RecoveryRefused> {
     let segments = journal::list(dir).map_err(|e| {
-        Refusal(format!(
+        RecoveryRefused(format!(
             "cannot read the data directory {}: {e}",
             dir.display()
         ))
@@ -170,8 +170,9 @@ fn read_journal(dir: &Path) -> Result<Vec<SegmentScan>, Refusal> {
     segments
         .into_iter()
         .map(|(_, path)| {
-            read_segment(&path)
-                .map_err(|e| Refusal(format!("cannot read journal {}: {e}", path.display())))
+            read_segment(&path).map_err(|e| {
+                RecoveryRefused(format!("cannot read journal {}: {e}", path.display()))
+            })
         })
         .collect()
 }
@@ -183,9 +184,9 @@ fn choose_snapshot(
     records: &[u64],
     recover: bool,
     warnings: &mut Vec<String>,
-) -> Result<DirectoryState, Refusal> {
+) -> Result<DirectoryState, RecoveryRefused> {
     let snapshots =
-        snapshot::list(dir).map_err(|e| Refusal(format!("cannot list snapshots: {e}")))?;
+        snapshot::list(dir).map_err(|e| RecoveryRefused(format!("cannot list snapshots: {e}")))?;
     let continues = |seq: u64| match records.iter().find(|&&r| r > seq) {
         None => true,
         Some(&first_after) => first_after == seq + 1,
@@ -201,7 +202,7 @@ fn choose_snapshot(
             }
             Ok(state) => gapped.push((path.clone(), state)),
             Err(SnapshotError::NewerVersion(v)) => {
-                return Err(Refusal(format!(
+                return Err(RecoveryRefused(format!(
                     "snapshot {} {}. Run that botlist, or move the file away to start from older state.",
                     path.display(),
                     SnapshotError::NewerVersion(v)
@@ -242,7 +243,7 @@ fn choose_snapshot(
                     state.seq
                 )
             }));
-            return Err(Refusal(format!(
+            return Err(RecoveryRefused(format!(
                 "no snapshot can be used ({}) and the journal does not reach back to the start. \
                  Start with --recover to serve what the journal holds; damaged files are kept as *.corrupt.",
                 reasons.join("; ")
@@ -269,11 +270,11 @@ fn snapshot_seq(path: &Path) -> u64 {
 }
 
 /// Renames a damaged file to `*.corrupt`: kept for inspection, never read again.
-fn move_aside(path: &Path, warnings: &mut Vec<String>) -> Result<(), Refusal> {
+fn move_aside(path: &Path, warnings: &mut Vec<String>) -> Result<(), RecoveryRefused> {
     let mut aside = path.as_os_str().to_owned();
     aside.push(".corrupt");
     fs::rename(path, &aside)
-        .map_err(|e| Refusal(format!("cannot move {} aside: {e}", path.display())))?;
+        .map_err(|e| RecoveryRefused(format!("cannot move {} aside: {e}", path.display())))?;
     warnings.push(format!(
         "moved {} aside as {}",
         path.display(),

@@ -15,7 +15,7 @@ use super::files::{self, HeaderFault, Numbered};
 use super::state::{DirectoryState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
-use crate::domain::votes::{history, SnapshotNumbers, Voter, VoterTable};
+use crate::domain::votes::{history, SnapshotNumbers, SnapshotVoters, Voter};
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -102,7 +102,7 @@ pub struct SnapshotWriter {
     before_bots: crc32fast::Hasher,
     bots_at: u64,
     bots: u32,
-    voters: VoterTable,
+    voters: SnapshotVoters,
     /// Each bot is encoded here first, to be written behind its length.
     buffer: Vec<u8>,
 }
@@ -155,7 +155,7 @@ impl SnapshotWriter {
             before_bots,
             bots_at,
             bots: 0,
-            voters: VoterTable::default(),
+            voters: SnapshotVoters::default(),
             buffer: Vec::new(),
         })
     }
@@ -316,9 +316,10 @@ pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
     }
 }
 
-/// A snapshot file mapped into memory, read-only: at a start, reading a 300 MB file into a
-/// buffer of its own took 0.2 s on one core (fresh pages zeroed, then the bytes copied) before
-/// any decoding thread could begin; mapped, the page cache's pages are read where they are.
+/// A snapshot file mapped into memory, read-only: reading a large file into a buffer of its own
+/// zeroes fresh pages and copies the bytes on one core before any decoding thread can begin
+/// (docs/PERFORMANCE.md has the figures); mapped, the page cache's pages are read where they
+/// are.
 ///
 /// Snapshot files are written whole under a temporary name and renamed into place, and never
 /// changed after: the data directory's lock keeps other botlist processes out, and removing a
@@ -495,7 +496,7 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
     let numbers = number_voters(&parts.voters)?;
     let bots = in_parallel(&parts.bots, |share| {
-        VoterTable::numbered(&numbers, || {
+        SnapshotVoters::numbered(&numbers, || {
             share
                 .iter()
                 .map(|bot| {
@@ -599,6 +600,34 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
+/// Cluster mode: a snapshot's stream mark, `snapshot-<seq>.mark` beside it (JSON). Written once
+/// the snapshot itself is durable; a snapshot without one is not used by a cluster node.
+pub const MARKS: Numbered = Numbered::new("snapshot-", ".mark");
+
+pub fn write_mark(dir: &Path, seq: u64, mark: super::StreamMark) -> io::Result<()> {
+    let path = dir.join(MARKS.name(seq));
+    let temp = dir.join(format!("{}.tmp", MARKS.name(seq)));
+    let _ = fs::remove_file(&temp);
+    let mut file = super::private::create_new(&temp)?;
+    file.write_all(&serde_json::to_vec(&mark).map_err(io::Error::other)?)?;
+    file.sync_all()?;
+    fs::rename(&temp, &path)?;
+    super::sync_dir(dir)
+}
+
+/// The mark of snapshot `seq`, if it has one that reads.
+pub fn read_mark(dir: &Path, seq: u64) -> Option<super::StreamMark> {
+    let bytes = fs::read(dir.join(MARKS.name(seq))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+pub fn remove_mark(dir: &Path, seq: u64) -> io::Result<()> {
+    match fs::remove_file(dir.join(MARKS.name(seq))) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,7 +713,7 @@ mod tests {
             writer.bot(bot).expect("written");
         }
         // Forget the voters: every number the rings hold points past an empty table.
-        writer.voters = VoterTable::default();
+        writer.voters = SnapshotVoters::default();
         let written = writer.finish().expect("finished");
         let error = read(&written.path).expect_err("refused");
         assert!(

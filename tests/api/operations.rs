@@ -167,11 +167,15 @@ async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process()
 }
 
 /// Every route the router serves, as `METHOD path`: walked from the declarations the router is
-/// mounted from.
+/// mounted from, the API's under `base`.
 fn served_routes(base: &str) -> BTreeSet<String> {
-    botlist::api::served_routes(base)
+    let api = botlist::api::api_routes()
         .into_iter()
-        .map(|(method, path)| format!("{method} {path}"))
+        .map(|route| format!("{} {base}{}", route.method, route.path));
+    botlist::api::root_routes()
+        .into_iter()
+        .map(|route| format!("{} {}", route.method, route.path))
+        .chain(api)
         .collect()
 }
 

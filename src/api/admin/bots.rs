@@ -1,25 +1,29 @@
 //! `POST /admin/bots`, `PATCH` and `DELETE /admin/bots/{id}`, `POST /admin/bots/{id}/token`:
 //! listings and their tokens.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{check_webhook_url, BAD_BOT_BODY, BOT_ID};
+use super::{check_webhook_url, BAD_BOT_BODY};
 use crate::actors::registry::{CreateBot, DelistBot, RotateToken, UpdateBot};
-use crate::api::bots::find_bot;
-use crate::api::error::{ApiError, ErrorBody};
-use crate::api::extract::{json_body, Admin};
-use crate::api::routes::Route;
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::{Admin, Json, PathBot};
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::bot::{BotPatch, NewBot, PublicBot};
 
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::new(__path_create_bot, create_bot),
-        Route::new(__path_update_bot, update_bot),
-        Route::new(__path_delist_bot, delist_bot),
-        Route::new(__path_rotate_token, rotate_token),
+        Route::new(__path_create_bot, create_bot)
+            .refuses(Code::BadRequest, BAD_BOT_BODY)
+            .refuses(Code::Conflict, "a bot with this platform id is listed"),
+        Route::new(__path_update_bot, update_bot)
+            .refuses(Code::BadRequest, BAD_BOT_BODY)
+            .refuses(Code::Conflict, "another listed bot has this platform id")
+            .about(Subject::Bot),
+        Route::new(__path_delist_bot, delist_bot).about(Subject::Bot),
+        Route::new(__path_rotate_token, rotate_token).about(Subject::Bot),
     ]
 }
 
@@ -43,17 +47,13 @@ pub struct NewToken<'a> {
     request_body = NewBot,
     responses(
         (status = 201, description = "Listed; the token is shown once", body = CreatedBot),
-        (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
-        (status = 409, description = "`conflict`: a bot with this platform id is listed", body = ErrorBody),
     )
 )]
 pub async fn create_bot(
     _: Admin,
     state: web::Data<AppState>,
-    request: HttpRequest,
-    body: web::Payload,
+    Json(new): Json<NewBot>,
 ) -> Result<HttpResponse, ApiError> {
-    let new: NewBot = json_body(&request, body).await?;
     check_webhook_url(&state, new.webhook_url.as_ref()).await?;
     let (view, token) = state.registry.send(CreateBot(new)).await??;
     Ok(reply::created(&CreatedBot {
@@ -65,23 +65,17 @@ pub async fn create_bot(
 /// Change a bot: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     request_body = BotPatch,
     responses(
         (status = 200, description = "Updated", body = PublicBot),
-        (status = 400, description = BAD_BOT_BODY, body = ErrorBody),
-        (status = 409, description = "`conflict`: another listed bot has this platform id", body = ErrorBody),
     )
 )]
 pub async fn update_bot(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
-    request: HttpRequest,
-    body: web::Payload,
+    PathBot(bot): PathBot,
+    Json(patch): Json<BotPatch>,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
-    let patch: BotPatch = json_body(&request, body).await?;
     check_webhook_url(&state, patch.webhook_url.as_set()).await?;
     let view = state.registry.send(UpdateBot(bot.id, patch)).await??;
     Ok(reply::ok(&view.public(state.clock.now())))
@@ -90,7 +84,6 @@ pub async fn update_bot(
 /// Delist a bot: it is 404 and its token unknown from then on.
 #[utoipa::path(
     delete, path = "/admin/bots/{id}", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 204, description = "Delisted: 404 from now on, and its token stops working"),
     )
@@ -98,9 +91,8 @@ pub async fn update_bot(
 pub async fn delist_bot(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
     state.registry.send(DelistBot(bot.id)).await??;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -108,7 +100,6 @@ pub async fn delist_bot(
 /// Rotate a bot's API token.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/token", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "A new token; the old one stops working at once", body = NewToken),
     )
@@ -116,9 +107,8 @@ pub async fn delist_bot(
 pub async fn rotate_token(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathBot(bot): PathBot,
 ) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
     let token = state.registry.send(RotateToken(bot.id)).await??;
     Ok(reply::ok(&NewToken {
         token: token.as_str(),

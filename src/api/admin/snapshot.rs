@@ -4,13 +4,16 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::api::error::{ApiError, Code, ErrorBody};
+use crate::api::error::{ApiError, Code};
 use crate::api::extract::Admin;
 use crate::api::routes::Route;
 use crate::api::{reply, AppState};
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_snapshot, snapshot)]
+    vec![Route::new(__path_snapshot, snapshot).refuses(
+        Code::Unavailable,
+        "the server keeps no data directory, or the snapshot could not be written",
+    )]
 }
 
 #[derive(Serialize, ToSchema)]
@@ -26,7 +29,6 @@ pub struct SnapshotWritten {
     post, path = "/admin/snapshot", tag = "admin",
     responses(
         (status = 200, description = "A snapshot is durably written", body = SnapshotWritten),
-        (status = 503, description = "`unavailable`: the server keeps no data directory, or the snapshot could not be written", body = ErrorBody),
     )
 )]
 pub async fn snapshot(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

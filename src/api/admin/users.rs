@@ -1,20 +1,29 @@
 //! `POST /admin/users`, `PATCH` and `DELETE /admin/users/{id}`: profiles.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 
-use super::{profile_id, PROFILE_ID};
 use crate::actors::registry::{CreateProfile, DeleteProfile, UpdateProfile};
-use crate::api::error::{ApiError, ErrorBody};
-use crate::api::extract::{json_body, Admin};
-use crate::api::routes::Route;
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::{Admin, Json, PathProfile};
+use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::profile::{NewProfile, ProfilePatch, PublicProfile};
 
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::new(__path_create_user, create_user),
-        Route::new(__path_update_user, update_user),
-        Route::new(__path_delete_user, delete_user),
+        Route::new(__path_create_user, create_user).refuses(
+            Code::Conflict,
+            "the username or the platform id belongs to another profile",
+        ),
+        Route::new(__path_update_user, update_user)
+            .refuses(
+                Code::Conflict,
+                "the username or the platform id belongs to another profile",
+            )
+            .about(Subject::Profile),
+        Route::new(__path_delete_user, delete_user)
+            .refuses(Code::Conflict, "the profile still owns listed bots")
+            .about(Subject::Profile),
     ]
 }
 
@@ -24,16 +33,13 @@ pub fn routes() -> Vec<Route> {
     request_body = NewProfile,
     responses(
         (status = 201, description = "Created", body = PublicProfile),
-        (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
 pub async fn create_user(
     _: Admin,
     state: web::Data<AppState>,
-    request: HttpRequest,
-    body: web::Payload,
+    Json(new): Json<NewProfile>,
 ) -> Result<HttpResponse, ApiError> {
-    let new: NewProfile = json_body(&request, body).await?;
     let profile = state.registry.send(CreateProfile(new)).await??;
     Ok(reply::created(&profile.public()))
 }
@@ -41,22 +47,17 @@ pub async fn create_user(
 /// Change a profile: fields left out are kept, `null` clears a field that may be null.
 #[utoipa::path(
     patch, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = PROFILE_ID)),
     request_body = ProfilePatch,
     responses(
         (status = 200, description = "Updated", body = PublicProfile),
-        (status = 409, description = "`conflict`: the username or the platform id belongs to another profile", body = ErrorBody),
     )
 )]
 pub async fn update_user(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
-    request: HttpRequest,
-    body: web::Payload,
+    PathProfile(id): PathProfile,
+    Json(patch): Json<ProfilePatch>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = profile_id(&id)?;
-    let patch: ProfilePatch = json_body(&request, body).await?;
     let profile = state.registry.send(UpdateProfile(id, patch)).await??;
     Ok(reply::ok(&profile.public()))
 }
@@ -64,18 +65,15 @@ pub async fn update_user(
 /// Delete a profile that owns no listed bot.
 #[utoipa::path(
     delete, path = "/admin/users/{id}", tag = "admin",
-    params(("id" = String, Path, description = PROFILE_ID)),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 409, description = "`conflict`: the profile still owns listed bots", body = ErrorBody),
     )
 )]
 pub async fn delete_user(
     _: Admin,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathProfile(id): PathProfile,
 ) -> Result<HttpResponse, ApiError> {
-    let id = profile_id(&id)?;
     state.registry.send(DeleteProfile(id)).await??;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -6,22 +6,23 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::BOT_ID;
 use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
-use crate::api::bots::find_bot;
-use crate::api::error::{ApiError, Code, ErrorBody};
-use crate::api::extract::Admin;
-use crate::api::routes::Route;
-use crate::api::{reply, AppState};
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::{Admin, PathBot};
+use crate::api::reply;
+use crate::api::routes::{Route, Subject};
 use crate::domain::time::Timestamp;
 use crate::domain::webhook::{Delivery, DeliveryState, Event};
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        Route::new(__path_send_test, send_test),
+    [
+        Route::new(__path_send_test, send_test).refuses(Code::BadRequest, "the bot has no webhook_url"),
         Route::new(__path_deliveries, deliveries),
-        Route::new(__path_redeliver, redeliver),
+        Route::new(__path_redeliver, redeliver).refuses(Code::BadRequest, "the bot has no webhook_url").refuses(Code::NotFound, "no listed bot has this id, the bot has no delivery with this id, or the server has no admin token"),
     ]
+    .into_iter()
+    .map(|route| route.about(Subject::Bot))
+    .collect()
 }
 
 /// A webhook delivery as the admin API shows it; bodies and secrets are not shown.
@@ -65,18 +66,11 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
 /// Send a test event to the bot's webhook.
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/test", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
-        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
     )
 )]
-pub async fn send_test(
-    _: Admin,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
+pub async fn send_test(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
     let delivery = bot.ask(SendTest).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,
@@ -90,18 +84,12 @@ const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
 /// The bot's latest webhook deliveries.
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
-    params(("id" = String, Path, description = BOT_ID)),
     responses(
         (status = 200, description = "The last 100 deliveries, newest first", body = Vec<DeliveryView>,
             headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
     )
 )]
-pub async fn deliveries(
-    _: Admin,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let bot = find_bot(&state, &id)?;
+pub async fn deliveries(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
     let log = bot.ask(RecentDeliveries).await??;
     let views: Vec<DeliveryView<'_>> = log.recent.iter().map(DeliveryView::from).collect();
     let mut response = reply::ok(&views);
@@ -116,22 +104,18 @@ pub async fn deliveries(
 #[utoipa::path(
     post, path = "/admin/bots/{id}/webhook/deliveries/{delivery_id}/redeliver", tag = "admin",
     params(
-        ("id" = String, Path, description = BOT_ID),
         ("delivery_id" = String, Path, description = "The delivery's id"),
     ),
     responses(
         (status = 202, description = "Queued again from its first try, with the same id and body", body = DeliveryView),
-        (status = 400, description = "`bad_request`: the bot has no webhook_url", body = ErrorBody),
-        (status = 404, description = "`not_found`: no listed bot has this id, the bot has no delivery with this id, or the server has no admin token", body = ErrorBody),
     )
 )]
 pub async fn redeliver(
     _: Admin,
-    state: web::Data<AppState>,
+    PathBot(bot): PathBot,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, delivery_id) = path.into_inner();
-    let bot = find_bot(&state, &id)?;
+    let (_, delivery_id) = path.into_inner();
     let delivery_id = Uuid::parse_str(&delivery_id)
         .map_err(|_| Code::NotFound.with(format!("no delivery with id `{delivery_id}`")))?;
     let delivery = bot.ask(Redeliver(delivery_id)).await??;

@@ -655,7 +655,7 @@ mod tests {
     #[test]
     fn histories_read_by_snapshot_number_find_their_voters() {
         let table: super::super::SnapshotNumbers =
-            super::super::VoterTable::adopt((0..3).map(|i| voter(900 + i)).collect()).into();
+            super::super::SnapshotVoters::adopt((0..3).map(|i| voter(900 + i)).collect()).into();
         let stored = |voters: Vec<u32>| {
             let votes = (0..voters.len() as u32)
                 .map(|i| (i, t(0).millis()))
@@ -668,7 +668,7 @@ mod tests {
             .expect("encodes")
         };
         let (a, b, bad) = (stored(vec![2, 0]), stored(vec![0, 1, 2]), stored(vec![3]));
-        let [a, b, bad] = super::super::VoterTable::numbered(&table, || {
+        let [a, b, bad] = super::super::SnapshotVoters::numbered(&table, || {
             [a, b, bad].map(|bytes| rmp_serde::from_slice::<VoteHistory>(&bytes))
         });
         assert!(bad.is_err(), "a number past the table is refused");

@@ -39,7 +39,7 @@ enum VoterForm {
     /// Each voter in full (journal records, older snapshots, JSON).
     Inline,
     /// Numbers in a table being filled as the rings are written.
-    Numbering(VoterTable),
+    Numbering(SnapshotVoters),
     /// Numbers in a table already read whose numbers in the history's process-wide table
     /// are not in a row: for each, its number there, so a ring entry or a history's voter is
     /// read with one array read.
@@ -100,7 +100,8 @@ impl From<Vec<u32>> for SnapshotNumbers {
 }
 
 impl SnapshotNumbers {
-    /// Whether the numbers are in a row (no lookup per voter read), for tests.
+    /// Whether the numbers are in a row (no lookup per voter read).
+    #[cfg(test)]
     pub fn in_row(&self) -> bool {
         matches!(self.0, Numbers::InRow { .. })
     }
@@ -123,14 +124,14 @@ impl SnapshotNumbers {
 /// name and avatar once; this table maps those numbers to its own with an array, so numbering
 /// a ring entry costs an array read, and a voter is never compared by value.
 #[derive(Default)]
-pub struct VoterTable {
+pub struct SnapshotVoters {
     voters: Vec<Arc<Voter>>,
     /// For each number in the history's process-wide table, the number here (`u32::MAX` until
     /// known).
     by_history: Vec<u32>,
 }
 
-impl VoterTable {
+impl SnapshotVoters {
     /// Runs `encode` (on this thread) with rings writing their voters' numbers in this table.
     pub fn numbering<T>(&mut self, encode: impl FnOnce() -> T) -> T {
         FORM.with(|form| *form.borrow_mut() = VoterForm::Numbering(std::mem::take(self)));
@@ -172,7 +173,7 @@ impl VoterTable {
 
     /// Runs `decode` (on this thread) with rings and histories reading voters' numbers in a
     /// snapshot's table, whose voters have these numbers in the history's table (see
-    /// [`VoterTable::adopt`]).
+    /// [`SnapshotVoters::adopt`]).
     pub fn numbered<T>(numbers: &SnapshotNumbers, decode: impl FnOnce() -> T) -> T {
         let reading = match &numbers.0 {
             Numbers::InRow { base, len } => Reading::InRow {
@@ -686,13 +687,10 @@ impl CheckWindow {
         }
     }
 
-    /// How many votes the window holds, for memory accounting in tests.
-    pub fn len(&self) -> usize {
+    /// How many votes the window holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.queue.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
     }
 
     /// The table the owner publishes durable votes to, and readers check.
@@ -766,13 +764,10 @@ impl PublishedChecks {
         }
     }
 
-    /// Users the table holds, for tests.
-    pub fn len(&self) -> usize {
+    /// Users the table holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.inner.read().latest.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -836,8 +831,8 @@ pub struct AlreadyVoted {
     pub retry_at: Timestamp,
 }
 
-/// Counts after an accepted vote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The bot's vote counts just after an accepted vote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct VoteCounts {
     pub vote_count: u64,
     pub monthly_vote_count: u64,
