@@ -107,6 +107,17 @@ pub struct Application {
     _lock: Option<DirLock>,
 }
 
+/// What a cluster node brings to its application beside the state.
+pub struct ClusterNode {
+    /// The follower's journal, promoted when the node takes the lease.
+    pub journal: Journal,
+    pub http: web::Data<ClusterHttp>,
+    /// The key that signs vote history cursors, the same on every node.
+    pub history_key: [u8; 32],
+    /// The node's part in each snapshot (the stream mark, the upload).
+    pub replication: Box<dyn Replication>,
+}
+
 /// What a cluster node that follows the stream starts when it becomes the writer: the webhook
 /// deliveries, which only the writer sends.
 #[derive(Clone)]
@@ -182,17 +193,19 @@ impl Application {
     /// it), the journal (a follower's, promoted when the node takes the lease), and the listener
     /// the node already holds. The data directory, if any, holds this node's snapshots (the
     /// caller holds its lock); no journal file is written there.
-    #[allow(clippy::too_many_arguments)]
     pub async fn build_replicated(
         mut settings: Settings,
         clock: Arc<dyn Clock>,
         recovered: Recovered,
-        journal: Journal,
         listener: TcpListener,
-        cluster: web::Data<ClusterHttp>,
-        history_key: [u8; 32],
-        replication: Box<dyn Replication>,
+        node: ClusterNode,
     ) -> Result<Self, StartError> {
+        let ClusterNode {
+            journal,
+            http: cluster,
+            history_key,
+            replication,
+        } = node;
         settings.demo = false;
         telemetry::install_metrics();
         let (stop_loops, loops) = shutdown::channel();

@@ -27,7 +27,7 @@ use crate::config::Settings;
 use crate::domain::time::Clock;
 use crate::persist::journal::{Journal, JournalError};
 use crate::persist::recovery::Recovered;
-use crate::startup::{Application, Promoter, StartError};
+use crate::startup::{Application, ClusterNode, Promoter, StartError};
 
 /// How a node's run ended; `main` turns it into the exit code.
 #[derive(Debug)]
@@ -180,17 +180,13 @@ async fn run_inner(
         view: Arc::clone(&view),
         store: snapshot_store,
     });
-    let app = match Application::build_replicated(
-        settings,
-        clock,
-        recovered,
-        journal.clone(),
-        listener,
+    let node = ClusterNode {
+        journal: journal.clone(),
         http,
         history_key,
         replication,
-    )
-    .await
+    };
+    let app = match Application::build_replicated(settings, clock, recovered, listener, node).await
     {
         Ok(app) => app,
         Err(StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why)) => {
