@@ -11,34 +11,20 @@ import threading
 import time
 import urllib.parse
 
+from write_rate import write_votes
+
 writer, standby, bot, admin = sys.argv[1:5]
 rate = int(sys.argv[5]) if len(sys.argv) > 5 else 1000
 seconds = float(sys.argv[6]) if len(sys.argv) > 6 else 10
-w = urllib.parse.urlparse(writer)
 s = urllib.parse.urlparse(standby)
 acked = []  # (seq, time of the 2xx)
 lock = threading.Lock()
 stop = time.monotonic() + seconds
-THREADS = 8
 
 
-def writes(index):
-    conn = http.client.HTTPConnection(w.hostname, w.port)
-    user = 700_000_000_000_000_000 + index * 10_000_000
-    period = THREADS / rate
-    next_at = time.monotonic()
-    while time.monotonic() < stop:
-        user += 1
-        body = json.dumps({"user_id": str(user), "username": "u", "avatar": None})
-        conn.request("POST", f"{w.path}/admin/bots/{bot}/votes", body,
-                     {"Authorization": admin, "Content-Type": "application/json"})
-        response = conn.getresponse()
-        response.read()
-        if response.status // 100 == 2:
-            with lock:
-                acked.append((int(response.getheader("X-Botlist-Seq")), time.monotonic()))
-        next_at += period
-        time.sleep(max(0, next_at - time.monotonic()))
+def acknowledged(response):
+    with lock:
+        acked.append((int(response.getheader("X-Botlist-Seq")), time.monotonic()))
 
 
 seen = []  # (applied_seq, time first seen)
@@ -56,11 +42,9 @@ def watch():
         time.sleep(0.001)
 
 
-threads = [threading.Thread(target=writes, args=(i,)) for i in range(THREADS)]
 watcher = threading.Thread(target=watch)
 watcher.start()
-for t in threads:
-    t.start()
+threads = write_votes(writer, bot, admin, rate, seconds, 700_000_000_000_000_000, acknowledged)
 for t in threads:
     t.join()
 watcher.join()

@@ -300,6 +300,72 @@ pub(crate) mod ops {
         }
     }
 
+    /// One message of a generated stream, and whether the follower snapshots and restarts after
+    /// applying it.
+    pub struct Message {
+        pub stream_seq: u64,
+        pub epoch: u64,
+        pub payload: Vec<u8>,
+        pub snapshot_after: bool,
+    }
+
+    pub fn batch(records: &[(u64, Record)]) -> Vec<u8> {
+        records
+            .iter()
+            .map(|(seq, record)| {
+                crate::persist::journal::frame(*seq, &rmp_serde::to_vec(record).expect("encodes"))
+            })
+            .collect::<Vec<_>>()
+            .concat()
+    }
+
+    /// The stream a writer's `records` make: batches cut where `cuts` says, each batch of more
+    /// than one frame stored twice (applied once), epoch 1 until `failover_at` records are in,
+    /// then a failover's empty epoch-2 message and a stale epoch-1 writer's message (void,
+    /// whatever it holds); the first message once `snapshot_at` records are in is followed by
+    /// a snapshot and a restart.
+    pub fn stream(
+        records: &[(u64, Record)],
+        cuts: &[usize],
+        snapshot_at: usize,
+        failover_at: usize,
+    ) -> Vec<Message> {
+        let mut messages = Vec::new();
+        let (mut at, mut epoch, mut snapshotted) = (0, 1, false);
+        let push = |messages: &mut Vec<Message>, epoch: u64, payload: Vec<u8>| {
+            let stream_seq = messages.len() as u64 + 1;
+            messages.push(Message {
+                stream_seq,
+                epoch,
+                payload,
+                snapshot_after: false,
+            });
+        };
+        let mut cut = cuts.iter().cycle();
+        while at < records.len() {
+            let take = (*cut.next().expect("cycle")).min(records.len() - at);
+            let payload = batch(&records[at..at + take]);
+            if take > 1 {
+                push(&mut messages, epoch, payload.clone());
+            }
+            push(&mut messages, epoch, payload);
+            at += take;
+            if epoch == 1 && at >= failover_at {
+                epoch = 2;
+                push(&mut messages, 2, Vec::new());
+                let stale = batch(&[(at as u64 + 1, record(&Op::List(3)))]);
+                push(&mut messages, 1, stale);
+            }
+            if !snapshotted && at >= snapshot_at {
+                snapshotted = true;
+                if let Some(last) = messages.last_mut() {
+                    last.snapshot_after = true;
+                }
+            }
+        }
+        messages
+    }
+
     /// The records of `ops` as a writer journals them (a bot is listed once, a user votes once
     /// per bot), numbered from 1.
     pub fn journaled(ops: &[Op]) -> Vec<(u64, Record)> {
@@ -350,10 +416,9 @@ mod tests {
     mod property {
         use proptest::prelude::*;
 
-        use super::super::ops::{journaled, op, record, Op};
+        use super::super::ops::{journaled, op, stream};
         use super::super::CatchUp;
         use crate::cluster::digest::digest;
-        use crate::persist::journal::frame;
         use crate::persist::state::{DirectoryState, Replayer};
 
         fn state_digest(state: DirectoryState) -> String {
@@ -383,48 +448,21 @@ mod tests {
                 }
                 let writer_digest = state_digest(writer.finish());
 
-                // The stream: batches cut where `cuts` says, epoch 1 then epoch 2 after the
-                // failover's empty epoch message; a void epoch-1 message after it.
                 let mut follower = CatchUp::default();
-                let mut stream_seq = 0;
-                let mut at = 0;
-                let mut epoch = 1;
-                let mut snapshotted = false;
-                let mut cut = cuts.iter().cycle();
-                while at < records.len() {
-                    let take = (*cut.next().expect("cycle")).min(records.len() - at);
-                    let batch: Vec<u8> = records[at..at + take]
-                        .iter()
-                        .map(|(seq, record)| frame(*seq, &rmp_serde::to_vec(record).expect("encodes")))
-                        .collect::<Vec<_>>()
-                        .concat();
-                    stream_seq += 1;
-                    follower.apply_message(stream_seq, epoch, &batch).expect("applies");
-                    if take > 1 {
-                        // The same frames again: applied once.
-                        stream_seq += 1;
-                        follower.apply_message(stream_seq, epoch, &batch).expect("applies");
-                    }
-                    at += take;
-                    if epoch == 1 && at >= failover_at {
-                        epoch = 2;
-                        stream_seq += 1;
-                        follower.apply_message(stream_seq, 2, &[]).expect("epoch message");
-                        // A stale writer's message: void, whatever it holds.
-                        let stale = frame(at as u64 + 1, &rmp_serde::to_vec(&record(&Op::List(3))).expect("encodes"));
-                        stream_seq += 1;
-                        follower.apply_message(stream_seq, 1, &stale).expect("skipped");
-                    }
-                    if !snapshotted && at >= snapshot_at {
-                        snapshotted = true;
+                for message in stream(&records, &cuts, snapshot_at, failover_at) {
+                    follower
+                        .apply_message(message.stream_seq, message.epoch, &message.payload)
+                        .expect("applies");
+                    if message.snapshot_after {
                         // A snapshot and a restart from it.
+                        let seen = follower.epoch;
                         let state = std::mem::take(&mut follower).replayer.finish();
                         let bytes = rmp_serde::to_vec(&state).expect("encodes");
                         let state: DirectoryState = rmp_serde::from_slice(&bytes).expect("decodes");
                         follower = CatchUp {
                             replayer: Replayer::new(state),
-                            stream_seq,
-                            epoch,
+                            stream_seq: message.stream_seq,
+                            epoch: seen,
                             void_messages: 0,
                         };
                     }

@@ -121,12 +121,11 @@ mod tests {
     use super::*;
     use crate::actors::directory::Directory;
     use crate::actors::registry::{BotSpawner, LoadDirectory};
-    use crate::cluster::catchup::ops::{journaled, op, record, Op};
+    use crate::cluster::catchup::ops::{journaled, op, stream};
     use crate::cluster::digest::{digest, of_source};
     use crate::cluster::view::NodeRole;
     use crate::domain::time::{Clock, ManualClock, Timestamp};
-    use crate::persist::journal::frame;
-    use crate::persist::state::{DirectoryState, Record, Replayer};
+    use crate::persist::state::{DirectoryState, Replayer};
     use crate::persist::StateSource;
     use crate::webhooks::Dispatcher;
 
@@ -177,14 +176,6 @@ mod tests {
         }
     }
 
-    fn batch(records: &[(u64, Record)]) -> Vec<u8> {
-        records
-            .iter()
-            .map(|(seq, record)| frame(*seq, &rmp_serde::to_vec(record).expect("encodes")))
-            .collect::<Vec<_>>()
-            .concat()
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -210,29 +201,12 @@ mod tests {
             let follower_digest = actix::System::new().block_on(async move {
                 let (mut applier, mut registry) =
                     follower(DirectoryState::default(), Position::default());
-                let (mut stream_seq, mut at, mut epoch) = (0, 0, 1);
-                let mut snapshotted = false;
-                let mut cut = cuts.iter().cycle();
-                while at < records.len() {
-                    let take = (*cut.next().expect("cycle")).min(records.len() - at);
-                    let payload = batch(&records[at..at + take]);
-                    stream_seq += 1;
-                    applier.apply_message(stream_seq, epoch, &payload).await.expect("applies");
-                    if take > 1 {
-                        stream_seq += 1;
-                        applier.apply_message(stream_seq, epoch, &payload).await.expect("applies");
-                    }
-                    at += take;
-                    if epoch == 1 && at >= failover_at {
-                        epoch = 2;
-                        stream_seq += 1;
-                        applier.apply_message(stream_seq, 2, &[]).await.expect("epoch message");
-                        let stale = batch(&[(at as u64 + 1, record(&Op::List(3)))]);
-                        stream_seq += 1;
-                        applier.apply_message(stream_seq, 1, &stale).await.expect("void");
-                    }
-                    if !snapshotted && at >= snapshot_at {
-                        snapshotted = true;
+                for message in stream(&records, &cuts, snapshot_at, failover_at) {
+                    applier
+                        .apply_message(message.stream_seq, message.epoch, &message.payload)
+                        .await
+                        .expect("applies");
+                    if message.snapshot_after {
                         let state = captured(&registry).await;
                         let bytes = rmp_serde::to_vec(&state).expect("encodes");
                         let mut state: DirectoryState =

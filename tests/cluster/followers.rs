@@ -12,7 +12,11 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+
+#[path = "../support/delivery.rs"]
+mod delivery;
 use super::scenarios::converged;
+use delivery::read_delivery;
 
 /// A webhook receiver: the delivery id of every request, in order; 503 while `down`.
 struct Receiver {
@@ -31,20 +35,7 @@ impl Receiver {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let (mut length, mut delivery, mut line) = (0usize, String::new(), String::new());
-                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
-                        delivery = v.trim().to_owned();
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0; length];
-                let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                let (delivery, _) = read_delivery(&stream);
                 let status = if failing.load(Ordering::SeqCst) {
                     503
                 } else {

@@ -187,6 +187,7 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         )
         .expect("sent");
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("x-botlist-seq"));
     let body: Value = response.json().expect("json");
     assert_eq!(body["error"]["code"], "no_writer", "{body}");
     let status = lone.status().expect("GET /cluster");

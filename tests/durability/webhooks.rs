@@ -1,7 +1,7 @@
 //! A webhook delivery queued or in retry when the process dies is sent after the restart.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,25 +43,9 @@ fn receiver() -> (String, Log) {
     (url, seen)
 }
 
-/// One request to a receiver: its delivery id (`X-Botlist-Delivery`) and its body.
-pub(crate) fn read_delivery(stream: &TcpStream) -> (String, Vec<u8>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let (mut length, mut delivery) = (0usize, String::new());
-    let mut line = String::new();
-    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
-            delivery = v.trim().to_owned();
-        }
-        line.clear();
-    }
-    let mut body = vec![0; length];
-    let _ = reader.read_exact(&mut body);
-    (delivery, body)
-}
+#[path = "../support/delivery.rs"]
+mod delivery;
+pub(crate) use delivery::read_delivery;
 
 /// Waits until the receiver has `n` requests, then returns them.
 fn wait_for<T: Clone>(seen: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
