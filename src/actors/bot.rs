@@ -27,7 +27,7 @@ use crate::persist::state::{ApplyRecord, Record};
 use crate::webhooks::{receiver_key, Dispatcher, Job, Prepared, Target};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
-use super::when_durable;
+use super::{when_durable, WhenDurable};
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
@@ -447,16 +447,16 @@ impl Actor for BotActor {
 
 /// Takes a vote now, or says when the user may vote again.
 #[derive(Message)]
-#[rtype(result = "Result<VoteCounts, Rejection>")]
+#[rtype(result = "Result<WhenDurable<VoteCounts>, Rejection>")]
 pub struct RecordVote(pub Voter);
 
 impl Handler<RecordVote> for BotActor {
-    type Result = ResponseFuture<Result<VoteCounts, Rejection>>;
+    type Result = Result<WhenDurable<VoteCounts>, Rejection>;
 
     fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
-            return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
+            return Err(Rejection::AlreadyVoted { retry_at });
         }
         let bot = self.state.listing.id;
         let user = voter.id;
@@ -493,7 +493,7 @@ impl Handler<RecordVote> for BotActor {
         self.recent_voters = None;
         let voted = self.vote_publication(user, at);
         let (durable, _) = self.commit(record, Some(voted));
-        when_durable(durable, counts)
+        Ok(WhenDurable::new(durable, counts))
     }
 }
 
@@ -874,11 +874,11 @@ impl BotActor {
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<(), Rejection>")]
+#[rtype(result = "WhenDurable<()>")]
 pub struct PostStats(pub StatsUpdate);
 
 impl Handler<PostStats> for BotActor {
-    type Result = ResponseFuture<Result<(), Rejection>>;
+    type Result = MessageResult<PostStats>;
 
     fn handle(&mut self, PostStats(update): PostStats, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
@@ -889,7 +889,7 @@ impl Handler<PostStats> for BotActor {
         };
         self.apply(&record);
         let (durable, _) = self.commit(record, None);
-        when_durable(durable, ())
+        MessageResult(WhenDurable::new(durable, ()))
     }
 }
 
@@ -1030,7 +1030,10 @@ mod tests {
         )
         .start();
 
-        let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
+        let counts = match bot.send(RecordVote(voter(1))).await.expect("delivered") {
+            Ok(reply) => reply.wait().await,
+            Err(refused) => Err(refused),
+        };
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
         let checks = Arc::clone(&published.load().checks);
@@ -1044,7 +1047,10 @@ mod tests {
         bot.send(RecordVote(voter(2)))
             .await
             .expect("delivered")
-            .expect("accepted");
+            .expect("accepted")
+            .wait()
+            .await
+            .expect("durable");
         let voters = bot
             .send(RecentVoters)
             .await
@@ -1058,6 +1064,8 @@ mod tests {
         )))
         .await
         .expect("delivered")
+        .wait()
+        .await
         .expect("stored");
         assert_eq!(published.load().servers(), 7);
     }
