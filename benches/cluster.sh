@@ -6,6 +6,8 @@
 #   - the same through a node that does not write (it forwards to the writer);
 #   - follower lag at about 1,000 writes/s (benches/cluster_lag.py): p50/p99 from a write's 2xx
 #     to a node that does not write reporting it applied;
+#   - read ratio: GET /bots/:id/check on a follower while it applies about 1,000 writes/s,
+#     divided by the same on a single node taking about 1,000 writes/s (alternated, ROUNDS);
 #   - catch-up: records/s a node started late reads from the stream;
 #   - failover: seconds from kill -9 of the writer to the first 2xx write through another node.
 #
@@ -58,7 +60,7 @@ bot=$(curl -sf -XPOST $W/api/v1/admin/bots -H "Authorization: $ADMIN" -H 'Conten
 run_wrk() { wrk -t2 -c32 -d${SECS}s --latency -s benches/votes.lua "$1/api/v1" -- $bot $ADMIN $2 2>/dev/null; }
 report() { awk -v what="$1" '/Requests\/sec/ {r=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} END {printf "%-34s %9.0f votes/s  p50 %8s  p99 %8s\n", what, r, p50, p99}'; }
 run_wrk $W 0 | report "cluster, through the writer"
-run_wrk $O 1000000000 | report "cluster, through a standby"
+run_wrk $O 1000000000 | report "cluster, through a follower"
 
 # Single node, fsync always, same machine and moment.
 $BIN serve --bind 127.0.0.1:18190 --admin-token $ADMIN --rate-limit 0 --fsync always --data-dir $work/single > $work/single.out 2>&1 & spid=$!; pids+=($spid)
@@ -67,9 +69,22 @@ S=http://127.0.0.1:18190
 sbot=$(curl -sf -XPOST $S/api/v1/admin/bots -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
   -d '{"platform_id":"1","name":"Bench","username":"bench","short_description":"bench"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["bot"]["id"])')
 bot=$sbot run_wrk $S 0 | report "single node, --fsync always"
+
+# Read ratio: check on a follower applying ~1,000 writes/s ÷ check on the single node taking
+# ~1,000 writes/s, alternated. Each bot gets its own token for check.
+token_of() { curl -sf -XPOST "$1/api/v1/admin/bots/$2/token" -H "Authorization: $ADMIN" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
+ctoken=$(token_of $W $bot); stoken=$(token_of $S $sbot)
+check_rate() { wrk -t2 -c64 -d${RSECS:-5}s -H "Authorization: $2" "$1/api/v1/bots/$3/check?userId=700000000000000001" | awk '/Requests\/sec/ {print $2}'; }
+for r in $(seq 1 ${ROUNDS:-2}); do
+  python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > /dev/null &
+  sleep 0.3; f=$(check_rate $O $ctoken $bot); wait
+  python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > /dev/null &
+  sleep 0.3; s1=$(check_rate $S $stoken $sbot); wait
+  awk -v r=$r -v f=$f -v s=$s1 'BEGIN {printf "read ratio round %d: follower check %.0f/s, single node check %.0f/s, ratio %.2f\n", r, f, s, f/s}'
+done
 kill $spid
 
-# Follower lag at about 1,000 writes/s: from each write's 2xx to a standby applying it.
+# Follower lag at about 1,000 writes/s: from each write's 2xx to a follower applying it.
 python3 benches/cluster_lag.py $W/api/v1 $O $bot $ADMIN ${LAG_RATE:-1000} ${SECS}
 
 # Catch-up: a fourth node on an empty directory reads the whole stream.

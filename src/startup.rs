@@ -30,6 +30,7 @@ use crate::persist::recovery::{self, Recovered};
 use crate::persist::snapshot;
 use crate::persist::state::DirectoryState;
 use crate::persist::Persistence;
+use crate::persist::Replication;
 use crate::shutdown::{self, Shutdown, Trigger};
 use crate::telemetry;
 use crate::webhooks::Dispatcher;
@@ -99,14 +100,44 @@ pub struct Application {
     /// Stops the background loops (snapshots, webhook deliveries, the limiter's sweep); they
     /// also stop when the application is dropped.
     stop_loops: Trigger,
+    /// Held for cluster mode: a node that follows starts sending webhooks when it writes.
+    promoter: Promoter,
     _arbiters: Vec<Arbiter>,
     /// The data directory's lock, held until the application is dropped or the process ends.
     _lock: Option<DirLock>,
 }
 
+/// What a cluster node that follows the stream starts when it becomes the writer: the webhook
+/// deliveries, which only the writer sends.
+#[derive(Clone)]
+pub struct Promoter {
+    dispatcher: Arc<Dispatcher>,
+    /// The dispatcher's hold on the application's stop, until it starts; `None` once started
+    /// (or when it started with the application).
+    loops: Arc<std::sync::Mutex<Option<Shutdown>>>,
+    registry: Addr<Registry>,
+}
+
+impl Promoter {
+    /// The journal has been promoted: deliveries go out from now on.
+    pub fn become_writer(&self) {
+        let loops = self
+            .loops
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(loops) = loops {
+            self.dispatcher.start(loops);
+        }
+        self.registry
+            .do_send(crate::actors::replicated::BecomeWriter);
+    }
+}
+
 /// The actors and what they publish, started over a recovered state.
 struct Started {
     arbiters: Vec<Arbiter>,
+    promoter: Promoter,
     directory: Arc<Directory>,
     registry: Addr<Registry>,
     persistence: Option<Arc<Persistence>>,
@@ -141,14 +172,17 @@ impl Application {
             admin_token: started.admin_token,
             warnings,
             stop_loops,
+            promoter: started.promoter,
             _arbiters: started.arbiters,
             _lock: lock,
         })
     }
 
-    /// Cluster mode, on the node that took the writer's lease: the state caught up from the
-    /// stream, the journal over the stream, and the listener the node already serves on. No
-    /// data directory is used (the stream is the journal; no local snapshots are written).
+    /// Cluster mode: the state caught up from the stream (or a snapshot and the stream after
+    /// it), the journal (a follower's, promoted when the node takes the lease), and the listener
+    /// the node already holds. The data directory, if any, holds this node's snapshots (the
+    /// caller holds its lock); no journal file is written there.
+    #[allow(clippy::too_many_arguments)]
     pub async fn build_replicated(
         mut settings: Settings,
         clock: Arc<dyn Clock>,
@@ -157,13 +191,19 @@ impl Application {
         listener: TcpListener,
         cluster: web::Data<ClusterHttp>,
         history_key: [u8; 32],
+        replication: Box<dyn Replication>,
     ) -> Result<Self, StartError> {
-        settings.data_dir = None;
         settings.demo = false;
         telemetry::install_metrics();
         let (stop_loops, loops) = shutdown::channel();
-        let started =
-            start_actors(&settings, &clock, recovered, loops.clone(), Some(journal)).await?;
+        let started = start_actors(
+            &settings,
+            &clock,
+            recovered,
+            loops.clone(),
+            Some((journal, replication)),
+        )
+        .await?;
         let (address, server, metrics) = serve(
             &settings,
             &started,
@@ -179,14 +219,20 @@ impl Application {
             metrics,
             registry: started.registry,
             directory: started.directory,
-            persistence: None,
+            persistence: started.persistence,
             demo: None,
             admin_token: started.admin_token,
             warnings: Vec::new(),
             stop_loops,
+            promoter: started.promoter,
             _arbiters: started.arbiters,
             _lock: None,
         })
+    }
+
+    /// What starts the writer's work once a cluster node that followed takes the role.
+    pub fn promoter(&self) -> Promoter {
+        self.promoter.clone()
     }
 
     pub fn port(&self) -> u16 {
@@ -212,6 +258,8 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + 'static,
     ) -> std::io::Result<()> {
+        // A node that never wrote has a dispatcher that never started: nothing to wait for.
+        drop(self.promoter);
         let handle = self.server.handle();
         let metrics = self.metrics.map(|(_, server)| {
             let handle = server.handle();
@@ -297,8 +345,12 @@ async fn start_actors(
     clock: &Arc<dyn Clock>,
     recovered: Recovered,
     loops: Shutdown,
-    journal: Option<Journal>,
+    replicated: Option<(Journal, Box<dyn Replication>)>,
 ) -> Result<Started, StartError> {
+    let (journal, replication) = match replicated {
+        Some((journal, replication)) => (Some(journal), Some(replication)),
+        None => (None, None),
+    };
     let journal = match (journal, &settings.data_dir) {
         (Some(journal), _) => journal,
         (None, Some(dir)) => Journal::open_with_fault(
@@ -326,21 +378,33 @@ async fn start_actors(
         settings.allow_private_webhooks,
     )
     .map_err(std::io::Error::other)?;
-    dispatcher.start(loops.clone());
+    // A cluster node that follows the stream sends no webhook until it writes.
+    let follows = journal.follows();
+    if !follows {
+        dispatcher.start(loops.clone());
+    }
     let registry = Registry::new(
         Arc::clone(&directory),
         Arc::clone(clock),
         journal.clone(),
-        dispatcher,
+        Arc::clone(&dispatcher),
         spawner,
     )
     .start();
+    let promoter = Promoter {
+        dispatcher,
+        loops: Arc::new(std::sync::Mutex::new(follows.then(|| loops.clone()))),
+        registry: registry.clone(),
+    };
     let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
     load(&registry, recovered.state).await?;
-    let persistence = settings
-        .data_dir
-        .clone()
-        .map(|dir| Arc::new(Persistence::new(dir, journal, registry.clone())));
+    let persistence = settings.data_dir.clone().map(|dir| {
+        let persistence = Persistence::new(dir, journal, registry.clone());
+        Arc::new(match replication {
+            Some(replication) => persistence.with_replication(replication),
+            None => persistence,
+        })
+    });
 
     let mut admin_token = settings.admin_token.clone();
     let mut demo = None;
@@ -364,6 +428,7 @@ async fn start_actors(
     }
     Ok(Started {
         arbiters,
+        promoter,
         directory,
         registry,
         persistence,
@@ -462,6 +527,7 @@ fn serve(
                 .wrap(Condition::new(cors_on, from_fn(http::cors_refusals)))
                 .wrap(Compress::default())
                 .wrap(from_fn(http::finish))
+                .wrap(Condition::new(cluster_on, from_fn(cluster::forward_writes)))
                 .wrap(from_fn(telemetry::observe))
                 .configure(|cfg| {
                     if let Some(cluster) = &cluster {

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::domain::bot::{BotPatch, BotState, BotView};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
+use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::history::{HistoryEntry, Page, PageQuery, Retention};
@@ -25,6 +26,7 @@ use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{ApplyRecord, Record};
 use crate::webhooks::{receiver_key, Dispatcher, Job, Prepared, Target};
 
+use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::when_durable;
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
@@ -264,6 +266,14 @@ impl BotActor {
     /// records are numbered in the order this actor applies them, which is the order replay
     /// applies them in.
     fn commit(&mut self, record: Record, also: Option<Publish>) -> (Durable, Arc<BotView>) {
+        let (publish, view) = self.publication(also);
+        (self.submit(record, Some(publish)), view)
+    }
+
+    /// What readers see once a change is durable: the bot's new view, and `also` (a registry
+    /// change, or a vote's check and stream entry) at the same moment. One definition for the
+    /// changes this actor makes and those a follower applies from the stream.
+    fn publication(&self, also: Option<Publish>) -> (Publish, Arc<BotView>) {
         let view = Arc::new(self.state.view());
         // An edited listing is rendered here, on the actor's thread, not by the journal's
         // writer or a reader (a vote keeps the listing and its rendering).
@@ -277,7 +287,32 @@ impl BotActor {
             }
             directory.publish_view(&published, shown);
         });
-        (self.submit(record, Some(publish)), view)
+        (publish, view)
+    }
+
+    /// A vote just applied, as readers learn of it: the check table and the live stream.
+    fn vote_publication(&self, user: Snowflake, at: Timestamp) -> Publish {
+        let checks = Arc::clone(self.state.votes.window.published());
+        let history = &self.state.votes.history;
+        let entry = history.get(history.next_position().saturating_sub(1));
+        let feed = Arc::clone(&self.feed);
+        Box::new(move || {
+            checks.publish(user, at);
+            // The stream sees the vote at the moment its 201 may be sent, not before.
+            if let Some(entry) = entry {
+                feed.publish(entry);
+            }
+        })
+    }
+
+    /// Deliveries queued or in retry go out again (after a start, or when the node becomes
+    /// the writer).
+    fn schedule_open_deliveries(&mut self) {
+        let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
+        for delivery in &open {
+            self.schedule(delivery, false);
+        }
+        self.hand_over_attempts(Some(self.state.last_seq));
     }
 
     /// Journals a change that the published view does not show (a webhook delivery).
@@ -402,12 +437,11 @@ impl Actor for BotActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         self.prune_history(self.clock.now());
-        // Deliveries queued or in retry before a restart go out again.
-        let open: Vec<Delivery> = self.state.deliveries.open().cloned().collect();
-        for delivery in &open {
-            self.schedule(delivery, false);
+        // Only the writer sends webhooks: a cluster node that follows the stream schedules
+        // its bots' deliveries when it becomes the writer.
+        if !self.journal.follows() {
+            self.schedule_open_deliveries();
         }
-        self.hand_over_attempts(Some(self.state.last_seq));
     }
 }
 
@@ -457,20 +491,8 @@ impl Handler<RecordVote> for BotActor {
         self.prune_history(at);
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
-        let checks = Arc::clone(self.state.votes.window.published());
-        let history = &self.state.votes.history;
-        let entry = history.get(history.next_position().saturating_sub(1));
-        let feed = Arc::clone(&self.feed);
-        let (durable, _) = self.commit(
-            record,
-            Some(Box::new(move || {
-                checks.publish(user, at);
-                // The stream sees the vote at the moment its 201 may be sent, not before.
-                if let Some(entry) = entry {
-                    feed.publish(entry);
-                }
-            })),
-        );
+        let voted = self.vote_publication(user, at);
+        let (durable, _) = self.commit(record, Some(voted));
         when_durable(durable, counts)
     }
 }
@@ -905,6 +927,44 @@ impl Handler<ReadState> for BotActor {
 
     fn handle(&mut self, _: ReadState, _: &mut Self::Context) -> Self::Result {
         MessageResult(self.state.clone())
+    }
+}
+
+impl Handler<ApplyReplicated> for BotActor {
+    type Result = ();
+
+    /// Applies the writer's record through the one apply function, prunes history at the
+    /// record's time as the writer did, and hands back what readers are to see. Delivery
+    /// records change only the outbox: no attempt is scheduled here (only the writer sends).
+    fn handle(&mut self, replicated: ApplyReplicated, _: &mut Self::Context) {
+        let ApplyReplicated { seq, record, reply } = replicated;
+        if seq <= self.state.last_seq {
+            let _ = reply.send(None);
+            return;
+        }
+        self.state.last_seq = seq;
+        self.apply(&record);
+        let publication = match &record {
+            Record::Voted { voter, at, .. } | Record::VotedWithDelivery { voter, at, .. } => {
+                self.prune_history(*at);
+                self.recent_voters = None;
+                let voted = self.vote_publication(voter.id, *at);
+                Some(self.publication(Some(voted)).0)
+            }
+            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
+                Some(self.publication(None).0)
+            }
+            _ => None,
+        };
+        let _ = reply.send(publication);
+    }
+}
+
+impl Handler<BecomeWriter> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, _: BecomeWriter, _: &mut Self::Context) {
+        self.schedule_open_deliveries();
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod bot;
 pub mod directory;
 pub mod registry;
+pub mod replicated;
 
 use actix::ResponseFuture;
 

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use super::bot::{ApplyPatch, BotActor, Publications, ReadState, Stop};
 use super::directory::{BotHandle, Directory};
+use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::when_durable;
 use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token, TokenHash};
@@ -752,6 +753,113 @@ impl Registry {
             );
             Ok((durable, ()))
         })()
+    }
+}
+
+/// Cluster mode, on a node that follows the stream: the registry's own records are applied
+/// here, as the writer's registry applied them; a bot's records go on to its actor (an edit
+/// also updates the rules' claims, as the writer's registry did when it accepted it).
+impl Handler<ApplyReplicated> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, replicated: ApplyReplicated, _: &mut Self::Context) {
+        let Some(bot) = replicated.record.bot() else {
+            let publication = self.apply_replicated(replicated.seq, &replicated.record);
+            let _ = replicated.reply.send(publication);
+            return;
+        };
+        // A record of a bot delisted since is passed over, as replay passes over it.
+        let Some(entry) = self.book.bots.get_mut(&bot) else {
+            let _ = replicated.reply.send(None);
+            return;
+        };
+        if let Record::BotEdited { listing, .. } = &replicated.record {
+            entry.owners.clone_from(&listing.owner_ids);
+            self.bot_platform_ids.claim(bot, listing.platform_id);
+        }
+        if let Some(entry) = self.book.bots.get(&bot) {
+            entry.handle.addr.do_send(replicated);
+        }
+    }
+}
+
+impl Registry {
+    /// One of the registry's records, made by the writer: applied with the claims and indexes
+    /// the writer's registry kept, and its publication handed back.
+    fn apply_replicated(&mut self, seq: u64, record: &Record) -> Option<Publish> {
+        if seq <= self.last_seq {
+            return None;
+        }
+        self.last_seq = seq;
+        let directory = Arc::clone(&self.directory);
+        match record {
+            Record::ProfileSaved(profile) => {
+                if let Some(old) = self.book.profiles.get(&profile.id).cloned() {
+                    self.unindex_profile(&old);
+                }
+                self.index_profile(profile);
+                self.apply(record);
+                let shown = Arc::new(profile.clone());
+                Some(Box::new(move || directory.publish_profile(shown)))
+            }
+            Record::ProfileDeleted(id) => {
+                if let Some(old) = self.book.profiles.get(id).cloned() {
+                    self.unindex_profile(&old);
+                }
+                self.apply(record);
+                let id = *id;
+                Some(Box::new(move || directory.publish_profile_deleted(id)))
+            }
+            Record::BotListed { state, token } => {
+                let (id, token) = (state.listing.id, *token);
+                let Self {
+                    book,
+                    starter,
+                    bot_platform_ids,
+                    ..
+                } = self;
+                // Read back from the stream: the derived indexes are rebuilt, as replay does.
+                let listed = book.apply(record, |mut state, token| {
+                    state.last_seq = seq;
+                    state.restore();
+                    bot_platform_ids.claim(state.listing.id, state.listing.platform_id);
+                    starter.start(state, token)
+                });
+                if let Err(why) = listed {
+                    tracing::error!(%why, "a replicated registry record did not apply");
+                }
+                let handle = self.handle_of(id).ok()?;
+                handle.view().listing.rendered();
+                Some(Box::new(move || directory.publish_listed(handle, token)))
+            }
+            Record::BotDelisted(id) => {
+                let entry = self.book.bots.get(id)?;
+                let (handle, token, id) = (Arc::clone(&entry.handle), entry.token, *id);
+                self.bot_platform_ids.release(id);
+                self.apply(record);
+                Some(Box::new(move || {
+                    directory.publish_delisted(id, token);
+                    handle.addr.do_send(Stop);
+                }))
+            }
+            Record::TokenRotated { bot, token } => {
+                let (old, bot, new) = (self.book.bots.get(bot)?.token, *bot, *token);
+                self.apply(record);
+                Some(Box::new(move || directory.publish_token(bot, old, new)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The node took the writer's role: every bot schedules its open deliveries.
+impl Handler<BecomeWriter> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, _: BecomeWriter, _: &mut Self::Context) {
+        for entry in self.book.bots.values() {
+            entry.handle.addr.do_send(BecomeWriter);
+        }
     }
 }
 

@@ -1,7 +1,7 @@
-//! Cluster mode on the writer: `X-Botlist-Seq` on every response under the base path, waiting
+//! Cluster mode over HTTP: `X-Botlist-Seq` on every response under the base path, waiting
 //! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer`,
-//! `GET {base}/admin/cluster/digest` and `POST {base}/admin/cluster/step-down`. A node that does not write answers these in
-//! `cluster::standby`.
+//! `GET {base}/admin/cluster/digest` and `POST {base}/admin/cluster/step-down`, on every node;
+//! and, on a node that follows, writes forwarded to the writer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
+use actix_web::http::Method;
 use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
-use actix_web::{web, HttpResponse, ResponseError};
+use actix_web::{web, FromRequest, HttpResponse, ResponseError};
 
 use super::error::{ApiError, Code};
 use super::extract::Admin;
 use super::reply;
+use crate::cluster::forward::Forwarder;
 use crate::cluster::view::{ClusterView, NodeRole};
 use crate::cluster::MIN_SEQ_WAIT;
 use crate::domain::ids::TokenHash;
@@ -31,6 +33,8 @@ pub struct ClusterHttp {
     pub step_down: tokio::sync::mpsc::UnboundedSender<()>,
     /// The hash of `--cluster-token`, which nodes put on the requests they forward.
     pub token: TokenHash,
+    /// Sends writes to the writer while this node follows.
+    pub forwarder: Arc<Forwarder>,
 }
 
 /// Whether another node of the cluster forwarded this request (it carries the cluster token).
@@ -121,6 +125,51 @@ fn with_seq(mut response: HttpResponse, view: &ClusterView) -> HttpResponse {
     response
 }
 
+/// Middleware, outside everything but the access log: while this node follows the stream, a
+/// write goes to the writer (which applies its rate limit, keyed on the client's address this
+/// node names) and its answer is this node's; reads are answered here, from the node's own
+/// actors. A write that another node forwarded here while this node does not write is not
+/// sent on (two nodes with stale views must not bounce it): 503 `no_writer`.
+pub async fn forward_writes(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(cluster) = request.app_data::<web::Data<ClusterHttp>>().cloned() else {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    };
+    let writes = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let follows = matches!(
+        cluster.view.role(),
+        NodeRole::Follower | NodeRole::Candidate
+    );
+    if !writes || !follows {
+        return Ok(next.call(request).await?.map_into_boxed_body());
+    }
+    if forwarded_by_a_node(&request) {
+        let response = with_seq(crate::cluster::forward::no_writer(), &cluster.view);
+        return Ok(request.into_response(response));
+    }
+    let (http_request, payload) = request.into_parts();
+    let mut payload = payload;
+    let read = match web::Payload::from_request(&http_request, &mut payload).await {
+        Ok(read) => super::extract::body(&http_request, read).await,
+        Err(error) => Err(Code::BadRequest.with(format!("the body could not be read: {error}"))),
+    };
+    let response = match read {
+        Ok(body) => {
+            cluster
+                .forwarder
+                .forward(&http_request, body.freeze())
+                .await
+        }
+        Err(error) => error.error_response(),
+    };
+    Ok(ServiceResponse::new(http_request, response))
+}
+
 /// `GET /cluster`, `GET /cluster/writer` and the admin step-down, on the writer.
 pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
@@ -153,33 +202,34 @@ async fn step_down(_: Admin, cluster: web::Data<ClusterHttp>) -> HttpResponse {
     )
 }
 
-/// The writer's digest: every actor's state, read as a snapshot reads it.
+/// The digest of every actor's state, read as a snapshot reads it (one bot at a time). A state
+/// that changed while it was read is read again, a few times: once writes stop, every node
+/// answers the digest of exactly the state at its `applied_seq`.
 async fn digest(
     _: Admin,
     state: web::Data<super::AppState>,
     cluster: web::Data<ClusterHttp>,
 ) -> Result<HttpResponse, ApiError> {
-    use crate::persist::StateSource;
-    let unavailable =
-        |why: String| Code::Unavailable.with(format!("the state could not be read: {why}"));
-    let captured = state
-        .registry
-        .capture()
-        .await
-        .map_err(|e| unavailable(e.to_string()))?;
-    let mut bots = Vec::with_capacity(captured.bots.len());
-    for bot in captured.bots {
-        if let Some(stored) = bot.read().await.map_err(|e| unavailable(e.to_string()))? {
-            bots.push(stored);
+    let mut answer = None;
+    for _ in 0..5 {
+        let before = cluster.view.applied_seq();
+        let digest = read_digest(&state).await?;
+        let after = cluster.view.applied_seq();
+        answer = Some(crate::cluster::digest::Digest {
+            applied_seq: after,
+            digest,
+        });
+        if before == after {
+            break;
         }
     }
-    bots.sort_unstable_by_key(|b| b.state.listing.id);
-    let mut profiles = captured.profiles;
-    profiles.sort_unstable_by_key(|p| p.id);
-    Ok(reply::ok(&crate::cluster::digest::Digest {
-        applied_seq: cluster.view.applied_seq(),
-        digest: crate::cluster::digest::digest(&profiles, &bots),
-    }))
+    Ok(reply::ok(&answer))
+}
+
+async fn read_digest(state: &super::AppState) -> Result<String, ApiError> {
+    crate::cluster::digest::of_source(&state.registry)
+        .await
+        .map_err(|e| Code::Unavailable.with(format!("the state could not be read: {e}")))
 }
 
 #[cfg(test)]
@@ -193,6 +243,13 @@ mod tests {
             base_path: "/api/v1".into(),
             step_down: tokio::sync::mpsc::unbounded_channel().0,
             token: TokenHash::of("secret"),
+            forwarder: Arc::new(
+                Forwarder::new(
+                    ClusterView::new("a".into(), NodeRole::Writer),
+                    crate::config::Secret::from("secret"),
+                )
+                .expect("a client"),
+            ),
         })
     }
 

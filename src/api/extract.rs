@@ -25,9 +25,14 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// order of errors is 401, 404, 403, then the body's.
 pub async fn json_body<T: DeserializeOwned>(
     request: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
 ) -> Result<T, ApiError> {
     require_json_content_type(request)?;
+    parse_json(&body(request, payload).await?)
+}
+
+/// Reads a body of at most [`MAX_BODY_BYTES`], within the request timeout.
+pub async fn body(request: &HttpRequest, mut payload: web::Payload) -> Result<BytesMut, ApiError> {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -50,15 +55,14 @@ pub async fn json_body<T: DeserializeOwned>(
         Ok(body)
     };
     // A body sent a byte at a time would otherwise hold the request open as long as it likes.
-    let body = actix_web::rt::time::timeout(deadline, read)
+    actix_web::rt::time::timeout(deadline, read)
         .await
         .map_err(|_| {
             Code::RequestTimeout.with(format!(
                 "the body did not arrive within {} s",
                 deadline.as_secs()
             ))
-        })??;
-    parse_json(&body)
+        })?
 }
 
 /// A 413, and the connection stops reading the rest of the body: it is closed after at most a

@@ -263,6 +263,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             CONTENT_TYPE,
             IF_NONE_MATCH,
             HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("x-botlist-min-seq"),
         ])
         .expose_headers([
             HeaderName::from_static("x-ratelimit-limit"),
@@ -271,6 +272,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             RETRY_AFTER,
             ETAG,
             HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("x-botlist-seq"),
         ])
         .max_age(3600);
     if origins.iter().any(|o| o == "*") {

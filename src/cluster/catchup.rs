@@ -9,11 +9,12 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
+use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
 use super::{nats_error, ClusterError, EPOCH_HEADER};
 use crate::persist::journal::read_frame;
-use crate::persist::state::{DirectoryState, Replayer};
+use crate::persist::state::{DirectoryState, Record, Replayer};
 
 /// State built from the stream so far.
 pub struct CatchUp {
@@ -50,36 +51,98 @@ impl CatchUp {
         epoch: u64,
         payload: &[u8],
     ) -> Result<(), ClusterError> {
+        let judged = judge(stream_seq, epoch, self.epoch, self.replayer.seq(), payload)?;
         self.stream_seq = stream_seq;
-        if epoch < self.epoch {
-            self.void_messages += 1;
-            return Ok(());
-        }
-        self.epoch = epoch;
-        let mut offset = 0;
-        while offset < payload.len() {
-            let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| {
-                ClusterError::Refused(format!(
-                    "stream message {stream_seq} holds a damaged record: {why}"
-                ))
-            })?;
-            offset += used;
-            let next = self.replayer.seq() + 1;
-            if seq > next {
-                return Err(ClusterError::Refused(format!(
-                    "stream message {stream_seq} jumps from record {} to {seq}: records are missing",
-                    next - 1
-                )));
-            }
-            if seq == next {
-                self.replayer.apply(seq, record);
+        match judged {
+            Judged::Void => self.void_messages += 1,
+            Judged::Records(records) => {
+                self.epoch = epoch;
+                for (seq, record) in records {
+                    self.replayer.apply(seq, record);
+                }
             }
         }
         Ok(())
     }
 }
 
-/// An ordered consumer from the message after `stream_seq`, for a standby that follows live.
+/// What a stream message means to a node that has applied records up to `applied` and seen
+/// writer epochs up to `seen_epoch`.
+pub enum Judged {
+    /// A stale writer's message, never acknowledged: skipped.
+    Void,
+    /// The records it holds past `applied`, in order (none for an epoch message, or for a
+    /// batch already applied).
+    Records(Vec<(u64, Record)>),
+}
+
+/// Judges one stream message by its epoch and reads its records: damage and gaps are refused,
+/// never passed over. The one rule for every node that applies the stream.
+pub fn judge(
+    stream_seq: u64,
+    epoch: u64,
+    seen_epoch: u64,
+    applied: u64,
+    payload: &[u8],
+) -> Result<Judged, ClusterError> {
+    if epoch < seen_epoch {
+        return Ok(Judged::Void);
+    }
+    let mut records = Vec::new();
+    let mut next = applied + 1;
+    let mut offset = 0;
+    while offset < payload.len() {
+        let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| {
+            ClusterError::Refused(format!(
+                "stream message {stream_seq} holds a damaged record: {why}"
+            ))
+        })?;
+        offset += used;
+        if seq > next {
+            return Err(ClusterError::Refused(format!(
+                "stream message {stream_seq} jumps from record {} to {seq}: records are missing",
+                next - 1
+            )));
+        }
+        if seq == next {
+            records.push((seq, record));
+            next += 1;
+        }
+    }
+    Ok(Judged::Records(records))
+}
+
+/// What stream messages are read into: a [`CatchUp`] (plain state, at start) or a follower's
+/// live actors (`cluster::follow::Applier`).
+pub trait Target: Send {
+    /// The last stream message applied.
+    fn stream_seq(&self) -> u64;
+    fn apply<'a>(
+        &'a mut self,
+        stream_seq: u64,
+        epoch: u64,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), ClusterError>>;
+}
+
+impl Target for CatchUp {
+    fn stream_seq(&self) -> u64 {
+        self.stream_seq
+    }
+
+    fn apply<'a>(
+        &'a mut self,
+        stream_seq: u64,
+        epoch: u64,
+        payload: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), ClusterError>> {
+        Box::pin(std::future::ready(
+            self.apply_message(stream_seq, epoch, payload),
+        ))
+    }
+}
+
+/// An ordered consumer from the message after `stream_seq`, for a node that follows live.
 pub async fn follow(
     js: &jetstream::Context,
     stream_name: &str,
@@ -110,6 +173,13 @@ pub fn epoch_of(message: &jetstream::Message) -> u64 {
         .unwrap_or(0)
 }
 
+/// The stream's first sequence now (past 1 once it was purged).
+pub async fn first_stream_seq(js: &jetstream::Context, stream: &str) -> Result<u64, ClusterError> {
+    let stream = js.get_stream(stream).await.map_err(nats_error)?;
+    let info = stream.get_info().await.map_err(nats_error)?;
+    Ok(info.state.first_sequence)
+}
+
 /// The stream's last sequence now.
 pub async fn last_stream_seq(js: &jetstream::Context, stream: &str) -> Result<u64, ClusterError> {
     let stream = js.get_stream(stream).await.map_err(nats_error)?;
@@ -129,43 +199,120 @@ pub async fn read_to(
     (from, result)
 }
 
-async fn read_into(
+/// As [`read_to`], into any [`Target`].
+pub async fn read_into<T: Target>(
     js: &jetstream::Context,
     stream_name: &str,
-    from: &mut CatchUp,
+    from: &mut T,
     until: Option<u64>,
 ) -> Result<(), ClusterError> {
     let last = match until {
         Some(until) => until,
         None => last_stream_seq(js, stream_name).await?,
     };
-    if last <= from.stream_seq {
+    if last <= from.stream_seq() {
         return Ok(());
     }
     let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
     let reader = stream
         .create_consumer(consumer::pull::OrderedConfig {
             deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: from.stream_seq + 1,
+                start_sequence: from.stream_seq() + 1,
             },
             ..Default::default()
         })
         .await
         .map_err(nats_error)?;
     let mut messages = reader.messages().await.map_err(nats_error)?;
-    while from.stream_seq < last {
+    while from.stream_seq() < last {
         let message = tokio::time::timeout(Duration::from_secs(3), messages.next())
             .await
             .map_err(|_| nats_error("the stream stopped delivering during catch-up"))?
             .ok_or_else(|| nats_error("the stream ended during catch-up"))?
             .map_err(nats_error)?;
         let stream_seq = message.info().map_err(nats_error)?.stream_sequence;
-        if stream_seq <= from.stream_seq {
+        if stream_seq <= from.stream_seq() {
             continue;
         }
-        from.apply_message(stream_seq, epoch_of(&message), &message.payload)?;
+        from.apply(stream_seq, epoch_of(&message), &message.payload)
+            .await?;
     }
     Ok(())
+}
+
+/// Generated changes, as a writer journals them, for the property tests here and in
+/// `cluster::follow`.
+#[cfg(test)]
+pub(crate) mod ops {
+    use proptest::prelude::*;
+
+    use crate::domain::bot::{BotState, NewBot};
+    use crate::domain::ids::{BotId, Snowflake};
+    use crate::domain::text::VoterName;
+    use crate::domain::time::Timestamp;
+    use crate::domain::votes::Voter;
+    use crate::persist::state::Record;
+
+    /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
+    #[derive(Clone, Debug)]
+    pub enum Op {
+        List(u8),
+        Vote(u8, u16, u16),
+    }
+
+    pub fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..4).prop_map(Op::List),
+            (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
+        ]
+    }
+
+    pub fn bot_id(b: u8) -> BotId {
+        BotId::from_random_bytes([b + 1; 16])
+    }
+
+    pub fn record(op: &Op) -> Record {
+        let start = Timestamp::from_millis(1_790_000_000_000);
+        match *op {
+            Op::List(b) => {
+                let new: NewBot = serde_json::from_value(serde_json::json!({
+                    "platform_id": (1000 + u64::from(b)).to_string(),
+                    "name": format!("Bot {b}"),
+                    "username": format!("bot{b}"),
+                    "short_description": "property",
+                }))
+                .expect("a valid bot");
+                Record::BotListed {
+                    state: Box::new(BotState::create(bot_id(b), new, start)),
+                    token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
+                }
+            }
+            Op::Vote(b, u, m) => Record::Voted {
+                bot: bot_id(b),
+                voter: Voter {
+                    id: Snowflake::from_u64(1_000_000 + u64::from(u)),
+                    username: VoterName::parse(format!("u{u}")).expect("valid"),
+                    avatar: None,
+                },
+                at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
+                weight: 1 + u32::from(u % 2),
+            },
+        }
+    }
+
+    /// The records of `ops` as a writer journals them (a bot is listed once, a user votes once
+    /// per bot), numbered from 1.
+    pub fn journaled(ops: &[Op]) -> Vec<(u64, Record)> {
+        let mut seen = std::collections::HashSet::new();
+        ops.iter()
+            .filter(|op| match op {
+                Op::List(b) => seen.insert((*b, None)),
+                Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
+            })
+            .enumerate()
+            .map(|(i, op)| (i as u64 + 1, record(op)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -203,62 +350,11 @@ mod tests {
     mod property {
         use proptest::prelude::*;
 
+        use super::super::ops::{journaled, op, record, Op};
         use super::super::CatchUp;
         use crate::cluster::digest::digest;
-        use crate::domain::bot::{BotState, NewBot};
-        use crate::domain::ids::{BotId, Snowflake};
-        use crate::domain::text::VoterName;
-        use crate::domain::time::Timestamp;
-        use crate::domain::votes::Voter;
         use crate::persist::journal::frame;
-        use crate::persist::state::{DirectoryState, Record, Replayer};
-
-        /// One change: list bot `b`, or a vote of user `u` for bot `b` `m` minutes in.
-        #[derive(Clone, Debug)]
-        enum Op {
-            List(u8),
-            Vote(u8, u16, u16),
-        }
-
-        fn op() -> impl Strategy<Value = Op> {
-            prop_oneof![
-                (0u8..4).prop_map(Op::List),
-                (0u8..4, 0u16..40, 0u16..2000).prop_map(|(b, u, m)| Op::Vote(b, u, m)),
-            ]
-        }
-
-        fn bot_id(b: u8) -> BotId {
-            BotId::from_random_bytes([b + 1; 16])
-        }
-
-        fn record(op: &Op) -> Record {
-            let start = Timestamp::from_millis(1_790_000_000_000);
-            match *op {
-                Op::List(b) => {
-                    let new: NewBot = serde_json::from_value(serde_json::json!({
-                        "platform_id": (1000 + u64::from(b)).to_string(),
-                        "name": format!("Bot {b}"),
-                        "username": format!("bot{b}"),
-                        "short_description": "property",
-                    }))
-                    .expect("a valid bot");
-                    Record::BotListed {
-                        state: Box::new(BotState::create(bot_id(b), new, start)),
-                        token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
-                    }
-                }
-                Op::Vote(b, u, m) => Record::Voted {
-                    bot: bot_id(b),
-                    voter: Voter {
-                        id: Snowflake::from_u64(1_000_000 + u64::from(u)),
-                        username: VoterName::parse(format!("u{u}")).expect("valid"),
-                        avatar: None,
-                    },
-                    at: Timestamp::from_millis(1_790_000_000_000 + i64::from(m) * 60_000),
-                    weight: 1 + u32::from(u % 2),
-                },
-            }
-        }
+        use crate::persist::state::{DirectoryState, Replayer};
 
         fn state_digest(state: DirectoryState) -> String {
             let mut replayer = Replayer::new(state);
@@ -279,17 +375,7 @@ mod tests {
                 snapshot_at in 0usize..60,
                 failover_at in 0usize..60,
             ) {
-                // As a writer journals them: a bot is listed once, a user votes once per bot.
-                let mut seen = std::collections::HashSet::new();
-                let records: Vec<(u64, Record)> = ops
-                    .iter()
-                    .filter(|op| match op {
-                        Op::List(b) => seen.insert((*b, None)),
-                        Op::Vote(b, u, _) => seen.insert((*b, Some(*u))),
-                    })
-                    .enumerate()
-                    .map(|(i, op)| (i as u64 + 1, record(op)))
-                    .collect();
+                let records = journaled(&ops);
                 // The writer's own state: every record applied in order.
                 let mut writer = Replayer::new(DirectoryState::default());
                 for (seq, record) in &records {

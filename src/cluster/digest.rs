@@ -1,14 +1,14 @@
 //! `GET {base}/admin/cluster/digest`: a SHA-256 over the whole state (every profile, then every
 //! bot with its token, each as MessagePack, in id order), equal on two nodes exactly when they
 //! hold the same state (each bot's `last_seq`, which only says which record it last took, is left
-//! out). The writer hashes its actors' state; a standby hashes the state it
-//! caught up from the stream, which it would start from if it took over.
+//! out). Every node hashes its actors' state, read as a snapshot reads it.
 
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::domain::profile::Profile;
 use crate::persist::state::StoredBot;
+use crate::persist::{SnapshotFailed, StateSource};
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Digest {
@@ -48,4 +48,20 @@ pub fn digest<'a>(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The digest of the state `source` holds: its registry's part, then each bot as its owner
+/// hands it over.
+pub async fn of_source(source: &impl StateSource) -> Result<String, SnapshotFailed> {
+    let captured = source.capture().await?;
+    let mut bots = Vec::with_capacity(captured.bots.len());
+    for bot in captured.bots {
+        if let Some(stored) = bot.read().await? {
+            bots.push(stored);
+        }
+    }
+    bots.sort_unstable_by_key(|b| b.state.listing.id);
+    let mut profiles = captured.profiles;
+    profiles.sort_unstable_by_key(|p| p.id);
+    Ok(digest(&profiles, &bots))
 }

@@ -7,11 +7,13 @@
 
 pub mod catchup;
 pub mod digest;
+pub mod follow;
+pub mod forward;
 pub mod init;
 pub mod lease;
 pub mod node;
 pub mod sink;
-pub mod standby;
+pub mod snapshots;
 pub mod view;
 
 use std::future::Future;
@@ -78,6 +80,10 @@ impl ClusterSettings {
 
     pub fn lease_bucket(&self) -> String {
         format!("{}_lease", self.prefix)
+    }
+
+    pub fn snapshot_bucket(&self) -> String {
+        format!("{}_snapshots", self.prefix)
     }
 }
 

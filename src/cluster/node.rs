@@ -1,10 +1,11 @@
-//! A cluster node's lifecycle, in one place: connect and check NATS, serve as a standby
-//! (forwarding to the writer) while keeping up with the stream, take the lease when it is
-//! free, promote (catch up, claim the next slot with an epoch message, start the actors over
-//! the stream's journal), write until stopped or fenced.
+//! A cluster node's lifecycle, in one place: connect and check NATS, catch up with the stream,
+//! start the actors over that state and follow the stream live (serving reads, forwarding
+//! writes to the writer), take the lease when it is free, promote (apply the stream to its end,
+//! claim the next slot with an epoch message, turn the follower's journal into the writer's),
+//! write until stopped or fenced.
 //!
 //! Demotion is crash-only: a writer that loses its role stops taking writes, lets requests in
-//! flight finish, writes no snapshot and exits with code 5, to be restarted as a standby.
+//! flight finish, writes no snapshot and exits with code 5, to be restarted as a follower.
 
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,9 @@ use actix_web::web;
 use async_nats::jetstream::kv;
 use bytes::Bytes;
 
-use super::catchup::{self, CatchUp};
+use super::catchup;
+use super::follow::{Applier, Position};
+use super::forward::Forwarder;
 use super::lease::{self, Holder, Lease};
 use super::sink::{self, JetStreamSink, NatsPublisher, Outcome};
 use super::view::{self, ClusterView, NodeRole};
@@ -24,7 +27,7 @@ use crate::config::Settings;
 use crate::domain::time::Clock;
 use crate::persist::journal::{Journal, JournalError};
 use crate::persist::recovery::Recovered;
-use crate::startup::{Application, StartError};
+use crate::startup::{Application, Promoter, StartError};
 
 /// How a node's run ended; `main` turns it into the exit code.
 #[derive(Debug)]
@@ -38,7 +41,7 @@ pub enum Ended {
     Failed(String),
 }
 
-/// How often a standby looks at the lease and the stream.
+/// How often a follower looks at the lease and the stream.
 const POLL: Duration = Duration::from_millis(500);
 
 pub async fn run(settings: Settings, cluster: ClusterSettings, clock: Arc<dyn Clock>) -> Ended {
@@ -54,6 +57,8 @@ async fn run_inner(
     cluster: ClusterSettings,
     clock: Arc<dyn Clock>,
 ) -> Result<Ended, ClusterError> {
+    // Before anything sets a gauge (the catch-up at start sets the epoch and sequences).
+    crate::telemetry::install_metrics();
     let nats = Nats::connect(&cluster).await?;
     let listener = TcpListener::bind(settings.bind)
         .map_err(|e| ClusterError::Refused(format!("cannot listen on {}: {e}", settings.bind)))?;
@@ -83,36 +88,240 @@ async fn run_inner(
     );
     let store = lease::ensure_bucket(&nats.js, &cluster).await?;
     let history_key = history_key(&nats, &cluster).await?;
+    let snapshot_store = patiently("the snapshot bucket", || {
+        super::snapshots::bucket(&nats, &cluster)
+    })
+    .await?;
+    // The data directory holds this node's snapshots: one node per directory.
+    let _lock = match &settings.data_dir {
+        Some(dir) => {
+            let lock = crate::persist::lock::DirLock::acquire(dir)
+                .map_err(|e| ClusterError::Refused(e.to_string()))?;
+            for (file, bytes) in
+                crate::persist::snapshot::remove_stale_temps(dir).map_err(nats_error)?
+            {
+                tracing::warn!(
+                    "removed {} ({bytes} bytes): a snapshot cut short by a crash",
+                    file.display()
+                );
+            }
+            Some(lock)
+        }
+        None => None,
+    };
+    let mut stop = Box::pin(crate::startup::stop_signal());
 
-    // Keeping up with the stream while standing by, so a promotion reads only the tail.
-    let caught_up = Arc::new(Mutex::new(Some(CatchUp::default())));
-    let standby = super::standby::serve(
-        listener.try_clone().map_err(nats_error)?,
-        Arc::clone(&view),
-        Arc::clone(&caught_up),
-        super::standby::StandbyOptions {
-            token: cluster.token.clone(),
-            admin_token: settings.admin_token.clone(),
-            base_path: settings.base_path.clone(),
-            workers: settings.workers,
-        },
+    // 1. Catch up with the stream as plain state. The node answers nothing meanwhile (clients
+    // wait in the listen queue): a node that is not caught up is not ready for traffic.
+    let mut caught_up = super::snapshots::base(
+        &nats,
+        &cluster,
+        &snapshot_store,
+        settings.data_dir.as_deref(),
     )
-    .map_err(nats_error)?;
-    let standby_handle = standby.handle();
-    actix_web::rt::spawn(standby);
-    println!("listening on http://{address}{}", settings.base_path);
+    .await?;
+    let caught = loop {
+        let holder = {
+            let store = store.clone();
+            nats.runtime
+                .run(async move { lease::holder(&store).await })
+                .await
+        };
+        view.set_writer(holder);
+        let from = std::mem::take(&mut caught_up);
+        let (js, name) = (nats.js.clone(), cluster.stream_name());
+        let (read, result) = nats
+            .runtime
+            .run(async move { catchup::read_to(&js, &name, from, None).await })
+            .await;
+        view.set_caught_up(read.applied_seq(), read.stream_seq, read.epoch);
+        match result {
+            Ok(()) => break read,
+            Err(ClusterError::Refused(why)) => return Err(ClusterError::Refused(why)),
+            Err(error) => {
+                tracing::warn!(%error, "catching up with the stream failed; retrying");
+                caught_up = read;
+            }
+        }
+        tokio::select! {
+            () = &mut stop => return Ok(Ended::Stopped),
+            () = tokio::time::sleep(POLL) => {}
+        }
+    };
 
-    let (stop_watching, watching) = tokio::sync::watch::channel(false);
-    nats.runtime.handle.spawn(watch(
+    // 2. Live actors over that state, applying the stream from there and serving reads.
+    let applied = caught.applied_seq();
+    let position = Position {
+        stream_seq: caught.stream_seq,
+        epoch: caught.epoch,
+        void_messages: caught.void_messages,
+    };
+    let journal = Journal::follower(applied + 1);
+    view.set_journal(journal.clone());
+    let recovered = Recovered {
+        state: caught.replayer.finish(),
+        next_seq: applied + 1,
+        warnings: Vec::new(),
+    };
+    let (step_down_tx, step_down_rx) = tokio::sync::mpsc::unbounded_channel();
+    let app_base_path = settings.base_path.clone();
+    let http = web::Data::new(ClusterHttp {
+        view: Arc::clone(&view),
+        base_path: settings.base_path.clone(),
+        step_down: step_down_tx,
+        token: crate::domain::ids::TokenHash::of(cluster.token.expose()),
+        forwarder: Arc::new(
+            Forwarder::new(Arc::clone(&view), cluster.token.clone()).map_err(nats_error)?,
+        ),
+    });
+    let replication = Box::new(super::snapshots::ClusterSnapshots {
+        nats: nats.clone(),
+        cluster: cluster.clone(),
+        view: Arc::clone(&view),
+        store: snapshot_store,
+    });
+    let app = match Application::build_replicated(
+        settings,
+        clock,
+        recovered,
+        journal.clone(),
+        listener,
+        http,
+        history_key,
+        replication,
+    )
+    .await
+    {
+        Ok(app) => app,
+        Err(StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why)) => {
+            return Err(ClusterError::Refused(why))
+        }
+        Err(StartError::Io(error)) => return Err(nats_error(error)),
+    };
+    let applier = Arc::new(tokio::sync::Mutex::new(Applier::new(
+        app.registry.clone(),
+        journal.clone(),
+        Arc::clone(&view),
+        position,
+    )));
+    tracing::info!(
+        seq = applied,
+        "caught up; serving reads and following the stream"
+    );
+    println!("listening on http://{address}{}", app_base_path);
+
+    let (stop_following, following) = tokio::sync::watch::channel(false);
+    let (overtaken_tx, mut overtaken) = tokio::sync::mpsc::unbounded_channel::<String>();
+    nats.runtime.handle.spawn(follow(
         nats.clone(),
         cluster.clone(),
         store.clone(),
         Arc::clone(&view),
-        Arc::clone(&caught_up),
-        watching,
+        Arc::clone(&applier),
+        following,
+        overtaken_tx,
     ));
 
-    let mut stop = Box::pin(crate::startup::stop_signal());
+    // 3. Take the lease when it is free, and write until the role ends.
+    let release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>> = Arc::new(Mutex::new(None));
+    let role = take_role(Role_ {
+        nats: nats.clone(),
+        cluster: cluster.clone(),
+        me,
+        view: Arc::clone(&view),
+        store,
+        applier,
+        journal: journal.clone(),
+        promoter: app.promoter(),
+        stop_following,
+        step_down: step_down_rx,
+        release: Arc::clone(&release),
+    });
+
+    let ending: Arc<Mutex<Option<Ended>>> = Arc::new(Mutex::new(None));
+    let ended = Arc::clone(&ending);
+    let fenced_journal = journal.clone();
+    let fenced_view = Arc::clone(&view);
+    let shutdown = async move {
+        let why = tokio::select! {
+            () = stop => Ended::Stopped,
+            why = role => why,
+            Some(why) = overtaken.recv() => Ended::Demoted(why),
+        };
+        let was_writer = fenced_view.role() == NodeRole::Writer;
+        // No write is acknowledged from here on, and no last snapshot is written. A node asked
+        // to stop finishes its requests in flight and writes its last snapshot instead.
+        if let Ended::Demoted(why) | Ended::Refused(why) | Ended::Failed(why) = &why {
+            fenced_journal.fence(JournalError::Fenced(why.clone()));
+        }
+        fenced_view.set_role(match (&why, was_writer) {
+            (Ended::Demoted(_), true) => NodeRole::Fenced,
+            _ => NodeRole::Follower,
+        });
+        if was_writer && matches!(why, Ended::Demoted(_)) {
+            view::count_fenced();
+        }
+        tracing::warn!(?why, "leaving the cluster");
+        *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    };
+    let served = app.run_until(shutdown).await;
+    let why = ending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .unwrap_or(Ended::Stopped);
+    // Handing the lease back lets another node take it at once; a node that lost it has
+    // nothing to hand back.
+    let hand_back = match &why {
+        Ended::Stopped => true,
+        Ended::Demoted(why) => why.contains("on request"),
+        _ => false,
+    };
+    if hand_back {
+        if let Some(release) = release.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = release.send(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if let Err(error) = served {
+        if matches!(why, Ended::Stopped) {
+            return Ok(Ended::Failed(error.to_string()));
+        }
+    }
+    Ok(why)
+}
+
+/// What the role's lifecycle needs.
+struct Role_ {
+    nats: Nats,
+    cluster: ClusterSettings,
+    me: Holder,
+    view: Arc<ClusterView>,
+    store: kv::Store,
+    applier: Arc<tokio::sync::Mutex<Applier>>,
+    journal: Journal,
+    promoter: Promoter,
+    stop_following: tokio::sync::watch::Sender<bool>,
+    step_down: tokio::sync::mpsc::UnboundedReceiver<()>,
+    release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+}
+
+/// Waits for the lease (never, with `--role follower`), promotes, and writes; resolves when
+/// the writer's role ends (demoted, stepped down, or the promotion failed).
+async fn take_role(role: Role_) -> Ended {
+    let Role_ {
+        nats,
+        cluster,
+        me,
+        view,
+        store,
+        applier,
+        journal,
+        promoter,
+        stop_following,
+        mut step_down,
+        release,
+    } = role;
     let lease = loop {
         if cluster.role == Role::Auto {
             let (store, me, ttl) = (store.clone(), me.clone(), cluster.lease_ttl);
@@ -124,15 +333,10 @@ async fn run_inner(
                 break lease;
             }
         }
-        tokio::select! {
-            () = &mut stop => {
-                standby_handle.stop(true).await;
-                return Ok(Ended::Stopped);
-            }
-            () = tokio::time::sleep(POLL) => {}
-        }
+        tokio::time::sleep(POLL).await;
     };
-    let _ = stop_watching.send(true);
+    let _ = stop_following.send(true);
+    view.set_role(NodeRole::Candidate);
     tracing::info!(epoch = lease.epoch, "took the writer's lease; catching up");
     view.set_epoch(lease.epoch);
     view.set_writer(Some(me.clone()));
@@ -142,159 +346,70 @@ async fn run_inner(
     let lease_epoch = lease.epoch;
     let fence = Arc::clone(&lease.clock);
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    *release.lock().unwrap_or_else(|p| p.into_inner()) = Some(release_tx);
     nats.runtime
         .handle
         .spawn(renew(lease, cluster.lease_ttl, lost_tx.clone(), release_rx));
 
-    let caught = caught_up
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .unwrap_or_default();
-    let (caught, next_stream_seq) = match claim_slot(&nats, &cluster, caught, lease_epoch).await {
-        Ok(claimed) => claimed,
-        Err(error) => {
-            standby_handle.stop(true).await;
-            return Ok(Ended::Demoted(format!("promotion failed: {error}")));
-        }
+    // The follower stops after the message it is applying; the rest is read here.
+    let next_stream_seq = match claim_slot(&nats, &cluster, &applier, lease_epoch).await {
+        Ok(next) => next,
+        Err(error) => return Ended::Demoted(format!("promotion failed: {error}")),
     };
-    let applied = caught.applied_seq();
-    view.set_caught_up(applied, next_stream_seq - 1);
-    let journal = Journal::with_sink(
-        Box::new(JetStreamSink::new(
-            NatsPublisher {
-                runtime: nats.runtime.clone(),
-                js: nats.js.clone(),
-                subject: cluster.subject(),
-            },
-            lease_epoch,
-            next_stream_seq,
-            Arc::clone(&fence),
-            Arc::clone(&view.stream_position),
-        )),
-        applied + 1,
-    )
-    .map_err(nats_error)?;
-    view.set_journal(journal.clone());
-    let recovered = Recovered {
-        state: caught.replayer.finish(),
-        next_seq: applied + 1,
-        warnings: Vec::new(),
-    };
-
-    standby_handle.stop(true).await;
-    let (step_down_tx, mut step_down_rx) = tokio::sync::mpsc::unbounded_channel();
-    let http = web::Data::new(ClusterHttp {
-        view: Arc::clone(&view),
-        base_path: settings.base_path.clone(),
-        step_down: step_down_tx,
-        token: crate::domain::ids::TokenHash::of(cluster.token.expose()),
-    });
-    let app = match Application::build_replicated(
-        settings,
-        clock,
-        recovered,
-        journal.clone(),
-        listener,
-        http,
-        history_key,
-    )
-    .await
-    {
-        Ok(app) => app,
-        Err(StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why)) => {
-            return Err(ClusterError::Refused(why))
-        }
-        Err(StartError::Io(error)) => return Err(nats_error(error)),
-    };
+    let applied = applier.lock().await.applied_seq();
+    let sink = JetStreamSink::new(
+        NatsPublisher {
+            runtime: nats.runtime.clone(),
+            js: nats.js.clone(),
+            subject: cluster.subject(),
+        },
+        lease_epoch,
+        next_stream_seq,
+        Arc::clone(&fence),
+        Arc::clone(&view.stream_position),
+    );
+    if let Err(error) = journal.promote(Box::new(sink), applied + 1) {
+        return Ended::Demoted(format!("promotion failed: {error}"));
+    }
+    view.set_caught_up(applied, next_stream_seq - 1, lease_epoch);
+    promoter.become_writer();
     view.set_role(NodeRole::Writer);
     view::count_failover();
     tracing::info!(epoch = lease_epoch, seq = applied, "writing");
 
     // The journal fails when the stream refuses a batch: that also ends the role.
-    let watched = journal.clone();
-    let lost_on_failure = lost_tx.clone();
-    actix_web::rt::spawn(async move {
-        loop {
-            if let Some(error) = watched.failure() {
-                let _ = lost_on_failure.send(error.to_string());
-                return;
+    loop {
+        tokio::select! {
+            lost = lost_rx.recv() => return Ended::Demoted(lost.unwrap_or_default()),
+            _ = step_down.recv() => return Ended::Demoted("stepped down on request".into()),
+            () = tokio::time::sleep(Duration::from_millis(50)) => {
+                if let Some(error) = journal.failure() {
+                    return Ended::Demoted(error.to_string());
+                }
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-
-    let ending: Arc<Mutex<Option<Ended>>> = Arc::new(Mutex::new(None));
-    let ended = Arc::clone(&ending);
-    let fenced_journal = journal.clone();
-    let fenced_view = Arc::clone(&view);
-    let fenced_clock = Arc::clone(&fence);
-    let shutdown = async move {
-        let why = tokio::select! {
-            () = stop => Ended::Stopped,
-            lost = lost_rx.recv() => Ended::Demoted(lost.unwrap_or_default()),
-            _ = step_down_rx.recv() => Ended::Demoted("stepped down on request".into()),
-        };
-        // No write is acknowledged from here on.
-        fenced_clock.revoke();
-        fenced_journal.fence(JournalError::Fenced(match &why {
-            Ended::Demoted(why) => why.clone(),
-            _ => "the node is stopping".into(),
-        }));
-        fenced_view.set_role(if matches!(why, Ended::Stopped) {
-            NodeRole::Follower
-        } else {
-            NodeRole::Fenced
-        });
-        if matches!(why, Ended::Demoted(_)) {
-            view::count_fenced();
-        }
-        tracing::warn!(?why, "leaving the writer's role");
-        *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-    };
-    let served = app.run_until(shutdown).await;
-    let why = ending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .unwrap_or(Ended::Stopped);
-    // Handing the lease back lets another node take it at once; a node that lost it has
-    // nothing to hand back.
-    match &why {
-        Ended::Stopped => {
-            let _ = release_tx.send(());
-        }
-        Ended::Demoted(why) if why.contains("on request") => {
-            let _ = release_tx.send(());
-        }
-        _ => {}
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    if let Err(error) = served {
-        if matches!(why, Ended::Stopped) {
-            return Ok(Ended::Failed(error.to_string()));
         }
     }
-    Ok(why)
 }
 
 /// Catches up to the stream's end and claims the next slot with this epoch's first message
 /// (no records): an older writer's message still in flight then either landed before it (and
-/// is read here) or is refused. Returns the state and the slot of the first record message.
+/// is applied here) or is refused. Returns the slot of the first record message.
 async fn claim_slot(
     nats: &Nats,
     cluster: &ClusterSettings,
-    mut caught: CatchUp,
+    applier: &Arc<tokio::sync::Mutex<Applier>>,
     epoch: u64,
-) -> Result<(CatchUp, u64), ClusterError> {
+) -> Result<u64, ClusterError> {
     let give_up = std::time::Instant::now() + PUBLISH_DEADLINE;
     loop {
-        let (js, name) = (nats.js.clone(), cluster.stream_name());
-        let (read, result) = nats
+        let (js, name, reading) = (nats.js.clone(), cluster.stream_name(), Arc::clone(applier));
+        let result = nats
             .runtime
-            .run(async move { catchup::read_to(&js, &name, caught, None).await })
+            .run(async move {
+                let mut applier = reading.lock().await;
+                catchup::read_into(&js, &name, &mut *applier, None).await
+            })
             .await;
-        caught = read;
         if let Err(error) = result {
             // A refused record (a gap, damage) stops the promotion; a slow stream is retried.
             if matches!(error, ClusterError::Refused(_)) || std::time::Instant::now() >= give_up {
@@ -303,7 +418,7 @@ async fn claim_slot(
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         }
-        let slot = caught.stream_seq + 1;
+        let slot = applier.lock().await.position.stream_seq + 1;
         let (js, subject) = (nats.js.clone(), cluster.subject());
         let outcome = nats
             .runtime
@@ -311,9 +426,10 @@ async fn claim_slot(
             .await;
         match outcome {
             Outcome::Stored(seq) if seq == slot => {
-                caught.epoch = epoch;
-                caught.stream_seq = slot;
-                return Ok((caught, slot + 1));
+                let mut applier = applier.lock().await;
+                applier.position.epoch = epoch;
+                applier.position.stream_seq = slot;
+                return Ok(slot + 1);
             }
             Outcome::Stored(seq) => {
                 return Err(nats_error(format!(
@@ -359,16 +475,17 @@ async fn renew(
     }
 }
 
-/// While standing by: who writes, how far the stream is, and the state caught up from it.
-/// One ordered consumer follows the stream live (a new one from where the state is, after any
-/// failure), so a standby is behind by about one round trip, not by a poll interval.
-async fn watch(
+/// While following: who writes, how far the stream is, and every message applied by the
+/// actors as it arrives. One ordered consumer follows the stream live (a new one from where the
+/// actors are, after any failure), so a follower is behind by about one round trip.
+async fn follow(
     nats: Nats,
     cluster: ClusterSettings,
     store: kv::Store,
     view: Arc<ClusterView>,
-    caught_up: Arc<Mutex<Option<CatchUp>>>,
+    applier: Arc<tokio::sync::Mutex<Applier>>,
     stop: tokio::sync::watch::Receiver<bool>,
+    overtaken: tokio::sync::mpsc::UnboundedSender<String>,
 ) {
     let mut messages: Option<async_nats::jetstream::consumer::pull::Ordered> = None;
     let mut looked = tokio::time::Instant::now() - POLL;
@@ -382,19 +499,24 @@ async fn watch(
         }
         if looked.elapsed() >= POLL {
             looked = tokio::time::Instant::now();
-            view.set_writer(lease::holder(&store).await);
+            let writer = lease::holder(&store).await;
+            // Following a writer; a candidate while there is none and this node may take over.
+            let role = match (&writer, cluster.role) {
+                (None, Role::Auto) => NodeRole::Candidate,
+                _ => NodeRole::Follower,
+            };
+            view.set_writer(writer);
+            if *stop.borrow() {
+                return;
+            }
+            view.set_role(role);
             if let Ok(last) = catchup::last_stream_seq(&nats.js, &cluster.stream_name()).await {
                 view.set_stream_last_seq(last);
                 stream_last = last;
             }
         }
         let Some(reader) = messages.as_mut() else {
-            let from = caught_up
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-                .map(|c| c.stream_seq);
-            let Some(from) = from else { return };
+            let from = applier.lock().await.position.stream_seq;
             match catchup::follow(&nats.js, &cluster.stream_name(), from).await {
                 Ok(reader) => messages = Some(reader),
                 Err(error) => {
@@ -406,11 +528,7 @@ async fn watch(
         };
         let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
             Err(_) => {
-                let behind = caught_up
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_ref()
-                    .is_some_and(|c| c.stream_seq < stream_last);
+                let behind = applier.lock().await.position.stream_seq < stream_last;
                 if behind && last_message.elapsed() >= POLL * 2 {
                     tracing::warn!("the stream's consumer stalled; following it anew");
                     messages = None;
@@ -435,51 +553,70 @@ async fn watch(
         };
         let (stream_seq, pending) = (info.stream_sequence, info.pending);
         let epoch = catchup::epoch_of(&next);
-        // Applied under the lock, with no await while it is held.
-        let applied = {
-            let mut slot = caught_up.lock().unwrap_or_else(|p| p.into_inner());
-            match slot.as_mut() {
-                None => return,
-                Some(caught) if stream_seq <= caught.stream_seq => Ok(None),
-                // The consumer skipped ahead (it should not): read again from the state.
-                Some(caught) if stream_seq != caught.stream_seq + 1 => Err(None),
-                Some(caught) => match caught.apply_message(stream_seq, epoch, &next.payload) {
-                    Ok(()) => Ok(Some((caught.applied_seq(), caught.stream_seq))),
-                    Err(error) => Err(Some(error)),
-                },
-            }
+        // The promotion takes the applier between messages, never in the middle of one.
+        if *stop.borrow() {
+            return;
+        }
+        let mut applying = applier.lock().await;
+        let applied = if stream_seq <= applying.position.stream_seq {
+            Ok(())
+        } else if stream_seq != applying.position.stream_seq + 1 {
+            // The consumer skipped ahead (it should not): read again from the state.
+            Err(None)
+        } else {
+            applying
+                .apply_message(stream_seq, epoch, &next.payload)
+                .await
+                .map_err(Some)
         };
-        match applied {
-            Ok(None) => continue,
-            Ok(Some((applied_seq, at))) => view.set_caught_up(applied_seq, at),
-            Err(error) => {
-                if let Some(error) = error {
-                    tracing::error!(%error, "a stream message cannot be applied; retrying from the state");
-                    tokio::time::sleep(POLL).await;
+        drop(applying);
+        if let Err(error) = applied {
+            if let Some(error) = error {
+                // The stream was purged past this node (it fell behind the oldest uploaded
+                // snapshot): it restarts from that snapshot.
+                let at = applier.lock().await.position.stream_seq;
+                if let Ok(first) = catchup::first_stream_seq(&nats.js, &cluster.stream_name()).await
+                {
+                    if first > at + 1 {
+                        let _ = overtaken.send(format!(
+                            "the stream was purged below message {first}, past this node's {at}"
+                        ));
+                        return;
+                    }
                 }
-                messages = None;
-                continue;
+                tracing::error!(%error, "a stream message cannot be applied; retrying from the state");
+                tokio::time::sleep(POLL).await;
             }
+            messages = None;
+            continue;
         }
         view.set_stream_last_seq(stream_seq + pending);
+    }
+}
+
+/// Asks `what` again for up to 30 s while JetStream answers "no responders" (a bucket just
+/// created has no leader for a moment).
+async fn patiently<T, F, Fut>(what: &str, ask: F) -> Result<T, ClusterError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClusterError>>,
+{
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match ask().await {
+            Err(ClusterError::Nats(why)) if std::time::Instant::now() < give_up => {
+                tracing::warn!(%why, "{what} cannot be reached yet; retrying");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            done => return done,
+        }
     }
 }
 
 /// The key that signs vote history cursors, shared by every node through the bucket
 /// `<prefix>_meta`, so a cursor from one node is valid on another.
 async fn history_key(nats: &Nats, cluster: &ClusterSettings) -> Result<[u8; 32], ClusterError> {
-    // A bucket just created has no leader for a moment ("no responders"): ask again for a while,
-    // as the start does while JetStream is not ready.
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        match read_history_key(nats, cluster).await {
-            Err(why) if std::time::Instant::now() < give_up => {
-                tracing::warn!(%why, "the history cursor key cannot be read yet; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-            }
-            done => return done,
-        }
-    }
+    patiently("the history cursor key", || read_history_key(nats, cluster)).await
 }
 
 async fn read_history_key(

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::lease::Holder;
 use super::sink::StreamPosition;
 use crate::persist::journal::Journal;
+use crate::persist::StreamMark;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -41,8 +42,11 @@ pub struct ClusterView {
     /// The stream's last sequence as last seen.
     stream_last_seq: AtomicU64,
     writer: Mutex<Option<Holder>>,
-    /// The writer's journal, once this node writes.
-    journal: Mutex<Option<Journal>>,
+    /// The node's journal: the writer's, or the follower's whose durable sequence is the
+    /// applied watermark.
+    journal: std::sync::OnceLock<Journal>,
+    /// On a node that does not write: the last stream message applied and the epoch by then.
+    followed: Mutex<StreamMark>,
 }
 
 /// `GET /cluster`.
@@ -71,7 +75,11 @@ impl ClusterView {
             stream_position: Arc::new(StreamPosition::default()),
             stream_last_seq: AtomicU64::new(0),
             writer: Mutex::new(None),
-            journal: Mutex::new(None),
+            journal: std::sync::OnceLock::new(),
+            followed: Mutex::new(StreamMark {
+                stream_seq: 0,
+                epoch: 0,
+            }),
         });
         view.set_role(role);
         view
@@ -102,10 +110,26 @@ impl ClusterView {
         metrics::gauge!("botlist_cluster_epoch").set(epoch as f64);
     }
 
-    pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64) {
+    pub fn set_caught_up(&self, applied_seq: u64, stream_seq: u64, epoch: u64) {
         self.applied_seq.store(applied_seq, Ordering::Release);
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = StreamMark { stream_seq, epoch };
+        if epoch > self.epoch() {
+            self.set_epoch(epoch);
+        }
         self.stream_position.set(stream_seq);
         self.publish_progress();
+    }
+
+    /// Where this node stands in the stream, for a snapshot's mark: on the writer the last
+    /// message acknowledged and its own epoch; elsewhere the last message applied.
+    pub fn mark(&self) -> StreamMark {
+        if self.role() == NodeRole::Writer {
+            return StreamMark {
+                stream_seq: self.stream_position.get(),
+                epoch: self.epoch(),
+            };
+        }
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn set_stream_last_seq(&self, seq: u64) {
@@ -124,14 +148,15 @@ impl ClusterView {
             .clone()
     }
 
+    /// Set once, when the node's actors start (read on every request: no lock).
     pub fn set_journal(&self, journal: Journal) {
-        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(journal);
+        let _ = self.journal.set(journal);
     }
 
     /// The last journal record this node holds: acknowledged on the writer, caught up with on
     /// a node that does not write. `X-Botlist-Seq` shows it.
     pub fn applied_seq(&self) -> u64 {
-        match &*self.journal.lock().unwrap_or_else(|p| p.into_inner()) {
+        match self.journal.get() {
             Some(journal) => journal.durable_seq(),
             None => self.applied_seq.load(Ordering::Acquire),
         }

@@ -100,6 +100,9 @@ pub enum JournalError {
     /// took over, or the deadline passed). Nothing after it is acknowledged by this node.
     #[error("this node is no longer the writer: {0}")]
     Fenced(String),
+    /// Cluster mode: this node follows the stream and makes no records of its own.
+    #[error("this node does not write; writes go to the writer")]
+    NotWriter,
 }
 
 /// Journal segments: `journal-<first seq>.log`.
@@ -157,6 +160,9 @@ struct Pending {
 struct Submitter {
     next_seq: u64,
     queue: Option<mpsc::Sender<Pending>>,
+    /// Cluster mode, on a node that does not write: records come from the stream
+    /// ([`Journal::advance`]) and none is made here until [`Journal::promote`].
+    follows: bool,
 }
 
 struct Shared {
@@ -197,10 +203,54 @@ impl Journal {
         Self::with_queue(next_seq, None)
     }
 
+    /// Cluster mode, on a node that does not write: it numbers nothing and refuses every
+    /// record; [`Journal::advance`] says how far the stream has been applied, and
+    /// [`Journal::promote`] makes it the writer's journal.
+    pub fn follower(next_seq: u64) -> Self {
+        let journal = Self::with_queue(next_seq, None);
+        lock(&journal.shared.submitter).follows = true;
+        journal
+    }
+
+    /// Whether this journal only follows the stream (see [`Journal::follower`]).
+    pub fn follows(&self) -> bool {
+        lock(&self.shared.submitter).follows
+    }
+
+    /// On a follower: every record up to `seq` has been applied from the stream, and is shown.
+    pub fn advance(&self, seq: u64) {
+        let mut submitter = lock(&self.shared.submitter);
+        if submitter.follows {
+            submitter.next_seq = submitter.next_seq.max(seq + 1);
+            self.shared.durable_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+    }
+
+    /// Makes a follower's journal the writer's: records from `next_seq` on go to `sink`. Every
+    /// actor holding this journal writes through it from now on.
+    pub fn promote(&self, sink: Box<dyn Sink>, next_seq: u64) -> io::Result<()> {
+        let mut submitter = lock(&self.shared.submitter);
+        if !submitter.follows {
+            return Err(io::Error::other("the journal already writes"));
+        }
+        let queue = spawn_threads(Arc::clone(&self.shared), sink, JournalFault::None)?;
+        submitter.queue = Some(queue);
+        submitter.next_seq = next_seq;
+        submitter.follows = false;
+        self.shared
+            .durable_seq
+            .store(next_seq.saturating_sub(1), Ordering::Release);
+        Ok(())
+    }
+
     fn with_queue(next_seq: u64, queue: Option<mpsc::Sender<Pending>>) -> Self {
         Self {
             shared: Arc::new(Shared {
-                submitter: Mutex::new(Submitter { next_seq, queue }),
+                submitter: Mutex::new(Submitter {
+                    next_seq,
+                    queue,
+                    follows: false,
+                }),
                 failed: Mutex::new(None),
                 rotate: AtomicBool::new(false),
                 durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
@@ -232,25 +282,9 @@ impl Journal {
     }
 
     fn start_writer(sink: Box<dyn Sink>, next_seq: u64, fault: JournalFault) -> io::Result<Self> {
-        let (tx, rx) = mpsc::channel();
-        let journal = Self::with_queue(next_seq, Some(tx));
-        let shared = Arc::clone(&journal.shared);
-        let (published, publications) = mpsc::channel();
-        let publisher_shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("journal-publisher".into())
-            .spawn(move || publish_batches(&publisher_shared, &publications))?;
-        std::thread::Builder::new()
-            .name("journal-writer".into())
-            .spawn(move || {
-                Writer {
-                    sink,
-                    fault,
-                    shared,
-                    published,
-                }
-                .run(rx)
-            })?;
+        let journal = Self::with_queue(next_seq, None);
+        let queue = spawn_threads(Arc::clone(&journal.shared), sink, fault)?;
+        lock(&journal.shared.submitter).queue = Some(queue);
         Ok(journal)
     }
 
@@ -270,6 +304,9 @@ impl Journal {
             return (0, Durable(Err(error)));
         }
         let mut submitter = lock(&self.shared.submitter);
+        if submitter.follows {
+            return (0, Durable(Err(JournalError::NotWriter)));
+        }
         let seq = submitter.next_seq;
         submitter.next_seq += 1;
         let Some(queue) = &submitter.queue else {
@@ -343,6 +380,33 @@ impl Journal {
     pub fn failure(&self) -> Option<JournalError> {
         lock(&self.shared.failed).clone()
     }
+}
+
+/// Starts the writer thread over `sink` and the publisher thread behind it; returns the queue
+/// records are submitted on.
+fn spawn_threads(
+    shared: Arc<Shared>,
+    sink: Box<dyn Sink>,
+    fault: JournalFault,
+) -> io::Result<mpsc::Sender<Pending>> {
+    let (tx, rx) = mpsc::channel();
+    let (published, publications) = mpsc::channel();
+    let publisher_shared = Arc::clone(&shared);
+    std::thread::Builder::new()
+        .name("journal-publisher".into())
+        .spawn(move || publish_batches(&publisher_shared, &publications))?;
+    std::thread::Builder::new()
+        .name("journal-writer".into())
+        .spawn(move || {
+            Writer {
+                sink,
+                fault,
+                shared,
+                published,
+            }
+            .run(rx)
+        })?;
+    Ok(tx)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -88,12 +88,30 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Cluster mode: where the replicated journal stood when a snapshot's state was captured. Every
+/// record in stream messages up to `stream_seq` is in the snapshot, so a node that starts from
+/// it reads the stream from the next message on; `epoch` is the newest writer epoch by then,
+/// so that a stale writer's message after it is still known as void.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StreamMark {
+    pub stream_seq: u64,
+    pub epoch: u64,
+}
+
+/// Cluster mode's part in a snapshot: the mark, read before the state is captured, and what is
+/// done with a snapshot once it is durably written (the writer shares it with the cluster).
+pub trait Replication: Send + Sync + 'static {
+    fn mark(&self) -> StreamMark;
+    fn written(&self, written: Written, seq: u64, mark: StreamMark) -> BoxFuture<'static, ()>;
+}
+
 /// Takes snapshots of the running service, one at a time.
 pub struct Persistence {
     dir: PathBuf,
     journal: Journal,
     source: Box<dyn StateSource>,
     one_at_a_time: tokio::sync::Mutex<()>,
+    replication: Option<Box<dyn Replication>>,
 }
 
 impl Persistence {
@@ -103,7 +121,14 @@ impl Persistence {
             journal,
             source: Box::new(source),
             one_at_a_time: tokio::sync::Mutex::new(()),
+            replication: None,
         }
+    }
+
+    /// Cluster mode: each snapshot is written with its stream mark beside it, and handed on.
+    pub fn with_replication(mut self, replication: Box<dyn Replication>) -> Self {
+        self.replication = Some(replication);
+        self
     }
 
     /// Why the journal stopped taking writes, once it has.
@@ -122,6 +147,9 @@ impl Persistence {
             return Err(error.into());
         }
         self.journal.request_rotation();
+        // Read before the capture: every record in the stream messages up to the mark was
+        // submitted before it, so the captured state holds it.
+        let mark = self.replication.as_ref().map(|r| r.mark());
         let captured = self.source.capture().await?;
         let dir = self.dir.clone();
         let (seq, registry_seq, profiles) =
@@ -138,12 +166,18 @@ impl Persistence {
         let dir = self.dir.clone();
         let written = on_quiet_thread(move || -> io::Result<Written> {
             let written = writer.finish()?;
+            if let Some(mark) = mark {
+                snapshot::write_mark(&dir, seq, mark)?;
+            }
             retire(&dir)?;
             Ok(written)
         })
         .await?;
         tracing::info!(file = %written.path.display(), bytes = written.bytes, "snapshot written");
         crate::telemetry::snapshot_written(started, written.bytes);
+        if let (Some(replication), Some(mark)) = (&self.replication, mark) {
+            replication.written(written.clone(), seq, mark).await;
+        }
         Ok(written)
     }
 }
@@ -252,8 +286,9 @@ async fn abandon(writer: SnapshotWriter) {
 /// the oldest of them, so a damaged newest snapshot can fall back to an older one.
 fn retire(dir: &Path) -> io::Result<()> {
     let snapshots = snapshot::list(dir)?;
-    for (_, path) in snapshots.iter().skip(snapshot::KEEP) {
+    for (seq, path) in snapshots.iter().skip(snapshot::KEEP) {
         fs::remove_file(path)?;
+        snapshot::remove_mark(dir, *seq)?;
     }
     let Some(&(oldest_kept, _)) = snapshots.iter().take(snapshot::KEEP).next_back() else {
         return Ok(());

@@ -600,6 +600,34 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
+/// Cluster mode: a snapshot's stream mark, `snapshot-<seq>.mark` beside it (JSON). Written once
+/// the snapshot itself is durable; a snapshot without one is not used by a cluster node.
+pub const MARKS: Numbered = Numbered::new("snapshot-", ".mark");
+
+pub fn write_mark(dir: &Path, seq: u64, mark: super::StreamMark) -> io::Result<()> {
+    let path = dir.join(MARKS.name(seq));
+    let temp = dir.join(format!("{}.tmp", MARKS.name(seq)));
+    let _ = fs::remove_file(&temp);
+    let mut file = super::private::create_new(&temp)?;
+    file.write_all(&serde_json::to_vec(&mark).map_err(io::Error::other)?)?;
+    file.sync_all()?;
+    fs::rename(&temp, &path)?;
+    super::sync_dir(dir)
+}
+
+/// The mark of snapshot `seq`, if it has one that reads.
+pub fn read_mark(dir: &Path, seq: u64) -> Option<super::StreamMark> {
+    let bytes = fs::read(dir.join(MARKS.name(seq))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+pub fn remove_mark(dir: &Path, seq: u64) -> io::Result<()> {
+    match fs::remove_file(dir.join(MARKS.name(seq))) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

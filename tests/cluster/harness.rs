@@ -183,6 +183,11 @@ pub struct Node {
 
 impl Node {
     pub fn start(name: &str, nats: &str, extra: &[&str]) -> Node {
+        Self::start_with(name, Self::args(name, nats, extra))
+    }
+
+    /// The harness's arguments for a node (`--lease-ttl 3` among them) and `extra`.
+    pub fn args(name: &str, nats: &str, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = [
             "serve",
             "--bind",
@@ -206,11 +211,31 @@ impl Node {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::start_with(name, args)
+        args
     }
 
     pub fn start_with(name: &str, args: Vec<String>) -> Node {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(name, args, tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// Starts a node stopped before again, on its data directory and with its arguments.
+    pub fn start_in_dir_of(mut stopped: Node) -> Node {
+        let dir = std::mem::replace(&mut stopped._dir, tempfile::tempdir().expect("temp dir"));
+        Self::start_in(&stopped.name.clone(), stopped.args.clone(), dir)
+    }
+
+    /// A node with the default lease TTL (15 s).
+    pub fn start_default_lease(name: &str, nats: &str) -> Node {
+        let mut args = Self::args(name, nats, &[]);
+        let ttl = args
+            .iter()
+            .position(|a| a == "--lease-ttl")
+            .expect("the harness sets a TTL");
+        args.drain(ttl..ttl + 2);
+        Self::start_with(name, args)
+    }
+
+    fn start_in(name: &str, args: Vec<String>, dir: TempDir) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_botlist"))
             .args(&args)
             .arg("--data-dir")

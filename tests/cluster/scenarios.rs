@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
 use super::load::{assert_all_acked_everywhere, Load};
 
-fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
+pub fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
     let urls = nats.urls();
     (0..3)
         .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
@@ -17,17 +17,25 @@ fn three_nodes(nats: &NatsCluster) -> Vec<Node> {
 
 /// Waits until every node reports the same applied sequence and the same digest of its
 /// state, and returns the sequence.
-fn converged(nodes: &[Node], within: Duration) -> u64 {
+pub fn converged(nodes: &[Node], within: Duration) -> u64 {
     let deadline = Instant::now() + within;
     loop {
         let digests: Vec<(u64, String)> = nodes.iter().map(Node::digest).collect();
         if digests.iter().all(|d| *d == digests[0]) && digests[0].0 > 0 {
             return digests[0].0;
         }
-        assert!(
-            Instant::now() < deadline,
-            "nodes did not converge: {digests:?}"
-        );
+        if Instant::now() >= deadline {
+            for node in nodes {
+                let log = node.log();
+                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                eprintln!(
+                    "--- node {} (last log lines, newest first):\n{}",
+                    node.name,
+                    tail.join("\n")
+                );
+            }
+            panic!("nodes did not converge: {digests:?}");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -166,9 +174,18 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         return;
     };
     let nats = NatsCluster::start(&binary);
-    // A follower alone: no writer.
+    // A follower alone: it answers reads from what it applied, and a write finds no writer.
     let lone = Node::start("lone", &nats.urls(), &["--role", "follower"]);
     let response = lone.get("/bots").expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("x-botlist-seq"));
+    let response = lone
+        .post(
+            "/admin/bots",
+            ADMIN,
+            &json!({"platform_id": "1", "name": "B", "username": "b", "short_description": "s"}),
+        )
+        .expect("sent");
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = response.json().expect("json");
     assert_eq!(body["error"]["code"], "no_writer", "{body}");
@@ -220,9 +237,13 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         .parse()
         .expect("a number");
     assert!(seq >= 2, "the vote is the second record at least: {seq}");
-    // The lone follower forwards too, now that there is a writer.
-    std::thread::sleep(Duration::from_millis(700));
-    let listed = lone.get(&format!("/bots/{bot}")).expect("sent");
+    // The lone follower follows the stream too, and shows what it applied.
+    let listed = lone
+        .client
+        .get(format!("{}/bots/{bot}", lone.base))
+        .header("X-Botlist-Min-Seq", seq.to_string())
+        .send()
+        .expect("sent");
     assert_eq!(listed.status(), StatusCode::OK);
     assert!(listed.headers().contains_key("x-botlist-seq"));
 

@@ -1,0 +1,419 @@
+//! Nodes that do not write: they serve reads, live vote streams and history cursors from their
+//! own actors, send no webhook until they write, and start from snapshots when the stream was
+//! purged below them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+use super::scenarios::converged;
+
+/// A webhook receiver: the delivery id of every request, in order; 503 while `down`.
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<(String, u16)>>>,
+    down: Arc<AtomicBool>,
+}
+
+impl Receiver {
+    fn start(down: bool) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+        let url = format!("http://{}/hook", listener.local_addr().expect("address"));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let down = Arc::new(AtomicBool::new(down));
+        let (log, failing) = (Arc::clone(&got), Arc::clone(&down));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let (mut length, mut delivery, mut line) = (0usize, String::new(), String::new());
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    if let Some(v) = lower.strip_prefix("x-botlist-delivery:") {
+                        delivery = v.trim().to_owned();
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                let status = if failing.load(Ordering::SeqCst) {
+                    503
+                } else {
+                    200
+                };
+                log.lock().expect("lock").push((delivery, status));
+                let reason = if status == 200 {
+                    "OK"
+                } else {
+                    "Service Unavailable"
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} {reason}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+            }
+        });
+        Receiver { url, got, down }
+    }
+
+    fn requests(&self) -> Vec<(String, u16)> {
+        self.got.lock().expect("lock").clone()
+    }
+
+    /// Waits until every delivery in `ids` was answered 200.
+    fn wait_delivered(&self, ids: &[String], within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.requests();
+            if ids
+                .iter()
+                .all(|id| got.iter().any(|(d, s)| d == id && *s == 200))
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not all of {ids:?} delivered: {got:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn nodes_with(nats: &NatsCluster, extra: &[&str]) -> Vec<Node> {
+    let urls = nats.urls();
+    (0..3)
+        .map(|i| Node::start(&format!("node{i}"), &urls, extra))
+        .collect()
+}
+
+/// Lists a bot with a webhook through `node`; its id and token.
+fn hooked_bot(node: &Node, url: &str) -> (String, String) {
+    let body = json!({
+        "platform_id": "4242", "name": "Hooked", "username": "hooked",
+        "short_description": "d", "webhook_url": url, "webhook_secret": "s3cret",
+    });
+    let response = node.post("/admin/bots", ADMIN, &body).expect("sent");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let created: Value = response.json().expect("json");
+    (
+        created["bot"]["id"].as_str().expect("id").to_owned(),
+        created["token"].as_str().expect("token").to_owned(),
+    )
+}
+
+/// A vote through `node`; the write's `X-Botlist-Seq`.
+fn vote(node: &Node, bot: &str, user: u64) -> u64 {
+    let response = node
+        .post(
+            &format!("/admin/bots/{bot}/votes"),
+            ADMIN,
+            &json!({"user_id": user.to_string(), "username": format!("u{user}"), "avatar": null}),
+        )
+        .expect("sent");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.headers()["x-botlist-seq"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("a number")
+}
+
+/// Opens the bot's live vote stream on `node` (from `last_event_id`, if given); each event's id
+/// and user id arrive on the channel.
+fn stream(
+    node: &Node,
+    bot: &str,
+    token: &str,
+    last_event_id: Option<u64>,
+) -> mpsc::Receiver<(u64, String)> {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(None)
+        .build()
+        .expect("client");
+    let mut request = client
+        .get(format!("{}/bots/{bot}/votes/stream", node.base))
+        .header("Authorization", token);
+    if let Some(id) = last_event_id {
+        request = request.header("Last-Event-ID", id.to_string());
+    }
+    let response = request.send().expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    let (events, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut id = None;
+        for line in BufReader::new(response).lines().map_while(Result::ok) {
+            if let Some(value) = line.strip_prefix("id:") {
+                id = value.trim().parse::<u64>().ok();
+            } else if let Some(data) = line.strip_prefix("data:") {
+                let entry: Value = serde_json::from_str(data.trim()).unwrap_or(Value::Null);
+                let user = entry["user"]["id"]
+                    .as_str()
+                    .or_else(|| entry["id"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                if let Some(id) = id.take() {
+                    if events.send((id, user)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    received
+}
+
+fn next_event(events: &mpsc::Receiver<(u64, String)>) -> (u64, String) {
+    events
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a vote event within 10 s")
+}
+
+fn metrics(node: &Node) -> String {
+    node.client
+        .get(format!("{}/metrics", node.root))
+        .send()
+        .expect("sent")
+        .text()
+        .expect("text")
+}
+
+#[test]
+fn followers_serve_streams_and_cursors_and_only_the_writer_sends_webhooks() {
+    let Some(binary) =
+        nats_or_skip("followers_serve_streams_and_cursors_and_only_the_writer_sends_webhooks")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let receiver = Receiver::start(false);
+    let mut nodes = nodes_with(&nats, &["--allow-private-webhooks"]);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let (one, two) = ((writer + 1) % 3, (writer + 2) % 3);
+    let (bot, token) = hooked_bot(&nodes[one], &receiver.url);
+    converged(&nodes, Duration::from_secs(10));
+
+    // A live stream on a follower sees votes written through another node.
+    let live = stream(&nodes[two], &bot, &token, None);
+    let mut seq = 0;
+    for user in 1..=3u64 {
+        seq = vote(&nodes[one], &bot, 300_000_000_000_000_000 + user);
+    }
+    let events: Vec<(u64, String)> = (0..3).map(|_| next_event(&live)).collect();
+    let ids: Vec<u64> = events.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+
+    // Resumed on another node with Last-Event-ID: the votes after it, no gap, no repeat.
+    let resumed = stream(&nodes[writer], &bot, &token, Some(ids[0]));
+    assert_eq!(next_event(&resumed).0, ids[1]);
+    assert_eq!(next_event(&resumed).0, ids[2]);
+
+    // A history cursor from one node reads on another.
+    let page = |node: &Node, cursor: Option<&str>| -> Value {
+        let mut url = format!("{}/bots/{bot}/votes/history?limit=1", node.base);
+        if let Some(cursor) = cursor {
+            url.push_str(&format!("&cursor={cursor}"));
+        }
+        let response = node
+            .client
+            .get(url)
+            .header("Authorization", &token)
+            .header("X-Botlist-Min-Seq", seq.to_string())
+            .send()
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json().expect("json")
+    };
+    let first = page(&nodes[one], None);
+    let next = first["next"].as_str().expect("a next cursor").to_owned();
+    let second = page(&nodes[two], Some(&next));
+    assert_eq!(second["results"].as_array().expect("results").len(), 1);
+    assert_ne!(first["results"][0], second["results"][0]);
+
+    // Each delivery reached the receiver once: only the writer sends.
+    let deliveries = |node: &Node| -> Vec<String> {
+        let response = node
+            .client
+            .get(format!("{}/admin/bots/{bot}/webhook/deliveries", node.base))
+            .header("Authorization", ADMIN)
+            .header("X-Botlist-Min-Seq", seq.to_string())
+            .send()
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = response.json().expect("json");
+        let list = body
+            .as_array()
+            .or_else(|| body["deliveries"].as_array())
+            .expect("a list")
+            .clone();
+        list.iter()
+            .map(|d| d["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let ids = deliveries(&nodes[two]);
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    receiver.wait_delivered(&ids, Duration::from_secs(15));
+    std::thread::sleep(Duration::from_secs(2));
+    let got = receiver.requests();
+    assert_eq!(
+        got.len(),
+        3,
+        "one request per delivery, from the writer alone: {got:?}"
+    );
+
+    // Metrics on every node.
+    let text = metrics(&nodes[one]);
+    for line in [
+        "botlist_cluster_role{role=\"follower\"} 1",
+        "botlist_cluster_role{role=\"writer\"} 0",
+        "botlist_cluster_applied_seq ",
+        "botlist_cluster_lag_messages ",
+        "botlist_cluster_forwarded_total ",
+        "botlist_cluster_epoch ",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+    assert!(metrics(&nodes[writer]).contains("botlist_cluster_failovers_total 1"));
+
+    // Open deliveries are sent again by the next writer: the receiver fails, the writer dies.
+    receiver.down.store(true, Ordering::SeqCst);
+    let seq = vote(&nodes[one], &bot, 300_000_000_000_000_009);
+    let before = receiver.requests().len();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receiver.requests().len() == before {
+        assert!(
+            Instant::now() < deadline,
+            "the writer never tried the new delivery"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let open: Vec<String> = receiver.requests()[before..]
+        .iter()
+        .map(|(d, _)| d.clone())
+        .collect();
+    nodes[writer].kill9();
+    receiver.down.store(false, Ordering::SeqCst);
+    let others = [one, two];
+    let survivors: Vec<&Node> = others.iter().map(|i| &nodes[*i]).collect();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !survivors.iter().any(|n| n.role() == "writer") {
+        assert!(Instant::now() < deadline, "no new writer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    receiver.wait_delivered(&open, Duration::from_secs(20));
+    assert!(seq > 0);
+    nodes.clear();
+}
+
+/// `POST {base}/admin/snapshot` on `node`.
+fn snapshot(node: &Node) {
+    let response = node
+        .client
+        .post(format!("{}/admin/snapshot", node.base))
+        .header("Authorization", ADMIN)
+        .send()
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK, "{}", node.log());
+}
+
+#[test]
+fn a_follower_restarted_after_the_stream_was_purged_below_its_snapshot_catches_up() {
+    let Some(binary) = nats_or_skip(
+        "a_follower_restarted_after_the_stream_was_purged_below_its_snapshot_catches_up",
+    ) else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let mut nodes = nodes_with(&nats, &[]);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let follower = (writer + 1) % 3;
+    let (bot, _) = nodes[writer].create_bot(11);
+    for user in 1..=5u64 {
+        vote(&nodes[follower], &bot, 300_000_000_000_000_000 + user);
+    }
+    converged(&nodes, Duration::from_secs(10));
+    // The follower's own snapshot, then it stops (writing its last one) while writes go on.
+    snapshot(&nodes[follower]);
+    let stopped = nodes.remove(follower);
+    stopped.signal("TERM");
+    let mut stopped = stopped;
+    assert!(stopped
+        .wait_exit(Duration::from_secs(30))
+        .expect("stops")
+        .success());
+    let writer = writer_of(&nodes, Duration::from_secs(5));
+    for user in 6..=10u64 {
+        vote(&nodes[writer], &bot, 300_000_000_000_000_000 + user);
+    }
+    // Two uploads by the writer: the stream is purged below the older one, past the stopped
+    // follower's snapshot.
+    snapshot(&nodes[writer]);
+    nodes[writer].create_bot(12);
+    snapshot(&nodes[writer]);
+    // The follower restarts on its data directory: its snapshot cannot be continued, so it
+    // starts from the uploaded one; a node on an empty directory does too.
+    let restarted = Node::start_in_dir_of(stopped);
+    nodes.push(restarted);
+    nodes.push(Node::start("fresh", &nats.urls(), &[]));
+    converged(&nodes, Duration::from_secs(30));
+    let log = nodes[2].log();
+    assert!(
+        log.contains("this node's snapshot cannot be continued from the stream"),
+        "the restarted follower found its snapshot purged past: {log}"
+    );
+    for node in &nodes {
+        let info: Value = node
+            .get(&format!("/bots/{bot}"))
+            .expect("sent")
+            .json()
+            .expect("json");
+        assert_eq!(info["vote_count"], 10, "{}: {info}", node.name);
+    }
+}
+
+#[test]
+fn a_writer_killed_with_the_default_lease_is_replaced_within_its_ttl_and_2_s() {
+    let Some(binary) =
+        nats_or_skip("a_writer_killed_with_the_default_lease_is_replaced_within_its_ttl_and_2_s")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::start_default_lease(&format!("node{i}"), &urls))
+        .collect();
+    let writer = writer_of(&nodes, Duration::from_secs(40));
+    let follower = (writer + 1) % 3;
+    let (bot, _) = nodes[follower].create_bot(21);
+    nodes[writer].kill9();
+    let killed = Instant::now();
+    let mut user = 300_000_000_000_000_100u64;
+    loop {
+        user += 1;
+        let answered = nodes[follower].post(
+            &format!("/admin/bots/{bot}/votes"),
+            ADMIN,
+            &json!({"user_id": user.to_string(), "username": "u", "avatar": null}),
+        );
+        if answered.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(17),
+            "no write succeeded within the default TTL (15 s) and 2 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("writes again {:?} after the kill", killed.elapsed());
+    assert!(killed.elapsed() < Duration::from_secs(17));
+}
