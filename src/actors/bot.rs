@@ -1,9 +1,12 @@
 //! The bot actor: one per listed bot, the only writer of that bot's votes, stats and listing.
 //!
 //! Every change it journals carries a publication: once the record is durable, the bot's new
-//! immutable [`BotView`] is stored where readers that skip the mailbox load it (`GET /bots/:id`,
-//! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
-//! therefore see every acknowledged write and never one that was refused.
+//! [`BotView`] (a value readers share; only the check table it points to is updated in place,
+//! by this actor's publications) is stored where readers that skip the mailbox load it
+//! (`GET /bots/:id`, `GET /bots/:id/stats`) and put into the search index, before the write is
+//! answered. Readers therefore see every acknowledged write and never one that was refused. On a
+//! cluster node that follows the stream, the same publications run for the writer's records
+//! (`actors::replicated`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
