@@ -25,7 +25,7 @@ work=$(mktemp -d /tmp/botlist-cluster-bench.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-ADMIN=bench-admin
+ADMIN=bench-admin-token-cluster
 urls=""
 for i in 1 2 3; do
   mkdir -p $work/n$i
@@ -45,7 +45,10 @@ start_node() {
   $BIN serve --bind 127.0.0.1:$((18180 + i)) --replicate $urls --node-id node$i --cluster-token t \
     --admin-token $ADMIN --rate-limit 0 --lease-ttl $TTL --data-dir $work/d$i > $work/node$i.out 2> $work/node$i.err &
   NODE_PID[$i]=$!; pids+=($!)
-  until grep -q "listening on" $work/node$i.out 2>/dev/null; do sleep 0.1; done
+  until grep -q "listening on" $work/node$i.out 2>/dev/null; do
+    kill -0 ${NODE_PID[$i]} 2>/dev/null || { echo "node $i did not start:" >&2; cat $work/node$i.err >&2; exit 1; }
+    sleep 0.1
+  done
 }
 for i in 1 2 3; do start_node $i; done
 writer=""
@@ -76,10 +79,10 @@ token_of() { curl -sf -XPOST "$1/api/v1/admin/bots/$2/token" -H "Authorization: 
 ctoken=$(token_of $W $bot); stoken=$(token_of $S $sbot)
 check_rate() { wrk -t2 -c64 -d${RSECS:-5}s -H "Authorization: $2" "$1/api/v1/bots/$3/check?userId=700000000000000001" | awk '/Requests\/sec/ {print $2}'; }
 for r in $(seq 1 ${ROUNDS:-2}); do
-  python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > /dev/null &
-  sleep 0.3; f=$(check_rate $O $ctoken $bot); wait
-  python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > /dev/null &
-  sleep 0.3; s1=$(check_rate $S $stoken $sbot); wait
+  python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > /dev/null & wpid=$!
+  sleep 0.3; f=$(check_rate $O $ctoken $bot); wait $wpid
+  python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > /dev/null & wpid=$!
+  sleep 0.3; s1=$(check_rate $S $stoken $sbot); wait $wpid
   awk -v r=$r -v f=$f -v s=$s1 'BEGIN {printf "read ratio round %d: follower check %.0f/s, single node check %.0f/s, ratio %.2f\n", r, f, s, f/s}'
 done
 kill $spid

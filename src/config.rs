@@ -247,6 +247,18 @@ pub struct ServeArgs {
     /// Cluster mode: auto takes the writer's role when it is free; follower never does.
     #[arg(long, env = "BOTLIST_ROLE", value_enum, default_value = "auto")]
     pub role: crate::cluster::Role,
+
+    /// Cluster mode: seconds the writer resends a batch the stream has not acknowledged before
+    /// it gives up its role.
+    #[arg(long, env = "BOTLIST_PUBLISH_DEADLINE", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub publish_deadline: u64,
+
+    /// Cluster mode: milliseconds a read with X-Botlist-Min-Seq waits for this node to apply
+    /// that record before answering 503 replica_behind.
+    #[arg(long, env = "BOTLIST_MIN_SEQ_WAIT_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub min_seq_wait_ms: u64,
 }
 
 /// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
@@ -542,11 +554,17 @@ mod tests {
             "follower",
             "--lease-ttl",
             "3",
+            "--publish-deadline",
+            "4",
+            "--min-seq-wait-ms",
+            "250",
         ])
         .into_serve_args();
         let cluster = crate::cluster::ClusterSettings::from_args(&args).expect("cluster mode");
         assert_eq!(cluster.role, crate::cluster::Role::Follower);
         assert_eq!(cluster.lease_ttl, Duration::from_secs(3));
+        assert_eq!(cluster.publish_deadline, Duration::from_secs(4));
+        assert_eq!(cluster.min_seq_wait, Duration::from_millis(250));
         assert_eq!(cluster.prefix, "botlist");
         assert!(crate::cluster::ClusterSettings::from_args(
             &Cli::parse_from(["botlist"]).into_serve_args()

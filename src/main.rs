@@ -165,6 +165,8 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
         lease_ttl: std::time::Duration::from_secs(args.lease_ttl),
         token: botlist::config::Secret::from("unused"),
         role: botlist::cluster::Role::Follower,
+        publish_deadline: std::time::Duration::from_secs(10),
+        min_seq_wait: std::time::Duration::from_secs(1),
     };
     let _lock = match DirLock::acquire(&args.from) {
         Ok(lock) => lock,

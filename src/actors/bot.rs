@@ -1,9 +1,12 @@
 //! The bot actor: one per listed bot, the only writer of that bot's votes, stats and listing.
 //!
 //! Every change it journals carries a publication: once the record is durable, the bot's new
-//! immutable [`BotView`] is stored where readers that skip the mailbox load it (`GET /bots/:id`,
-//! `GET /bots/:id/stats`) and put into the search index, before the write is answered. Readers
-//! therefore see every acknowledged write and never one that was refused.
+//! [`BotView`] (a value readers share; only the check table it points to is updated in place,
+//! by this actor's publications) is stored where readers that skip the mailbox load it
+//! (`GET /bots/:id`, `GET /bots/:id/stats`) and put into the search index, before the write is
+//! answered. Readers therefore see every acknowledged write and never one that was refused. On a
+//! cluster node that follows the stream, the same publications run for the writer's records
+//! (`actors::replicated`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,7 +31,7 @@ use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
-use super::when_durable;
+use super::{when_durable, WhenDurable};
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
@@ -334,16 +337,16 @@ impl Actor for BotActor {
 
 /// Takes a vote now, or says when the user may vote again.
 #[derive(Message)]
-#[rtype(result = "Result<VoteCounts, Rejection>")]
+#[rtype(result = "Result<WhenDurable<VoteCounts>, Rejection>")]
 pub struct RecordVote(pub Voter);
 
 impl Handler<RecordVote> for BotActor {
-    type Result = ResponseFuture<Result<VoteCounts, Rejection>>;
+    type Result = Result<WhenDurable<VoteCounts>, Rejection>;
 
     fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
-            return Box::pin(async move { Err(Rejection::AlreadyVoted { retry_at }) });
+            return Err(Rejection::AlreadyVoted { retry_at });
         }
         let user = voter.id;
         // The weight is decided here, once, and kept in the record: replay counts it again.
@@ -358,7 +361,7 @@ impl Handler<RecordVote> for BotActor {
         self.recent_voters = None;
         let voted = self.vote_publication(user, at);
         let (durable, _) = self.commit(record, Some(voted));
-        when_durable(durable, counts)
+        Ok(WhenDurable::new(durable, counts))
     }
 }
 
@@ -684,11 +687,11 @@ impl BotActor {
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<(), Rejection>")]
+#[rtype(result = "WhenDurable<()>")]
 pub struct PostStats(pub StatsUpdate);
 
 impl Handler<PostStats> for BotActor {
-    type Result = ResponseFuture<Result<(), Rejection>>;
+    type Result = MessageResult<PostStats>;
 
     fn handle(&mut self, PostStats(update): PostStats, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
@@ -699,7 +702,7 @@ impl Handler<PostStats> for BotActor {
         };
         self.apply(&record);
         let (durable, _) = self.commit(record, None);
-        when_durable(durable, ())
+        MessageResult(WhenDurable::new(durable, ()))
     }
 }
 
@@ -840,7 +843,10 @@ mod tests {
         )
         .start();
 
-        let counts = bot.send(RecordVote(voter(1))).await.expect("delivered");
+        let counts = match bot.send(RecordVote(voter(1))).await.expect("delivered") {
+            Ok(reply) => reply.wait().await,
+            Err(refused) => Err(refused),
+        };
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
         let checks = Arc::clone(&published.load().checks);
@@ -854,7 +860,10 @@ mod tests {
         bot.send(RecordVote(voter(2)))
             .await
             .expect("delivered")
-            .expect("accepted");
+            .expect("accepted")
+            .wait()
+            .await
+            .expect("durable");
         let voters = bot
             .send(RecentVoters)
             .await
@@ -868,6 +877,8 @@ mod tests {
         )))
         .await
         .expect("delivered")
+        .wait()
+        .await
         .expect("stored");
         assert_eq!(published.load().servers(), 7);
     }

@@ -387,7 +387,7 @@ impl Handler<Capture> for Registry {
 
     fn handle(&mut self, _: Capture, _: &mut Self::Context) -> Self::Result {
         // As few touches of each bot as can be: this runs on the registry's thread at normal
-        // priority, and 100,000 bots' worth kept a core for 40 ms. The writer's thread sorts.
+        // priority while requests wait behind it (docs/PERFORMANCE.md). The writer's thread sorts.
         let mut profiles: Vec<Profile> = self.book.profiles.values().cloned().collect();
         profiles.sort_unstable_by_key(|p| p.id);
         let bots = self

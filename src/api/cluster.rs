@@ -19,7 +19,6 @@ use super::extract::Admin;
 use super::reply;
 use crate::cluster::forward::Forwarder;
 use crate::cluster::view::{ClusterView, NodeRole};
-use crate::cluster::MIN_SEQ_WAIT;
 use crate::domain::ids::TokenHash;
 
 pub const SEQ_HEADER: &str = "x-botlist-seq";
@@ -35,6 +34,8 @@ pub struct ClusterHttp {
     pub token: TokenHash,
     /// Sends writes to the writer while this node follows.
     pub forwarder: Arc<Forwarder>,
+    /// How long a read with `X-Botlist-Min-Seq` waits (`--min-seq-wait-ms`).
+    pub min_seq_wait: Duration,
 }
 
 /// Whether another node of the cluster forwarded this request (it carries the cluster token).
@@ -90,7 +91,7 @@ pub async fn consistency(
         }
     };
     if let Some(wanted) = wanted {
-        let give_up = Instant::now() + MIN_SEQ_WAIT;
+        let give_up = Instant::now() + cluster.min_seq_wait;
         while cluster.view.applied_seq() < wanted {
             if Instant::now() >= give_up {
                 let mut response = Code::ReplicaBehind
@@ -247,6 +248,7 @@ mod tests {
             base_path: "/api/v1".into(),
             step_down: tokio::sync::mpsc::unbounded_channel().0,
             token: TokenHash::of("secret"),
+            min_seq_wait: Duration::from_secs(1),
             forwarder: Arc::new(
                 Forwarder::new(
                     ClusterView::new("a".into(), NodeRole::Writer),

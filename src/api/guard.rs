@@ -17,7 +17,8 @@ pub async fn catch_panics(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     // The request cannot be kept (routing needs it unshared), so the answer goes out as an
     // error, which actix renders through ApiError's own envelope.
-    let path = request.path().to_owned();
+    // The URI shares the request's bytes: no copy of the path for a panic that never comes.
+    let uri = request.uri().clone();
     match AssertUnwindSafe(next.call(request)).catch_unwind().await {
         Ok(response) => response.map(ServiceResponse::map_into_boxed_body),
         Err(panic) => {
@@ -26,6 +27,7 @@ pub async fn catch_panics(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
+            let path = uri.path();
             tracing::error!(%path, panic = %what, "a request handler panicked");
             Err(ApiError::internal().into())
         }

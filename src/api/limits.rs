@@ -90,8 +90,12 @@ impl RateLimiter {
 
     pub fn check(&self, key: RateKey) -> Decision {
         let now = self.clock.now().millis();
+        let mut fresh = false;
         let decision = {
-            let mut tat = self.tats.entry(key).or_insert(now);
+            let mut tat = self.tats.entry(key).or_insert_with(|| {
+                fresh = true;
+                now
+            });
             let start = (*tat).max(now);
             let after = start + self.interval;
             let allowed = after - now <= self.burst();
@@ -107,7 +111,9 @@ impl RateLimiter {
                 retry_after: ceil_seconds(after - self.burst() - now).max(1),
             }
         };
-        if self.tats.len() > self.max_keys {
+        // Only a new key can take the map past its cap; counting the keys takes every
+        // shard's lock, so it is done only then.
+        if fresh && self.tats.len() > self.max_keys {
             self.evict(now);
         }
         decision
@@ -229,7 +235,9 @@ fn forwarded_for(request: &HttpRequest, nth_from_right: usize) -> Option<IpAddr>
     entries.get(at)?.trim().parse().ok()
 }
 
-fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
+/// Public for `benches/layer.rs`.
+#[doc(hidden)]
+pub fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
     [
         (
             HeaderName::from_static("x-ratelimit-limit"),

@@ -62,14 +62,10 @@ pub struct AppState {
     pub history: Arc<history::History>,
 }
 
-/// The operational routes, outside the base path.
-pub fn root_routes() -> Vec<Route> {
-    health::routes()
-}
-
-/// The API's routes, under the base path, in the order they are matched.
-pub fn api_routes() -> Vec<Route> {
-    let mut all: Vec<Route> = [
+/// Every route the resource modules declare.
+fn declared() -> Vec<Route> {
+    [
+        health::routes(),
         bots::routes(),
         votes::routes(),
         history::routes(),
@@ -83,7 +79,23 @@ pub fn api_routes() -> Vec<Route> {
     ]
     .into_iter()
     .flatten()
-    .collect();
+    .collect()
+}
+
+/// The operational routes, outside the base path.
+pub fn root_routes() -> Vec<Route> {
+    declared()
+        .into_iter()
+        .filter(|route| route.properties.operational)
+        .collect()
+}
+
+/// The API's routes, under the base path, in the order they are matched.
+pub fn api_routes() -> Vec<Route> {
+    let mut all: Vec<Route> = declared()
+        .into_iter()
+        .filter(|route| !route.properties.operational)
+        .collect();
     routes::matching_order(&mut all);
     all
 }

@@ -372,6 +372,9 @@ enum Segment {
     Fixed(Box<str>),
     /// `{name}`: any segment that is not empty, as actix's `[^/]+`.
     Param(&'static str),
+    /// `{name}` and then fixed text, as `{kind}.svg`: a segment that ends with the text after
+    /// at least one character, which is the parameter (actix's `([^/]+)\.svg`).
+    ParamThen(&'static str, Box<str>),
 }
 
 /// A path below its scope made of whole segments, each fixed or a plain `{name}`; no segment
@@ -387,9 +390,11 @@ impl Shape {
             return path.is_empty().then(|| Self(Vec::new()));
         };
         let segments = path.split('/').map(|segment| {
-            match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                Some(name) if !name.is_empty() && !name.contains([':', '{', '}']) => {
-                    Some(Segment::Param(interned(name)))
+            let plain = |name: &str| !name.is_empty() && !name.contains([':', '{', '}']);
+            match segment.strip_prefix('{').and_then(|s| s.split_once('}')) {
+                Some((name, "")) if plain(name) => Some(Segment::Param(interned(name))),
+                Some((name, then)) if plain(name) && !then.contains(['{', '}']) => {
+                    Some(Segment::ParamThen(interned(name), then.into()))
                 }
                 Some(_) => None,
                 None if segment.contains(['{', '}']) => None,
@@ -409,6 +414,9 @@ impl Shape {
             && self.0.iter().all(|segment| match (segment, parts.next()) {
                 (Segment::Fixed(fixed), Some(part)) => **fixed == *part,
                 (Segment::Param(_), Some(part)) => !part.is_empty(),
+                (Segment::ParamThen(_, then), Some(part)) => {
+                    part.len() > then.len() && part.ends_with(&**then)
+                }
                 (_, None) => false,
             })
             && parts.next().is_none()
@@ -421,6 +429,9 @@ impl Shape {
             .zip(path.trim_start_matches('/').split('/'))
             .filter_map(|(segment, part)| match segment {
                 Segment::Param(name) => Some((*name, part)),
+                Segment::ParamThen(name, then) => {
+                    Some((*name, part.get(..part.len().saturating_sub(then.len()))?))
+                }
                 Segment::Fixed(_) => None,
             })
     }
@@ -428,7 +439,7 @@ impl Shape {
     fn param_count(&self) -> usize {
         self.0
             .iter()
-            .filter(|segment| matches!(segment, Segment::Param(_)))
+            .filter(|segment| !matches!(segment, Segment::Fixed(_)))
             .count()
     }
 }
@@ -594,6 +605,15 @@ mod tests {
         assert_eq!(Shape::of("/file.{ext}"), None, "not a whole segment");
         assert_eq!(Shape::of("/{}"), None);
         assert_eq!(
+            Shape::of("/{id}/badge/{kind}.svg"),
+            Some(Shape(vec![
+                Segment::Param("id"),
+                Segment::Fixed("badge".into()),
+                Segment::ParamThen("kind", ".svg".into()),
+            ]))
+        );
+        assert_eq!(Shape::of("/{kind}.{ext}"), None, "one parameter a segment");
+        assert_eq!(
             Shape::of("/{id}/votes/history"),
             Some(Shape(vec![
                 Segment::Param("id"),
@@ -629,6 +649,28 @@ mod tests {
         assert!(check.fits("/check"));
         for path in ["", "/", "/check/", "//check", "/checks"] {
             assert!(!check.fits(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_parameter_then_fixed_text_fits_as_actix_matches_it() {
+        let badge = Shape::of("/{id}/badge/{kind}.svg").expect("a shape");
+        for (path, kind) in [
+            ("/7/badge/servers.svg", "servers"),
+            ("/7/badge/a.svg.svg", "a.svg"),
+            ("/7/badge/x%2E.svg", "x%2E"),
+        ] {
+            assert!(badge.fits(path), "{path}");
+            let params: Vec<_> = badge.params(path).collect();
+            assert_eq!(params, [("id", "7"), ("kind", kind)]);
+        }
+        for path in [
+            "/7/badge/.svg",
+            "/7/badge/servers",
+            "/7/badge/servers.svg/",
+            "/7/badge/svg",
+        ] {
+            assert!(!badge.fits(path), "{path}");
         }
     }
 

@@ -77,7 +77,7 @@ pub async fn post_stats(
     Json(post): Json<StatsPost>,
 ) -> Result<HttpResponse, ApiError> {
     let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
-    bot.0.ask(PostStats(update)).await??;
+    bot.0.ask(PostStats(update)).await?.wait().await?;
     crate::telemetry::stats_posted();
     Ok(reply::ok(&Stored { ok: true }))
 }

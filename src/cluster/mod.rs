@@ -27,10 +27,6 @@ pub const MIN_SERVER_VERSION: (u64, u64, u64) = (2, 10, 23);
 /// Records are spread over messages of at most this many bytes (servers set `max_payload:
 /// 8MB`, so a record of the largest size still fits alone).
 pub const BATCH_BYTES: usize = 1024 * 1024;
-/// How long a batch is retried (same message, same headers) before the writer gives up.
-pub const PUBLISH_DEADLINE: Duration = Duration::from_secs(10);
-/// How long a waiting read waits for this node to apply the sequence it asks for.
-pub const MIN_SEQ_WAIT: Duration = Duration::from_millis(1000);
 /// The header that carries the writer's epoch on every journal message.
 pub const EPOCH_HEADER: &str = "Botlist-Epoch";
 /// The header a follower puts on a forwarded write.
@@ -46,6 +42,12 @@ pub struct ClusterSettings {
     pub lease_ttl: Duration,
     pub token: crate::config::Secret,
     pub role: Role,
+    /// How long a batch is retried (same message, same headers) before the writer gives up
+    /// (`--publish-deadline`).
+    pub publish_deadline: Duration,
+    /// How long a waiting read waits for this node to apply the sequence it asks for
+    /// (`--min-seq-wait-ms`).
+    pub min_seq_wait: Duration,
 }
 
 /// `--role`: `auto` takes the lease when it is free; `follower` never does.
@@ -67,6 +69,8 @@ impl ClusterSettings {
             lease_ttl: Duration::from_secs(args.lease_ttl),
             token: args.cluster_token.clone()?,
             role: args.role,
+            publish_deadline: Duration::from_secs(args.publish_deadline),
+            min_seq_wait: Duration::from_millis(args.min_seq_wait_ms),
         })
     }
 
@@ -354,6 +358,8 @@ mod tests {
             lease_ttl: Duration::from_secs(15),
             token: crate::config::Secret::from("t"),
             role: Role::Auto,
+            publish_deadline: Duration::from_secs(10),
+            min_seq_wait: Duration::from_secs(1),
         };
         let want = stream_config(&settings);
         assert!(config_differences(&want, &want).is_empty());

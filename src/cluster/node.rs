@@ -21,7 +21,7 @@ use super::forward::Forwarder;
 use super::lease::{self, Holder, Lease};
 use super::sink::{self, JetStreamSink, NatsPublisher, Outcome};
 use super::view::{self, ClusterView, NodeRole};
-use super::{nats_error, ClusterError, ClusterSettings, Nats, Role, PUBLISH_DEADLINE};
+use super::{nats_error, ClusterError, ClusterSettings, Nats, Role};
 use crate::api::cluster::ClusterHttp;
 use crate::config::Settings;
 use crate::domain::time::Clock;
@@ -170,6 +170,7 @@ async fn run_inner(
         base_path: settings.base_path.clone(),
         step_down: step_down_tx,
         token: crate::domain::ids::TokenHash::of(cluster.token.expose()),
+        min_seq_wait: cluster.min_seq_wait,
         forwarder: Arc::new(
             Forwarder::new(Arc::clone(&view), cluster.token.clone()).map_err(nats_error)?,
         ),
@@ -363,7 +364,8 @@ async fn take_role(role: Candidacy) -> Ended {
         next_stream_seq,
         Arc::clone(&fence),
         Arc::clone(&view.stream_position),
-    );
+    )
+    .with_deadline(cluster.publish_deadline);
     if let Err(error) = journal.promote(Box::new(sink), applied + 1) {
         return Ended::Demoted(format!("promotion failed: {error}"));
     }
@@ -396,7 +398,7 @@ async fn claim_slot(
     applier: &Arc<tokio::sync::Mutex<Applier>>,
     epoch: u64,
 ) -> Result<u64, ClusterError> {
-    let give_up = std::time::Instant::now() + PUBLISH_DEADLINE;
+    let give_up = std::time::Instant::now() + cluster.publish_deadline;
     loop {
         let (js, name, reading) = (nats.js.clone(), cluster.stream_name(), Arc::clone(applier));
         let result = nats

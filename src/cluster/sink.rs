@@ -20,7 +20,7 @@ use async_nats::jetstream::{self};
 use bytes::Bytes;
 
 use super::lease::FenceClock;
-use super::{NatsRuntime, BATCH_BYTES, EPOCH_HEADER, PUBLISH_DEADLINE};
+use super::{NatsRuntime, BATCH_BYTES, EPOCH_HEADER};
 use crate::persist::journal::{JournalError, Sink};
 
 /// The stream position the writer has reached, for `GET /cluster` and metrics.
@@ -124,12 +124,12 @@ impl<P: Publisher> JetStreamSink<P> {
             next_stream_seq,
             fence,
             position,
-            deadline: PUBLISH_DEADLINE,
+            deadline: Duration::from_secs(10),
         }
     }
 
-    #[cfg(test)]
-    fn with_deadline(mut self, deadline: Duration) -> Self {
+    /// How long a batch is resent before the writer gives up (`--publish-deadline`).
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
     }

@@ -46,6 +46,10 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
-    let counts = crate::telemetry::count_vote(bot.ask(RecordVote(voter)).await?)?;
+    let counts = match bot.ask(RecordVote(voter)).await? {
+        Ok(taken) => taken.wait().await,
+        Err(refused) => Err(refused),
+    };
+    let counts = crate::telemetry::count_vote(counts)?;
     Ok(reply::created(&counts))
 }

@@ -1,0 +1,126 @@
+//! What the per-request layer costs, piece by piece, on the calling thread: the request id, the
+//! metrics, the log line (what the request pays to queue it, and what the access-log thread
+//! pays to write it) and the rate limit (the token's bot, the bucket, the three headers).
+//! docs/PERFORMANCE.md ("perf branch, session 9") states them per request.
+//!
+//!   cargo bench --bench layer 2>/dev/null
+//!
+//! (The log lines themselves go to standard error.)
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::http::header::{HeaderMap, HeaderValue};
+use actix_web::http::StatusCode;
+use botlist::actors::directory::Directory;
+use botlist::api::limits::{self, RateKey, RateLimiter};
+use botlist::domain::ids::BotId;
+use botlist::domain::time::{Clock, SystemClock};
+use botlist::telemetry::{self, LogFormat, REQUEST_ID};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+const ROUTE: &str = "/api/v1/bots/{id}";
+
+fn layer(c: &mut Criterion) {
+    telemetry::install_metrics();
+    telemetry::init_logs(LogFormat::Text);
+    let none = HeaderMap::new();
+    let mut sent = HeaderMap::new();
+    sent.insert(
+        REQUEST_ID.clone(),
+        HeaderValue::from_static("0af7651916cd43dd8448eb211c80319c"),
+    );
+    c.bench_function("request id, generated", |b| {
+        b.iter(|| telemetry::request_id(black_box(&none)))
+    });
+    c.bench_function("request id, the client's", |b| {
+        b.iter(|| telemetry::request_id(black_box(&sent)))
+    });
+    c.bench_function("metrics (count and latency histogram)", |b| {
+        b.iter(|| {
+            telemetry::record(
+                "GET",
+                black_box(ROUTE),
+                StatusCode::OK,
+                Duration::from_micros(420),
+            )
+        })
+    });
+    let id = telemetry::request_id(&none);
+    // An application's access log and its thread, as `serve` starts them.
+    let log = Arc::new(telemetry::AccessLog::default());
+    let (_stop, shutdown) = botlist::shutdown::channel();
+    let _threads = telemetry::Threads::start(&log, 0, &shutdown);
+    // In bursts the access-log thread takes in one turn (it empties the queue every 50 ms; a
+    // request past 65,536 waiting formats its own line, which is the next bench), with the
+    // thread's turns left out of the time.
+    let mut queued = c.benchmark_group("log line");
+    queued
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(2));
+    queued.bench_function("queued by the request", |b| {
+        b.iter_custom(|iterations| {
+            let mut spent = Duration::ZERO;
+            let mut left = iterations;
+            while left > 0 {
+                let burst = left.min(60_000);
+                let started = Instant::now();
+                for _ in 0..burst {
+                    telemetry::access_line(
+                        Some(&log),
+                        "GET",
+                        Cow::Borrowed(ROUTE),
+                        StatusCode::OK,
+                        Duration::from_micros(420),
+                        black_box(&id),
+                        None,
+                    );
+                }
+                spent += started.elapsed();
+                left -= burst;
+                std::thread::sleep(Duration::from_millis(60));
+            }
+            spent
+        })
+    });
+    queued.finish();
+    c.bench_function("log line, written by the access-log thread", |b| {
+        b.iter(|| {
+            telemetry::log_line(
+                "GET",
+                ROUTE,
+                StatusCode::OK,
+                Duration::from_micros(420),
+                black_box(&id),
+                None,
+            )
+        })
+    });
+
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let directory = Directory::new(clock.now());
+    // 60,000 a minute is the most the flag allows; 100,000 keys in turn keep every bucket
+    // far from empty, so every check is an allowed request.
+    let limiter = RateLimiter::new(60_000, Arc::clone(&clock)).expect("limits on");
+    let keys: Vec<RateKey> = (0..100_000)
+        .map(|_| RateKey::Bot(BotId::new_random()))
+        .collect();
+    let mut next = 0;
+    c.bench_function("limit: the token's bot", |b| {
+        b.iter(|| directory.authenticate(black_box("bl_0123456789abcdef0123456789abcdef")))
+    });
+    c.bench_function("limit: the bucket", |b| {
+        b.iter(|| {
+            next = (next + 1) % keys.len();
+            limiter.check(black_box(keys[next]))
+        })
+    });
+    let decision = limiter.check(keys[0]);
+    c.bench_function("limit: the three headers", |b| {
+        b.iter(|| limits::headers(black_box(&decision)))
+    });
+}
+
+criterion_group!(benches, layer);
+criterion_main!(benches);
