@@ -14,7 +14,7 @@ use crate::domain::stats::StatsUpdate;
 use crate::domain::text::{HttpUrl, SocialType, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{Voter, VoterTable};
-use crate::persist::state::{DirectoryState, StoredBot};
+use crate::persist::state::{SavedState, StoredBot};
 
 /// The admin token `serve --demo` uses when none is configured. Public, like everything in the
 /// demo: never run a demo directory where it matters.
@@ -51,7 +51,7 @@ pub struct DemoInfo {
 }
 
 pub struct Demo {
-    pub state: DirectoryState,
+    pub state: SavedState,
     pub info: DemoInfo,
     pub accepted_votes: usize,
 }
@@ -179,7 +179,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     let mut bots: Vec<(BotState, Token)> = (0..size.bots)
         .map(|i| bot(&mut rng, now, i, &profiles))
         .collect();
-    // Every bot's votes are numbered in the state's voter table (see `DirectoryState::voters`).
+    // Every bot's votes are numbered in the state's voter table (see `SavedState::voters`).
     let voters = Arc::new(VoterTable::new());
     for (state, _) in &mut bots {
         state
@@ -251,7 +251,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     bots.sort_unstable_by_key(|(state, _)| state.listing.id);
     profiles.sort_unstable_by_key(|p| p.id);
     Demo {
-        state: DirectoryState {
+        state: SavedState {
             profiles,
             bots: bots
                 .into_iter()
@@ -260,7 +260,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
                     token: token.hash(),
                 })
                 .collect(),
-            ..DirectoryState::default()
+            ..SavedState::default()
         },
         info,
         accepted_votes: accepted,

@@ -11,7 +11,7 @@ use actix_web::middleware::{from_fn, Compress, Condition};
 use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
-use crate::actors::registry::{BotSpawner, LoadDirectory, Registry};
+use crate::actors::registry::{BotSpawner, LoadState, Registry};
 use crate::api::admin_failures::AdminFailures;
 use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
@@ -29,7 +29,7 @@ use crate::persist::journal::Journal;
 use crate::persist::lock::{DirLock, LockError};
 use crate::persist::recovery::{self, Recovered};
 use crate::persist::snapshot;
-use crate::persist::state::DirectoryState;
+use crate::persist::state::SavedState;
 use crate::persist::Persistence;
 use crate::persist::Replication;
 use crate::shutdown::{self, Shutdown, Trigger};
@@ -99,7 +99,7 @@ pub struct Application {
     /// What recovery noticed (torn records, files moved aside).
     pub warnings: Vec<String>,
     /// The voter table of this application's state, which every bot's votes refer to; each
-    /// application has its own (`DirectoryState::voters`).
+    /// application has its own (`SavedState::voters`).
     pub voters: Arc<VoterTable>,
     /// Stops the background loops (snapshots, webhook deliveries, the limiter's sweep); they
     /// also stop when the application is dropped.
@@ -356,7 +356,7 @@ fn recover_state(settings: &Settings) -> Result<Recovered, StartError> {
             recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
         }
         None => Recovered {
-            state: DirectoryState::default(),
+            state: SavedState::default(),
             next_seq: 1,
             warnings: Vec::new(),
         },
@@ -602,9 +602,9 @@ fn serve_metrics(
     Ok((address, server))
 }
 
-async fn load(registry: &Addr<Registry>, state: DirectoryState) -> std::io::Result<()> {
+async fn load(registry: &Addr<Registry>, state: SavedState) -> std::io::Result<()> {
     registry
-        .send(LoadDirectory { state })
+        .send(LoadState { state })
         .await
         .map_err(|e| std::io::Error::other(format!("loading the directory failed: {e}")))
 }

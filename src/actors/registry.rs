@@ -23,7 +23,7 @@ use crate::domain::time::Clock;
 use crate::domain::votes::VoterTable;
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
-use crate::persist::state::{DirectoryState, Listed, Record, RegistryBook, StoredBot};
+use crate::persist::state::{Listed, Record, RegistryBook, SavedState, StoredBot};
 use crate::persist::{BotSource, Captured, SnapshotFailed, StateSource};
 use crate::webhooks::Dispatcher;
 
@@ -111,7 +111,7 @@ struct BotStarter {
     dispatcher: Arc<Dispatcher>,
     spawner: BotSpawner,
     /// The state's voter table, which every bot's votes join as it starts (see
-    /// `DirectoryState::voters`).
+    /// `SavedState::voters`).
     voters: Arc<VoterTable>,
 }
 
@@ -338,14 +338,14 @@ impl Handler<StateVoters> for Registry {
 /// A whole directory to list at once: a recovered state, or the demo.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct LoadDirectory {
-    pub state: DirectoryState,
+pub struct LoadState {
+    pub state: SavedState,
 }
 
-impl Handler<LoadDirectory> for Registry {
+impl Handler<LoadState> for Registry {
     type Result = ();
 
-    fn handle(&mut self, LoadDirectory { state }: LoadDirectory, _: &mut Self::Context) {
+    fn handle(&mut self, LoadState { state }: LoadState, _: &mut Self::Context) {
         self.last_seq = self.last_seq.max(state.registry_seq);
         // Into a registry with no bot yet, the loaded state's voter table is the one every bot
         // listed from now on joins; otherwise the loaded bots join the registry's.

@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 
 use super::{nats_error, ClusterError, EPOCH_HEADER};
 use crate::persist::journal::read_frame;
-use crate::persist::state::{DirectoryState, Record, Replayer};
+use crate::persist::state::{Record, Replayer, SavedState};
 
 /// State built from the stream so far.
 pub struct CatchUp {
@@ -30,7 +30,7 @@ pub struct CatchUp {
 impl Default for CatchUp {
     fn default() -> Self {
         Self {
-            replayer: Replayer::new(DirectoryState::default()),
+            replayer: Replayer::new(SavedState::default()),
             stream_seq: 0,
             epoch: 0,
             void_messages: 0,
@@ -419,9 +419,9 @@ mod tests {
         use super::super::ops::{journaled, op, stream};
         use super::super::CatchUp;
         use crate::cluster::digest::digest;
-        use crate::persist::state::{DirectoryState, Replayer};
+        use crate::persist::state::{Replayer, SavedState};
 
-        fn state_digest(state: DirectoryState) -> String {
+        fn state_digest(state: SavedState) -> String {
             let mut replayer = Replayer::new(state);
             let (profiles, bots) = replayer.parts();
             digest(profiles, bots)
@@ -442,7 +442,7 @@ mod tests {
             ) {
                 let records = journaled(&ops);
                 // The writer's own state: every record applied in order.
-                let mut writer = Replayer::new(DirectoryState::default());
+                let mut writer = Replayer::new(SavedState::default());
                 for (seq, record) in &records {
                     writer.apply(*seq, record.clone());
                 }
@@ -458,7 +458,7 @@ mod tests {
                         let seen = follower.epoch;
                         let state = std::mem::take(&mut follower).replayer.finish();
                         let bytes = rmp_serde::to_vec(&state).expect("encodes");
-                        let state: DirectoryState = rmp_serde::from_slice(&bytes).expect("decodes");
+                        let state: SavedState = rmp_serde::from_slice(&bytes).expect("decodes");
                         follower = CatchUp {
                             replayer: Replayer::new(state),
                             stream_seq: message.stream_seq,

@@ -120,17 +120,17 @@ mod tests {
 
     use super::*;
     use crate::actors::directory::Directory;
-    use crate::actors::registry::{BotSpawner, LoadDirectory};
+    use crate::actors::registry::{BotSpawner, LoadState};
     use crate::cluster::catchup::ops::{journaled, op, stream};
     use crate::cluster::digest::{digest, of_source};
     use crate::cluster::view::NodeRole;
     use crate::domain::time::{Clock, ManualClock, Timestamp};
-    use crate::persist::state::{DirectoryState, Replayer};
+    use crate::persist::state::{Replayer, SavedState};
     use crate::persist::StateSource;
     use crate::webhooks::Dispatcher;
 
     /// A follower's actors over `state`, as a node starts them after catching up.
-    fn follower(state: DirectoryState, position: Position) -> (Applier, Addr<Registry>) {
+    fn follower(state: SavedState, position: Position) -> (Applier, Addr<Registry>) {
         let clock: Arc<dyn Clock> =
             Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let directory = Arc::new(Directory::new(clock.now()));
@@ -150,7 +150,7 @@ mod tests {
             dispatcher,
             BotSpawner::new(Vec::new()),
         ));
-        registry.do_send(LoadDirectory { state });
+        registry.do_send(LoadState { state });
         let view = ClusterView::new("follower".into(), NodeRole::Follower);
         (
             Applier::new(registry.clone(), journal, view, position),
@@ -159,7 +159,7 @@ mod tests {
     }
 
     /// The follower's whole state, read as a snapshot reads it.
-    async fn captured(registry: &Addr<Registry>) -> DirectoryState {
+    async fn captured(registry: &Addr<Registry>) -> SavedState {
         let captured = registry.capture().await.expect("captured");
         let mut bots = Vec::new();
         for bot in captured.bots {
@@ -168,7 +168,7 @@ mod tests {
             }
         }
         bots.sort_unstable_by_key(|b| b.state.listing.id);
-        DirectoryState {
+        SavedState {
             seq: captured.seq,
             registry_seq: captured.registry_seq,
             profiles: captured.profiles,
@@ -191,7 +191,7 @@ mod tests {
             failover_at in 0usize..50,
         ) {
             let records = journaled(&ops);
-            let mut writer = Replayer::new(DirectoryState::default());
+            let mut writer = Replayer::new(SavedState::default());
             for (seq, record) in &records {
                 writer.apply(*seq, record.clone());
             }
@@ -200,7 +200,7 @@ mod tests {
 
             let follower_digest = actix::System::new().block_on(async move {
                 let (mut applier, mut registry) =
-                    follower(DirectoryState::default(), Position::default());
+                    follower(SavedState::default(), Position::default());
                 for message in stream(&records, &cuts, snapshot_at, failover_at) {
                     applier
                         .apply_message(message.stream_seq, message.epoch, &message.payload)
@@ -209,7 +209,7 @@ mod tests {
                     if message.snapshot_after {
                         let state = captured(&registry).await;
                         let bytes = rmp_serde::to_vec(&state).expect("encodes");
-                        let mut state: DirectoryState =
+                        let mut state: SavedState =
                             rmp_serde::from_slice(&bytes).expect("decodes");
                         // As reading a snapshot file does.
                         for bot in &mut state.bots {

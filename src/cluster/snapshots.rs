@@ -229,7 +229,7 @@ pub async fn base(
 }
 
 /// This node's newest snapshot that has a mark and reads.
-fn newest_local(dir: &Path) -> Option<(StreamMark, crate::persist::state::DirectoryState)> {
+fn newest_local(dir: &Path) -> Option<(StreamMark, crate::persist::state::SavedState)> {
     for (seq, path) in snapshot::list(dir).ok()? {
         let Some(mark) = snapshot::read_mark(dir, seq) else {
             continue;
@@ -242,7 +242,7 @@ fn newest_local(dir: &Path) -> Option<(StreamMark, crate::persist::state::Direct
     None
 }
 
-fn from_state(state: crate::persist::state::DirectoryState, mark: StreamMark) -> CatchUp {
+fn from_state(state: crate::persist::state::SavedState, mark: StreamMark) -> CatchUp {
     CatchUp {
         replayer: Replayer::new(state),
         stream_seq: mark.stream_seq,

@@ -312,7 +312,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::journal::FsyncMode;
-    use super::state::DirectoryState;
+    use super::state::SavedState;
     use super::*;
     use crate::demo::{self, DemoSize};
     use crate::domain::time::Timestamp;
@@ -358,7 +358,7 @@ mod tests {
 
     /// A registry whose bots come in the reverse of their id order.
     struct Registry {
-        state: DirectoryState,
+        state: SavedState,
         let_go: Arc<AtomicUsize>,
         asked: Arc<Mutex<Vec<Asked>>>,
     }

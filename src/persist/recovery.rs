@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use super::journal::{self, read_segment, SegmentEnd, SegmentScan};
 use super::snapshot::{self, SnapshotError};
-use super::state::{DirectoryState, Replayer};
+use super::state::{Replayer, SavedState};
 
 /// The state to serve from, and what was noticed on the way.
 #[derive(Debug)]
 pub struct Recovered {
-    pub state: DirectoryState,
+    pub state: SavedState,
     /// The sequence number the next record gets.
     pub next_seq: u64,
     pub warnings: Vec<String>,
@@ -184,7 +184,7 @@ fn choose_snapshot(
     records: &[u64],
     recover: bool,
     warnings: &mut Vec<String>,
-) -> Result<DirectoryState, RecoveryRefused> {
+) -> Result<SavedState, RecoveryRefused> {
     let snapshots =
         snapshot::list(dir).map_err(|e| RecoveryRefused(format!("cannot list snapshots: {e}")))?;
     let continues = |seq: u64| match records.iter().find(|&&r| r > seq) {
@@ -192,7 +192,7 @@ fn choose_snapshot(
         Some(&first_after) => first_after == seq + 1,
     };
     let mut damaged: Vec<(PathBuf, String)> = Vec::new();
-    let mut gapped: Vec<(PathBuf, DirectoryState)> = Vec::new();
+    let mut gapped: Vec<(PathBuf, SavedState)> = Vec::new();
     let mut chosen = None;
     for (_, path) in &snapshots {
         match snapshot::read(path) {
@@ -214,7 +214,7 @@ fn choose_snapshot(
     let chosen = match chosen {
         Some(state) => state,
         // No snapshot ever written, or none usable: the journal alone, if it starts at 1.
-        None if continues(0) => DirectoryState::default(),
+        None if continues(0) => SavedState::default(),
         None if recover => match gapped.into_iter().next() {
             Some((path, state)) => {
                 warnings.push(format!(
@@ -225,9 +225,9 @@ fn choose_snapshot(
             }
             None => {
                 warnings.push("no usable snapshot and the journal does not start at record 1: starting from what the journal holds".into());
-                DirectoryState {
+                SavedState {
                     seq: records.first().map_or(0, |first| first.saturating_sub(1)),
-                    ..DirectoryState::default()
+                    ..SavedState::default()
                 }
             }
         },

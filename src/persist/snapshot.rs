@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::codec::{self, SnapshotNumbers, SnapshotVoters};
 use super::files::{self, HeaderFault, Numbered};
-use super::state::{DirectoryState, StoredBot};
+use super::state::{SavedState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::profile::Profile;
 use crate::domain::votes::{Voter, VoterTable};
@@ -73,7 +73,7 @@ impl<W: Write> Write for Checksummed<W> {
     }
 }
 
-/// MessagePack: a 4-element array, as a [`DirectoryState`] is encoded (format versions 1 and 2).
+/// MessagePack: a 4-element array, as a [`SavedState`] is encoded (format versions 1 and 2).
 #[cfg(test)]
 const STATE_ARRAY: u8 = 0x94;
 /// MessagePack: the 5-element array of a version 3 payload.
@@ -234,7 +234,7 @@ fn write_bin(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Writes a whole state as a snapshot; one that fails leaves no temporary file.
-pub fn write(dir: &Path, state: &DirectoryState) -> io::Result<Written> {
+pub fn write(dir: &Path, state: &SavedState) -> io::Result<Written> {
     let mut writer = SnapshotWriter::create(dir, state.seq, state.registry_seq, &state.profiles)?;
     for bot in &state.bots {
         if let Err(error) = writer.bot(bot) {
@@ -307,7 +307,7 @@ fn header_of(version: u32, seq: u64, payload_len: u64, crc: u32) -> Vec<u8> {
     out
 }
 
-pub fn read(path: &Path) -> Result<DirectoryState, SnapshotError> {
+pub fn read(path: &Path) -> Result<SavedState, SnapshotError> {
     let file = File::open(path)?;
     match Mapped::of(&file) {
         Some(mapped) => decode(mapped.bytes()),
@@ -375,7 +375,7 @@ impl Drop for Mapped {
 
 /// Checks and decodes a whole snapshot file; never panics and never trusts a length it has
 /// not checked against the bytes that are there.
-pub fn decode(bytes: &[u8]) -> Result<DirectoryState, SnapshotError> {
+pub fn decode(bytes: &[u8]) -> Result<SavedState, SnapshotError> {
     let damaged = |why: &str| SnapshotError::Damaged(why.to_string());
     if bytes.is_empty() {
         return Err(damaged("the file is empty"));
@@ -416,10 +416,10 @@ fn undecodable(why: impl std::fmt::Display) -> SnapshotError {
     SnapshotError::Damaged(format!("the data does not decode: {why}"))
 }
 
-/// Format versions 1 and 2: the payload is one [`DirectoryState`], voters in full in each ring,
+/// Format versions 1 and 2: the payload is one [`SavedState`], voters in full in each ring,
 /// taken into the state's voter table.
-fn decode_whole(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
-    let mut state: DirectoryState = super::decode(payload).map_err(undecodable)?;
+fn decode_whole(payload: &[u8]) -> Result<SavedState, SnapshotError> {
+    let mut state: SavedState = super::decode(payload).map_err(undecodable)?;
     let voters = state.voters();
     for bot in &mut state.bots {
         let damaged = |why| SnapshotError::Damaged(format!("bot {}: {why}", bot.state.listing.id));
@@ -494,7 +494,7 @@ fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
 
 /// Format version 3: the voter table first, then the bots, each part on as many cores as there
 /// are (the parts are independent once the voters are known).
-fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
+fn decode_parts(payload: &[u8]) -> Result<SavedState, SnapshotError> {
     let parts = Parts::find(payload).map_err(undecodable)?;
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
     let voters = Arc::new(VoterTable::new());
@@ -510,7 +510,7 @@ fn decode_parts(payload: &[u8]) -> Result<DirectoryState, SnapshotError> {
             })
             .collect()
     })?;
-    Ok(DirectoryState {
+    Ok(SavedState {
         seq: parts.seq,
         registry_seq: parts.registry_seq,
         profiles,
@@ -636,7 +636,7 @@ mod tests {
     use crate::domain::time::Timestamp;
 
     /// A generated directory of this many bots and votes, from this many voters.
-    fn generated(seed: u64, bots: usize, voters: u64, votes: usize) -> DirectoryState {
+    fn generated(seed: u64, bots: usize, voters: u64, votes: usize) -> SavedState {
         let size = DemoSize {
             seed,
             bots,
@@ -655,7 +655,7 @@ mod tests {
         let whole = rmp_serde::to_vec(&state).expect("encodes");
         assert_eq!(
             whole[0], STATE_ARRAY,
-            "a DirectoryState is encoded as a 4-element array"
+            "a SavedState is encoded as a 4-element array"
         );
 
         let dir = tempfile::tempdir().expect("a directory");
@@ -667,7 +667,7 @@ mod tests {
             .join(format!("{}.tmp", snapshot_name(41)))
             .exists());
 
-        let empty = DirectoryState::default();
+        let empty = SavedState::default();
         let written = write(dir.path(), &empty).expect("written");
         let back = read(&written.path).expect("a good snapshot");
         assert!(back.bots.is_empty() && back.profiles.is_empty());
@@ -695,7 +695,7 @@ mod tests {
         assert_eq!(rmp_serde::to_vec(&new).expect("encodes"), whole);
         // Rings read from either hold their state's copy of each voter (two states share
         // none: each has a voter table of its own).
-        let first = |state: &DirectoryState| {
+        let first = |state: &SavedState| {
             state
                 .bots
                 .iter()
@@ -703,7 +703,7 @@ mod tests {
                 .expect("a voter")
         };
         assert_eq!(first(&old), first(&new));
-        let table = |state: &DirectoryState| {
+        let table = |state: &SavedState| {
             let voter = first(state);
             let number = state.voters().number(&voter);
             state.voters().get(number).expect("the state's copy")
@@ -778,7 +778,7 @@ mod tests {
         let target = dir.path().join(snapshot_name(0));
         fs::create_dir(&target).expect("dir");
         fs::write(target.join("in-the-way"), b"x").expect("file");
-        write(dir.path(), &DirectoryState::default()).expect_err("the rename fails");
+        write(dir.path(), &SavedState::default()).expect_err("the rename fails");
         let names: Vec<String> = fs::read_dir(dir.path())
             .expect("readable")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

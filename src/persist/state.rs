@@ -15,9 +15,10 @@ use crate::domain::webhook::{Delivery, Progress};
 use crate::domain::weekend::{self, Weight};
 use uuid::Uuid;
 
-/// The whole directory at one journal sequence number.
+/// The whole saved state (every profile and bot, with the tokens) at one journal sequence
+/// number: a snapshot's payload, what recovery and catch-up build, what the registry loads.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct DirectoryState {
+pub struct SavedState {
     /// Every journal record up to and including this one is in the state.
     pub seq: u64,
     /// The last registry record (profiles, listing, delisting, tokens) applied.
@@ -28,7 +29,7 @@ pub struct DirectoryState {
     pub bots: Vec<StoredBot>,
 }
 
-impl DirectoryState {
+impl SavedState {
     /// The state's voter table: the voters of every bot's ring and history, each once, which
     /// the bots' books share (see `VoteBook::attach`); a new one for a state without bots.
     /// Each state has its own: two applications share none.
@@ -343,7 +344,7 @@ struct Loaded {
 }
 
 impl Replayer {
-    pub fn new(state: DirectoryState) -> Self {
+    pub fn new(state: SavedState) -> Self {
         let voters = state.voters();
         Self {
             seq: state.seq,
@@ -432,7 +433,7 @@ impl Replayer {
         self.replayed.insert(bot);
     }
 
-    pub fn finish(mut self) -> DirectoryState {
+    pub fn finish(mut self) -> SavedState {
         let voters = std::mem::take(&mut self.voters);
         let (mut profiles, mut bots) = match self.loaded {
             Some(Loaded { profiles, bots }) => (profiles, bots),
@@ -464,7 +465,7 @@ impl Replayer {
                 tracing::warn!(bot = %bot.state.listing.id, %why, "a bot's votes keep a voter table of their own");
             }
         }
-        DirectoryState {
+        SavedState {
             seq: self.seq,
             registry_seq: self.registry_seq,
             profiles,

@@ -17,7 +17,7 @@ use botlist::domain::votes::Voter;
 use botlist::persist::journal::{FsyncMode, Journal};
 use botlist::persist::recovery::recover;
 use botlist::persist::snapshot;
-use botlist::persist::state::{ApplyRecord, DirectoryState, Record, StoredBot};
+use botlist::persist::state::{ApplyRecord, Record, SavedState, StoredBot};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -192,12 +192,12 @@ impl Model {
         }
     }
 
-    fn state(&self) -> DirectoryState {
+    fn state(&self) -> SavedState {
         let mut bots: Vec<StoredBot> = self.bots.values().cloned().collect();
         bots.sort_by_key(|b| b.state.listing.id);
         let mut profiles: Vec<Profile> = self.profiles.values().cloned().collect();
         profiles.sort_by_key(|p| p.id);
-        DirectoryState {
+        SavedState {
             seq: self.journal.last_seq(),
             registry_seq: self.registry_seq,
             profiles,
@@ -206,7 +206,7 @@ impl Model {
     }
 }
 
-fn comparable(state: &DirectoryState) -> serde_json::Value {
+fn comparable(state: &SavedState) -> serde_json::Value {
     let mut value = serde_json::to_value(state).expect("serializes");
     // The sequence numbers say how the state was reached, not what it is.
     value["seq"] = json!(null);
@@ -272,7 +272,7 @@ fn a_snapshot_with_bots_ahead_of_its_sequence_number_replays_without_doubling() 
     for op in &ops[20..] {
         model.apply(op);
     }
-    let ahead = DirectoryState {
+    let ahead = SavedState {
         bots: model
             .state()
             .bots

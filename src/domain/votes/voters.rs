@@ -1,6 +1,6 @@
 //! The voter table: every voter the state's rings and histories hold, each once, by number.
 //!
-//! One table belongs to a directory's state (`DirectoryState::voters`), and every bot's
+//! One table belongs to a directory's state (`SavedState::voters`), and every bot's
 //! [`VoteBook`](super::VoteBook) of that state holds it: a vote, a voters list or a history page
 //! reads it there. Two states (two applications in one process) never share one.
 
