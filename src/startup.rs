@@ -108,6 +108,8 @@ pub struct Application {
     telemetry: telemetry::Threads,
     /// Held for cluster mode: a node that follows starts sending webhooks when it writes.
     promoter: Promoter,
+    /// Closed when the application stops, after its last snapshot.
+    journal: Journal,
     _arbiters: Vec<Arbiter>,
     /// The data directory's lock, held until the application is dropped or the process ends.
     _lock: Option<DirLock>,
@@ -155,6 +157,7 @@ impl Promoter {
 struct Started {
     arbiters: Vec<Arbiter>,
     promoter: Promoter,
+    journal: Journal,
     directory: Arc<Directory>,
     registry: Addr<Registry>,
     persistence: Option<Arc<Persistence>>,
@@ -194,6 +197,7 @@ impl Application {
             stop_loops,
             telemetry,
             promoter: started.promoter,
+            journal: started.journal,
             _arbiters: started.arbiters,
             _lock: lock,
         })
@@ -250,9 +254,15 @@ impl Application {
             stop_loops,
             telemetry,
             promoter: started.promoter,
+            journal: started.journal,
             _arbiters: started.arbiters,
             _lock: None,
         })
+    }
+
+    /// The application's journal (tests: its threads end with the application).
+    pub fn journal(&self) -> Journal {
+        self.journal.clone()
     }
 
     /// What starts the writer's work once a cluster node that followed takes the role.
@@ -312,18 +322,34 @@ impl Application {
                 LOOPS_PATIENCE.as_secs()
             );
         }
-        if let Some(persistence) = &self.persistence {
+        let last_snapshot = match &self.persistence {
             // After a journal failure no snapshot may be taken (it could hold the change that
             // failed); what was acknowledged is in the journal and is replayed at the next start.
-            if let Some(why) = persistence.journal_failure() {
-                return Err(std::io::Error::other(StoppedAfterJournalFailure(why)));
+            Some(persistence) => match persistence.journal_failure() {
+                Some(why) => Err(std::io::Error::other(StoppedAfterJournalFailure(why))),
+                None => persistence
+                    .snapshot()
+                    .await
+                    .map(|_| ())
+                    .map_err(std::io::Error::other),
+            },
+            None => Ok(()),
+        };
+        // Nothing the application started outlives it: the registry lets go, the bots'
+        // threads stop, and the journal's threads end once what was queued is written.
+        let _ = self.registry.send(crate::actors::registry::Close).await;
+        let (journal, arbiters) = (self.journal, self._arbiters);
+        let _ = actix_web::rt::task::spawn_blocking(move || {
+            for arbiter in &arbiters {
+                arbiter.stop();
             }
-            persistence
-                .snapshot()
-                .await
-                .map_err(std::io::Error::other)?;
-        }
-        Ok(())
+            for arbiter in arbiters {
+                let _ = arbiter.join();
+            }
+            journal.close();
+        })
+        .await;
+        last_snapshot
     }
 }
 
@@ -390,6 +416,7 @@ async fn start_actors(
         )?,
         (None, None) => Journal::in_memory(recovered.next_seq),
     };
+    let journal_handle = journal.clone();
     let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
         .map(|_| Arbiter::new())
         .collect();
@@ -462,6 +489,7 @@ async fn start_actors(
     Ok(Started {
         arbiters,
         promoter,
+        journal: journal_handle,
         directory,
         registry,
         persistence,

@@ -322,6 +322,19 @@ impl Actor for Registry {
     }
 }
 
+/// The application stopped: the registry lets go of everything it holds.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Close;
+
+impl Handler<Close> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, _: Close, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
 /// The voter table of the registry's state, which every bot's votes are numbered in.
 #[derive(Message)]
 #[rtype(result = "Arc<VoterTable>")]

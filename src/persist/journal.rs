@@ -163,6 +163,8 @@ struct Submitter {
     /// Cluster mode, on a node that does not write: records come from the stream
     /// ([`Journal::advance`]) and none is made here until [`Journal::promote`].
     follows: bool,
+    /// Set by [`Journal::close`]: every record is refused from then on.
+    closed: bool,
 }
 
 struct Shared {
@@ -171,6 +173,8 @@ struct Shared {
     rotate: AtomicBool,
     /// Every record numbered up to this one is durable.
     durable_seq: AtomicU64,
+    /// The writer and publisher threads, joined by [`Journal::close`].
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// A handle to the journal; cheap to clone, one per actor.
@@ -250,10 +254,12 @@ impl Journal {
                     next_seq,
                     queue,
                     follows: false,
+                    closed: false,
                 }),
                 failed: Mutex::new(None),
                 rotate: AtomicBool::new(false),
                 durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
+                threads: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -304,6 +310,9 @@ impl Journal {
             return (0, Durable(Err(error)));
         }
         let mut submitter = lock(&self.shared.submitter);
+        if submitter.closed {
+            return (0, Durable(Err(JournalError::Stopped)));
+        }
         if submitter.follows {
             return (0, Durable(Err(JournalError::NotWriter)));
         }
@@ -336,6 +345,9 @@ impl Journal {
             return Durable(Err(error));
         }
         let submitter = lock(&self.shared.submitter);
+        if submitter.closed {
+            return Durable(Err(JournalError::Stopped));
+        }
         let Some(queue) = &submitter.queue else {
             return Durable::done();
         };
@@ -360,6 +372,29 @@ impl Journal {
     /// The number of the last record submitted.
     pub fn last_seq(&self) -> u64 {
         lock(&self.shared.submitter).next_seq - 1
+    }
+
+    /// Refuses every record from now on, lets the writer finish what was queued, and waits for
+    /// its threads to end (blocking): the application's stop, after its last snapshot.
+    pub fn close(&self) {
+        let threads = {
+            let mut submitter = lock(&self.shared.submitter);
+            submitter.closed = true;
+            // The writer ends once its queue is empty and closed; the publisher after it.
+            submitter.queue = None;
+            std::mem::take(&mut *lock(&self.shared.threads))
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+
+    /// The journal's threads still running (none once [`Journal::close`] has returned).
+    pub fn threads_running(&self) -> usize {
+        lock(&self.shared.threads)
+            .iter()
+            .filter(|thread| !thread.is_finished())
+            .count()
     }
 
     /// Starts a new segment with the next batch, so older ones can be retired sooner.
@@ -392,10 +427,11 @@ fn spawn_threads(
     let (tx, rx) = mpsc::channel();
     let (published, publications) = mpsc::channel();
     let publisher_shared = Arc::clone(&shared);
-    std::thread::Builder::new()
+    let publisher = std::thread::Builder::new()
         .name("journal-publisher".into())
         .spawn(move || publish_batches(&publisher_shared, &publications))?;
-    std::thread::Builder::new()
+    let threads = Arc::clone(&shared);
+    let writer = std::thread::Builder::new()
         .name("journal-writer".into())
         .spawn(move || {
             Writer {
@@ -406,6 +442,7 @@ fn spawn_threads(
             }
             .run(rx)
         })?;
+    lock(&threads.threads).extend([writer, publisher]);
     Ok(tx)
 }
 

@@ -120,3 +120,50 @@ async fn an_applications_telemetry_threads_end_when_it_stops() {
         "no telemetry thread outlives the application"
     );
 }
+
+#[actix_web::test]
+async fn an_applications_journal_threads_and_actors_end_when_it_stops() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings = test_settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    settings.actor_threads = 1;
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(settings, clock)
+        .await
+        .expect("the app builds");
+    let (journal, registry, port) = (app.journal(), app.registry.clone(), app.port());
+    let directory = Arc::clone(&app.directory);
+    assert_eq!(journal.threads_running(), 2, "the writer and the publisher");
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = actix_web::rt::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let created: Value = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/api/v1/admin/bots"))
+        .header("Authorization", crate::helpers::ADMIN)
+        .json(&json!({"platform_id": "77", "name": "Bot", "username": "bot", "short_description": "d"}))
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("json");
+    let id = botlist::domain::ids::BotId::parse(created["bot"]["id"].as_str().expect("id"))
+        .expect("a bot id");
+    let bot = directory.get(id).expect("listed");
+    assert!(bot.addr.connected());
+    stop.send(()).expect("the application is serving");
+    serving
+        .await
+        .expect("run_until ran to its end")
+        .expect("the application stopped cleanly");
+    assert_eq!(journal.threads_running(), 0, "the journal's threads ended");
+    assert!(!registry.connected(), "the registry stopped");
+    assert!(!bot.addr.connected(), "the bots' threads stopped");
+    let (_, refused) = journal.submit(&botlist::persist::state::Record::BotDelisted(id));
+    assert!(
+        refused.wait().await.is_err(),
+        "a closed journal takes nothing"
+    );
+}
