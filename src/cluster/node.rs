@@ -18,7 +18,7 @@ use bytes::Bytes;
 use super::catchup;
 use super::follow::{Applier, Position};
 use super::forward::Forwarder;
-use super::lease::{self, Holder, Lease};
+use super::lease::{self, FenceClock, Holder, Lease};
 use super::sink::{self, JetStreamSink, NatsPublisher, Outcome};
 use super::view::{self, ClusterView, NodeRole};
 use super::{nats_error, ClusterError, ClusterSettings, Nats, Role};
@@ -221,6 +221,8 @@ async fn run_inner(
 
     // 3. Take the lease when it is free, and write until the role ends.
     let release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>> = Arc::new(Mutex::new(None));
+    // The writer's fence clock, once it holds the lease: revoked the moment the role ends.
+    let fence: Arc<Mutex<Option<Arc<FenceClock>>>> = Arc::new(Mutex::new(None));
     let role = take_role(Candidacy {
         nats: nats.clone(),
         cluster: cluster.clone(),
@@ -233,11 +235,13 @@ async fn run_inner(
         stop_following,
         step_down: step_down_rx,
         release: Arc::clone(&release),
+        fence: Arc::clone(&fence),
     });
 
     let ending: Arc<Mutex<Option<Ended>>> = Arc::new(Mutex::new(None));
     let ended = Arc::clone(&ending);
     let fenced_journal = journal.clone();
+    let fenced_clock = Arc::clone(&fence);
     let fenced_view = Arc::clone(&view);
     let shutdown = async move {
         let why = tokio::select! {
@@ -249,6 +253,13 @@ async fn run_inner(
         // No write is acknowledged from here on, and no last snapshot is written. A node asked
         // to stop finishes its requests in flight and writes its last snapshot instead.
         if let Ended::Demoted(why) | Ended::Refused(why) | Ended::Failed(why) = &why {
+            if let Some(clock) = fenced_clock
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+            {
+                clock.revoke();
+            }
             fenced_journal.fence(JournalError::Fenced(why.clone()));
         }
         fenced_view.set_role(match (&why, was_writer) {
@@ -301,6 +312,7 @@ struct Candidacy {
     stop_following: tokio::sync::watch::Sender<bool>,
     step_down: tokio::sync::mpsc::UnboundedReceiver<()>,
     release: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+    fence: Arc<Mutex<Option<Arc<FenceClock>>>>,
 }
 
 /// Waits for the lease (never, with `--role follower`), promotes, and writes; resolves when
@@ -318,6 +330,7 @@ async fn take_role(role: Candidacy) -> Ended {
         stop_following,
         mut step_down,
         release,
+        fence: fence_slot,
     } = role;
     let lease = loop {
         if cluster.role == Role::Auto {
@@ -342,6 +355,7 @@ async fn take_role(role: Candidacy) -> Ended {
     let (lost_tx, mut lost_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let lease_epoch = lease.epoch;
     let fence = Arc::clone(&lease.clock);
+    *fence_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&fence));
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
     *release.lock().unwrap_or_else(|p| p.into_inner()) = Some(release_tx);
     nats.runtime
