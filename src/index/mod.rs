@@ -439,22 +439,14 @@ impl SearchIndex {
 
     fn select(&self, sort: Sort, set: &RoaringBitmap, start: usize, end: usize) -> Vec<u32> {
         let i = sort.position();
-        let mut places: Vec<Place> = set
+        let places: Vec<Place> = set
             .iter()
             .filter_map(|doc| {
                 let entry = self.docs.get(doc as usize)?.as_ref()?;
                 Some(place(entry.ranks[i], entry.id, doc))
             })
             .collect();
-        if end < places.len() {
-            places.select_nth_unstable(end - 1);
-            places.truncate(end);
-        }
-        places.sort_unstable();
-        places[start.min(places.len())..]
-            .iter()
-            .map(|p| p.3)
-            .collect()
+        page_of(places, start, end, |p| p.3)
     }
 
     fn view(&self, doc: u32) -> Arc<BotView> {
@@ -706,4 +698,19 @@ fn union<'a>(sets: impl Iterator<Item = &'a RoaringBitmap>) -> RoaringBitmap {
         all |= set;
     }
     all
+}
+/// Places `start..end` of `places` in order: the first `end` are selected before only they are
+/// sorted, so a page of a large candidate set costs about the page, not a whole sort.
+fn page_of<T: Ord, R>(
+    mut places: Vec<T>,
+    start: usize,
+    end: usize,
+    pick: impl Fn(&T) -> R,
+) -> Vec<R> {
+    if end < places.len() {
+        places.select_nth_unstable(end - 1);
+        places.truncate(end);
+    }
+    places.sort_unstable();
+    places[start.min(places.len())..].iter().map(pick).collect()
 }

@@ -90,18 +90,10 @@ impl SearchIndex {
                 doc,
             ))
         };
-        let mut places: Vec<Ranked> = match candidates {
+        let places: Vec<Ranked> = match candidates {
             Some(set) => set.iter().filter_map(ranked).collect(),
             None => (0..self.docs.len() as u32).filter_map(ranked).collect(),
         };
-        if end < places.len() {
-            places.select_nth_unstable(end - 1);
-            places.truncate(end);
-        }
-        places.sort_unstable();
-        places[start.min(places.len())..]
-            .iter()
-            .map(|p| p.4)
-            .collect()
+        super::page_of(places, start, end, |p| p.4)
     }
 }
