@@ -180,27 +180,15 @@ impl Application {
         let warnings = recovered.warnings.clone();
         let (stop_loops, loops) = shutdown::channel();
         let started = start_actors(&settings, &clock, recovered, loops.clone(), None).await?;
-        let (address, server, metrics, telemetry) =
-            serve(&settings, &started, clock, loops, None, None)?;
-        Ok(Self {
-            address,
-            base_path: settings.base_path,
-            server,
-            metrics,
-            registry: started.registry,
-            directory: started.directory,
-            persistence: started.persistence,
-            demo: started.demo,
-            admin_token: started.admin_token,
-            warnings,
-            voters: started.voters,
+        let served = serve(&settings, &started, clock, loops, None, None)?;
+        Ok(Self::assemble(
+            settings.base_path,
+            started,
+            served,
             stop_loops,
-            telemetry,
-            promoter: started.promoter,
-            journal: started.journal,
-            _arbiters: started.arbiters,
-            _lock: lock,
-        })
+            warnings,
+            lock,
+        ))
     }
 
     /// Cluster mode: the state caught up from the stream (or a snapshot and the stream after
@@ -231,7 +219,7 @@ impl Application {
             Some((journal, replication)),
         )
         .await?;
-        let (address, server, metrics, telemetry) = serve(
+        let served = serve(
             &settings,
             &started,
             clock,
@@ -239,25 +227,44 @@ impl Application {
             Some(listener),
             Some((cluster, history_key)),
         )?;
-        Ok(Self {
+        Ok(Self::assemble(
+            settings.base_path,
+            started,
+            served,
+            stop_loops,
+            Vec::new(),
+            None,
+        ))
+    }
+
+    /// The application over its started actors and its bound server.
+    fn assemble(
+        base_path: String,
+        started: Started,
+        (address, server, metrics, telemetry): Served,
+        stop_loops: Trigger,
+        warnings: Vec<String>,
+        lock: Option<DirLock>,
+    ) -> Self {
+        Self {
             address,
-            base_path: settings.base_path,
+            base_path,
             server,
             metrics,
             registry: started.registry,
             directory: started.directory,
             persistence: started.persistence,
-            demo: None,
+            demo: started.demo,
             admin_token: started.admin_token,
-            warnings: Vec::new(),
+            warnings,
             voters: started.voters,
             stop_loops,
             telemetry,
             promoter: started.promoter,
             journal: started.journal,
             _arbiters: started.arbiters,
-            _lock: None,
-        })
+            _lock: lock,
+        }
     }
 
     /// The application's journal (tests: its threads end with the application).
@@ -502,6 +509,10 @@ async fn start_actors(
 /// The metrics listener, when there is one: its address and its server.
 type MetricsServer = Option<(SocketAddr, Server)>;
 
+/// What [`serve`] binds: the address, the API's server, the metrics listener and the telemetry
+/// threads.
+type Served = (SocketAddr, Server, MetricsServer, telemetry::Threads);
+
 /// Binds the listener (and the metrics listener) and builds the HTTP server over the started
 /// actors.
 fn serve(
@@ -511,7 +522,7 @@ fn serve(
     loops: Shutdown,
     listener: Option<TcpListener>,
     cluster: Option<(web::Data<ClusterHttp>, [u8; 32])>,
-) -> std::io::Result<(SocketAddr, Server, MetricsServer, telemetry::Threads)> {
+) -> std::io::Result<Served> {
     let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
     if let Some(limiter) = &limiter {
         limits::spawn_sweeper(Arc::clone(limiter), loops.clone());
