@@ -85,18 +85,42 @@ fn layer(c: &mut Criterion) {
         })
     });
     queued.finish();
-    c.bench_function("log line, written by the access-log thread", |b| {
-        b.iter(|| {
-            telemetry::log_line(
-                "GET",
-                ROUTE,
-                StatusCode::OK,
-                Duration::from_micros(420),
-                black_box(&id),
-                None,
-            )
-        })
-    });
+    c.bench_function(
+        "log line, through tracing-subscriber (a terminal's colours)",
+        |b| {
+            b.iter(|| {
+                telemetry::log_line(
+                    "GET",
+                    ROUTE,
+                    StatusCode::OK,
+                    Duration::from_micros(420),
+                    black_box(&id),
+                    None,
+                )
+            })
+        },
+    );
+    let mut line = telemetry::AccessLine::default();
+    let mut lines = Vec::with_capacity(1 << 20);
+    for format in [LogFormat::Text, LogFormat::Json] {
+        let name = format!("log line, {format:?}, as the access-log thread writes it");
+        c.bench_function(&name, |b| {
+            b.iter(|| {
+                if lines.len() > 1 << 19 {
+                    lines.clear();
+                }
+                line.bench(
+                    format,
+                    "GET",
+                    ROUTE,
+                    StatusCode::OK,
+                    Duration::from_micros(420),
+                    black_box(&id),
+                    &mut lines,
+                )
+            })
+        });
+    }
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let directory = Directory::new(clock.now());

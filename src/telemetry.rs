@@ -56,17 +56,26 @@ pub fn init_logs(format: LogFormat) {
         .with_env_filter(filter)
         .with_timer(EventTime)
         .with_writer(LogWriter);
-    let _ = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
+    let terminal = std::io::stderr().is_terminal();
+    let installed = match format {
+        LogFormat::Text => builder.with_ansi(terminal).try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
     };
+    // Colours are tracing-subscriber's to draw; without them the access lines are written by
+    // `AccessLine::write`, the same bytes for a tenth of the cost.
+    if installed.is_ok() && !(terminal && format == LogFormat::Text) {
+        let _ = ACCESS_FORMAT.set(format);
+    }
 }
+
+/// The format of the access lines, when `AccessLine::write` writes them rather than
+/// tracing-subscriber: set once by [`init_logs`], with the process's one subscriber, and only
+/// when that subscriber writes the lines without colour.
+static ACCESS_FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 thread_local! {
     /// When the event being written happened, if not now: set by the access-log thread while it
@@ -141,6 +150,8 @@ const ACCESS_QUEUE: usize = 65_536;
 #[derive(Default)]
 pub struct AccessLog {
     queue: std::sync::Mutex<Vec<AccessRecord>>,
+    /// The access-log thread's formatter (only that thread writes lines from the queue).
+    line: std::sync::Mutex<AccessLine>,
     /// Whether the thread runs: until then, and once it has ended, requests write their own.
     running: std::sync::atomic::AtomicBool,
 }
@@ -199,20 +210,196 @@ impl AccessLog {
             records,
             &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
         );
+        let format = ACCESS_FORMAT.get().copied();
+        let mut line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         for record in records.drain(..) {
-            EVENT_TIME.set(Some(record.at));
-            log_line(
-                record.method,
-                &record.route,
-                record.status,
-                record.latency,
-                &record.id,
-                record.key,
-            );
+            match format {
+                Some(format) => {
+                    let full = ACCESS_LINES.with_borrow_mut(|lines| match lines {
+                        Some(lines) => {
+                            line.write(format, &record, lines);
+                            lines.len() >= ACCESS_BUFFER
+                        }
+                        None => false,
+                    });
+                    if full {
+                        write_out();
+                    }
+                }
+                None => {
+                    EVENT_TIME.set(Some(record.at));
+                    log_line(
+                        record.method,
+                        &record.route,
+                        record.status,
+                        record.latency,
+                        &record.id,
+                        record.key,
+                    );
+                }
+            }
         }
         EVENT_TIME.set(None);
         write_out();
     }
+}
+
+/// Writes access lines as tracing-subscriber's formatter would for [`log_line`]'s event, byte
+/// for byte (a test holds them equal), without its machinery: no event, no visitor, no
+/// `fmt::Write` per field. The access-log thread's per-line cost was most of what the log line
+/// cost a request (docs/PERFORMANCE.md).
+/// Public for `benches/layer.rs`.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct AccessLine {
+    /// The second last written, and its timestamp up to the seconds: lines come in bursts
+    /// within one second.
+    second: u64,
+    prefix: Vec<u8>,
+}
+
+impl AccessLine {
+    /// One line, of a request answered now, onto `out`. For `benches/layer.rs`.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn bench(
+        &mut self,
+        format: LogFormat,
+        method: &'static str,
+        route: &'static str,
+        status: StatusCode,
+        latency: Duration,
+        id: &HeaderValue,
+        out: &mut Vec<u8>,
+    ) {
+        let record = AccessRecord {
+            at: SystemTime::now(),
+            method,
+            route: Cow::Borrowed(route),
+            status,
+            latency,
+            id: id.clone(),
+            key: None,
+        };
+        self.write(format, &record, out);
+    }
+
+    fn write(&mut self, format: LogFormat, record: &AccessRecord, out: &mut Vec<u8>) {
+        let level = match record.status.as_u16() {
+            500.. => "ERROR",
+            400..=499 => "DEBUG",
+            _ => "INFO",
+        };
+        let id = record.id.as_bytes();
+        let key = record.key.unwrap_or("none");
+        let mut numbers = itoa::Buffer::new();
+        match format {
+            LogFormat::Text => {
+                self.timestamp(record.at, out);
+                out.push(b' ');
+                if level.len() < 5 {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(level.as_bytes());
+                out.extend_from_slice(b" botlist::access: request method=\"");
+                out.extend_from_slice(record.method.as_bytes());
+                out.extend_from_slice(b"\" route=\"");
+                escaped(record.route.as_bytes(), out);
+                out.extend_from_slice(b"\" status=");
+                out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
+                out.extend_from_slice(b" latency_ms=");
+                milliseconds(record.latency, out);
+                out.extend_from_slice(b" request_id=\"");
+                escaped(id, out);
+                out.extend_from_slice(b"\" rate_key=\"");
+                out.extend_from_slice(key.as_bytes());
+                out.extend_from_slice(b"\"\n");
+            }
+            LogFormat::Json => {
+                out.extend_from_slice(b"{\"timestamp\":\"");
+                self.timestamp(record.at, out);
+                out.extend_from_slice(b"\",\"level\":\"");
+                out.extend_from_slice(level.as_bytes());
+                out.extend_from_slice(b"\",\"message\":\"request\",\"method\":\"");
+                out.extend_from_slice(record.method.as_bytes());
+                out.extend_from_slice(b"\",\"route\":\"");
+                escaped(record.route.as_bytes(), out);
+                out.extend_from_slice(b"\",\"status\":");
+                out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
+                out.extend_from_slice(b",\"latency_ms\":");
+                milliseconds(record.latency, out);
+                out.extend_from_slice(b",\"request_id\":\"");
+                escaped(id, out);
+                out.extend_from_slice(b"\",\"rate_key\":\"");
+                out.extend_from_slice(key.as_bytes());
+                out.extend_from_slice(b"\",\"target\":\"botlist::access\"}\n");
+            }
+        }
+    }
+
+    /// [`log_time`]'s bytes: the seconds' part made once a second, the microseconds each line.
+    fn timestamp(&mut self, at: SystemTime, out: &mut Vec<u8>) {
+        let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+        if self.prefix.is_empty() || self.second != since.as_secs() {
+            let whole = UNIX_EPOCH + Duration::from_secs(since.as_secs());
+            let text = log_time(whole);
+            // `YYYY-MM-DDTHH:MM:SS.000000Z`: keep what comes before the fraction.
+            self.prefix.clear();
+            self.prefix
+                .extend_from_slice(text.as_bytes().get(..text.len() - 8).unwrap_or_default());
+            self.second = since.as_secs();
+        }
+        out.extend_from_slice(&self.prefix);
+        let micros = since.subsec_micros();
+        let mut digits = [b'0'; 7];
+        digits[0] = b'.';
+        let mut rest = micros;
+        for digit in digits[1..].iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.extend_from_slice(&digits);
+        out.push(b'Z');
+    }
+}
+
+/// A request id or route as the formatters quote it: every byte is visible ASCII (ids are
+/// checked, routes are ours), so only `"` and `\` need escaping, the same way in JSON and in
+/// Rust's `Debug`.
+fn escaped(text: &[u8], out: &mut Vec<u8>) {
+    for &byte in text {
+        if byte == b'"' || byte == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(byte);
+    }
+}
+
+/// The latency in milliseconds to the microsecond, as `f64`'s `Debug` and serde_json print
+/// [`log_line`]'s `latency_ms` (both the shortest decimal that reads back the same value).
+fn milliseconds(latency: Duration, out: &mut Vec<u8>) {
+    let micros = (latency.as_secs_f64() * 1e6).round() as u64;
+    let mut numbers = itoa::Buffer::new();
+    out.extend_from_slice(numbers.format(micros / 1000).as_bytes());
+    out.push(b'.');
+    let fraction = micros % 1000;
+    if fraction == 0 {
+        out.push(b'0');
+        return;
+    }
+    let digits = [
+        b'0' + (fraction / 100) as u8,
+        b'0' + (fraction / 10 % 10) as u8,
+        b'0' + (fraction % 10) as u8,
+    ];
+    let keep = if digits[2] != b'0' {
+        3
+    } else if digits[1] != b'0' {
+        2
+    } else {
+        1
+    };
+    out.extend_from_slice(&digits[..keep]);
 }
 
 /// Writes this thread's formatted access lines to standard error.
@@ -862,6 +1049,108 @@ mod tests {
         assert_eq!(first[..16], second[..16]);
         let count = |id: &str| u64::from_str_radix(&id[16..], 16).expect("hex");
         assert!(count(second) > count(first));
+    }
+
+    /// What tracing-subscriber writes for [`log_line`]'s event, configured as [`init_logs`]
+    /// configures it (without colour), at `at`.
+    fn through_tracing(format: LogFormat, record: &AccessRecord) -> Vec<u8> {
+        #[derive(Clone, Default)]
+        struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("unpoisoned").extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let builder = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_timer(EventTime)
+            .with_writer(move || writer.clone());
+        let emit = || {
+            EVENT_TIME.set(Some(record.at));
+            log_line(
+                record.method,
+                &record.route,
+                record.status,
+                record.latency,
+                &record.id,
+                record.key,
+            );
+            EVENT_TIME.set(None);
+        };
+        match format {
+            LogFormat::Text => {
+                tracing::subscriber::with_default(builder.with_ansi(false).finish(), emit);
+            }
+            LogFormat::Json => tracing::subscriber::with_default(
+                builder
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(false)
+                    .finish(),
+                emit,
+            ),
+        }
+        let written = buffer.0.lock().expect("unpoisoned").clone();
+        written
+    }
+
+    #[test]
+    fn access_lines_are_the_bytes_tracing_subscriber_writes() {
+        let statuses = [200_u16, 201, 204, 304, 400, 404, 429, 500, 503];
+        let latencies = [
+            0_u64,
+            1,
+            499,
+            500,
+            999,
+            1_000,
+            1_499,
+            10_000,
+            120_000,
+            999_999,
+            1_000_000,
+            1_234_567,
+            61_000_000_000,
+            3_600_000_000_000,
+        ];
+        let ids = ["86f856a630299e780000000000000002", "a\"quoted\\id", "x"];
+        let mut line = AccessLine::default();
+        let mut n = 0_u64;
+        for format in [LogFormat::Text, LogFormat::Json] {
+            for status in statuses {
+                for nanos in latencies {
+                    for id in ids {
+                        n += 1;
+                        let record = AccessRecord {
+                            at: UNIX_EPOCH
+                                + Duration::from_micros(1_790_000_000_000_000 + n * 333_331),
+                            method: ["GET", "POST", "other"][(n % 3) as usize],
+                            route: Cow::Borrowed(
+                                ["/api/v1/bots/{id}", "unmatched"][(n % 2) as usize],
+                            ),
+                            status: StatusCode::from_u16(status).expect("a status"),
+                            latency: Duration::from_nanos(nanos),
+                            id: HeaderValue::from_str(id).expect("visible ascii"),
+                            key: [None, Some("bot"), Some("ip")][(n % 3) as usize],
+                        };
+                        let mut ours = Vec::new();
+                        line.write(format, &record, &mut ours);
+                        let theirs = through_tracing(format, &record);
+                        assert!(!theirs.is_empty());
+                        assert_eq!(
+                            String::from_utf8_lossy(&ours),
+                            String::from_utf8_lossy(&theirs)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
