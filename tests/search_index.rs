@@ -323,6 +323,33 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The index remembers the candidates of recent filtered searches and their rankings: a
+    /// few searches asked again and again, between random writes (and twice in a row, when a
+    /// ranking is kept), must still answer as a scan would.
+    #[test]
+    fn remembered_searches_follow_every_write(
+        initial in prop::collection::vec(listing(), 0..30),
+        pool in prop::collection::vec(query(), 1..4),
+        ops in prop::collection::vec((op(), 0usize..4, 0u8..3), 1..150),
+        start in 0i64..(60 * 24 * 60),
+    ) {
+        let now = Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(start));
+        let mut model = Model::new(now);
+        for listing in initial {
+            model.apply(&Op::List(listing));
+        }
+        for (op, pick, asks) in &ops {
+            model.apply(op);
+            for _ in 0..*asks {
+                model.check(&pool[pick % pool.len()]);
+            }
+        }
+    }
+}
+
 /// Walking an order and ranking the candidates must agree wherever the crossover falls: a big
 /// directory with a filter of every size, each page checked against the scan.
 #[test]

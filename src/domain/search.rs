@@ -288,7 +288,8 @@ impl Search {
         })
     }
 
-    fn matches(&self, bot: &BotView) -> bool {
+    /// Whether `bot` passes every filter of this search.
+    pub fn matches(&self, bot: &BotView) -> bool {
         let listing = &*bot.listing;
         if let Some(text) = &self.text {
             let found = listing.search_text.name.contains(text.as_str())

@@ -13,6 +13,7 @@
 pub mod grams;
 pub mod orders;
 mod relevance;
+mod remembered;
 pub mod suggest;
 
 use std::borrow::Cow;
@@ -28,6 +29,7 @@ use crate::domain::search::{Invites, Search, SearchPage, Sort};
 use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
 use orders::{place, rank, Orders, Place};
+use remembered::{Candidates, Changed, Remembered};
 
 /// Vote counts are bucketed by bit length: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
 const VOTE_BUCKETS: usize = 65;
@@ -66,6 +68,9 @@ pub struct SearchIndex {
     texts: TextArena,
     /// The exact matches of recently searched long needles, kept exact by every write.
     needles: NeedleCache,
+    /// The candidates of recent filtered searches, and their rankings, kept exact by every
+    /// write.
+    remembered: Remembered,
     orders: Orders,
     /// The month the monthly order counts: votes of any other month count 0 in it.
     month: Month,
@@ -119,6 +124,7 @@ impl SearchIndex {
             grams: Grams::default(),
             texts: TextArena::default(),
             needles: NeedleCache::default(),
+            remembered: Remembered::default(),
             orders: Orders::default(),
             month,
             word_starts: Default::default(),
@@ -179,6 +185,9 @@ impl SearchIndex {
         let doc = self.place(view, &text);
         self.grams.add(doc, &grams_of(&text));
         self.needles.retest(doc, &text);
+        if let Some(entry) = &self.docs[doc as usize] {
+            self.remembered.retest(doc, &entry.view, Changed::Listing);
+        }
     }
 
     /// Lists a bot everywhere but in the n-gram index; gives its document number.
@@ -250,6 +259,16 @@ impl SearchIndex {
             add_doc(&mut self.votes[is], doc);
         }
         self.move_floors(doc, old.view.vote_count, view.vote_count);
+        if !Arc::ptr_eq(&old.view.listing, &view.listing) {
+            self.remembered.retest(doc, &view, Changed::Listing);
+        } else {
+            if old.view.vote_count != view.vote_count {
+                self.remembered.retest(doc, &view, Changed::Votes);
+            }
+            if old.view.servers() != view.servers() {
+                self.remembered.retest(doc, &view, Changed::Servers);
+            }
+        }
         let ranks = self.ranks_of(&view);
         for sort in Sort::ALL {
             let i = sort.position();
@@ -298,6 +317,7 @@ impl SearchIndex {
             .remove(doc, &old.view.listing.search_text.name);
         self.grams.remove(doc, &grams_of(self.texts.get(old.text)));
         self.needles.forget(doc);
+        self.remembered.forget(doc);
         self.texts.stale += old.text.len;
         self.invites[Invites::of(old.view.servers()).position()].remove(doc);
         self.votes[vote_bucket(old.view.vote_count)].remove(doc);
@@ -384,10 +404,11 @@ impl SearchIndex {
 
     /// One page of a search, with the exact total, all read at one moment.
     pub fn search(&self, search: &Search) -> SearchPage {
-        let candidates = self.candidates(search);
+        let key = Remembered::key(search);
+        let candidates = key.as_deref().map(|key| self.candidates(key, search));
         let total = candidates
             .as_ref()
-            .map_or(self.by_bot.len() as u64, RoaringBitmap::len);
+            .map_or(self.by_bot.len() as u64, |c| c.found.len());
         let end = search.offset.saturating_add(search.limit).min(total);
         let start = search.offset.min(end);
         if start == end {
@@ -397,21 +418,21 @@ impl SearchIndex {
             };
         }
         let (start, end) = (start as usize, end as usize);
-        let docs = match &candidates {
+        let docs = match (&candidates, key.as_deref()) {
             _ if search.relevance.is_some() => {
-                self.by_relevance(search, candidates.as_ref(), start, end)
+                self.by_relevance(search, candidates.as_ref().map(|c| &*c.found), start, end)
             }
             // Every listed bot is a candidate: the order jumps to the page.
-            None => self
+            (None, _) | (_, None) => self
                 .orders
                 .iter_from(search.sort, start)
                 .take(end - start)
                 .map(|place| place.3)
                 .collect(),
-            Some(set) if self.walk_is_cheaper(end, set.len()) => {
-                self.walk(search.sort, start, end, |doc| set.contains(doc))
+            (Some(c), _) if self.walk_is_cheaper(end, c.found.len()) => {
+                self.walk(search.sort, start, end, |doc| c.found.contains(doc))
             }
-            Some(set) => self.select(search.sort, set, start, end),
+            (Some(c), Some(key)) => self.ranked_page(key, search.sort, c, start, end),
         };
         SearchPage {
             total,
@@ -437,6 +458,32 @@ impl SearchIndex {
             .collect()
     }
 
+    /// A page of candidates too few to walk the order for: from their ranking kept by
+    /// [`Remembered`] while it holds, else ranked here (just the page, or all of them to keep
+    /// when the same ranking was asked for twice in a row).
+    fn ranked_page(
+        &self,
+        key: &str,
+        sort: Sort,
+        candidates: &Candidates,
+        start: usize,
+        end: usize,
+    ) -> Vec<u32> {
+        let (order, version) = (self.orders.version(sort), candidates.version);
+        let slice = |docs: &[u32]| docs[start.min(docs.len())..end.min(docs.len())].to_vec();
+        if let Some(docs) = self.remembered.ranked(key, sort, order, version) {
+            return slice(&docs);
+        }
+        if self.remembered.worth_ranking(key, sort, order, version) {
+            let all = candidates.found.len() as usize;
+            let docs: Arc<[u32]> = self.select(sort, &candidates.found, 0, all).into();
+            let page = slice(&docs);
+            self.remembered.keep_ranked(key, sort, order, version, docs);
+            return page;
+        }
+        self.select(sort, &candidates.found, start, end)
+    }
+
     fn select(&self, sort: Sort, set: &RoaringBitmap, start: usize, end: usize) -> Vec<u32> {
         let i = sort.position();
         let places: Vec<Place> = set
@@ -457,8 +504,18 @@ impl SearchIndex {
         }
     }
 
+    /// The documents that pass every filter of a search that has filters (`key`): remembered,
+    /// or found and remembered.
+    fn candidates(&self, key: &str, search: &Search) -> Candidates {
+        if let Some(found) = self.remembered.get(key) {
+            return found;
+        }
+        let found = self.intersect(search).unwrap_or_default();
+        self.remembered.put(key.to_owned(), search, found)
+    }
+
     /// The documents that pass every filter, or `None` when there is no filter at all.
-    fn candidates(&self, search: &Search) -> Option<RoaringBitmap> {
+    fn intersect(&self, search: &Search) -> Option<RoaringBitmap> {
         let mut sets: Vec<Cow<'_, RoaringBitmap>> = Vec::new();
         if let Some(tags) = &search.tags {
             sets.push(Cow::Owned(union(
@@ -591,7 +648,10 @@ impl SearchIndex {
             documents: self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
                 + self.by_bot.capacity() * (std::mem::size_of::<(BotId, u32)>() + 1)
                 + self.texts.bytes.capacity(),
-            filters: bitmaps(&self.tags) + bitmaps(&self.languages) + buckets,
+            filters: bitmaps(&self.tags)
+                + bitmaps(&self.languages)
+                + buckets
+                + self.remembered.heap_bytes(),
             grams: self.grams.heap_bytes() + self.word_starts.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),

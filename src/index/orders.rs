@@ -156,15 +156,25 @@ impl Order {
 #[derive(Default)]
 pub struct Orders {
     sets: [Order; Sort::ALL.len()],
+    /// Each order's version: bumped by every change to it, so a ranking made from it can tell
+    /// whether it still holds.
+    versions: [u64; Sort::ALL.len()],
 }
 
 impl Orders {
     pub fn insert(&mut self, sort: Sort, place: Place) {
+        self.versions[sort.position()] += 1;
         self.sets[sort.position()].insert(place);
     }
 
     pub fn remove(&mut self, sort: Sort, place: &Place) {
+        self.versions[sort.position()] += 1;
         self.sets[sort.position()].remove(place);
+    }
+
+    /// The order's version: equal versions, equal orders.
+    pub fn version(&self, sort: Sort) -> u64 {
+        self.versions[sort.position()]
     }
 
     pub fn iter(&self, sort: Sort) -> impl Iterator<Item = &Place> {
@@ -185,6 +195,7 @@ impl Orders {
     pub fn rebuild(&mut self, sort: Sort, mut places: Vec<Place>) {
         places.sort_unstable();
         places.dedup();
+        self.versions[sort.position()] += 1;
         self.sets[sort.position()] = Order::from_sorted(places);
     }
 
