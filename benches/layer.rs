@@ -41,7 +41,7 @@ fn layer(c: &mut Criterion) {
         b.iter(|| {
             telemetry::record(
                 "GET",
-                black_box(ROUTE),
+                Cow::Borrowed(black_box(ROUTE)),
                 StatusCode::OK,
                 Duration::from_micros(420),
             )
@@ -70,7 +70,7 @@ fn layer(c: &mut Criterion) {
                     telemetry::access_line(
                         Some(&log),
                         "GET",
-                        Cow::Borrowed(ROUTE),
+                        telemetry::RouteName::Static(ROUTE),
                         StatusCode::OK,
                         Duration::from_micros(420),
                         black_box(&id),
@@ -94,7 +94,7 @@ fn layer(c: &mut Criterion) {
                     ROUTE,
                     StatusCode::OK,
                     Duration::from_micros(420),
-                    black_box(&id),
+                    black_box(id.to_str().unwrap_or("")),
                     None,
                 )
             })

@@ -569,6 +569,7 @@ fn serve(
         request_timeout: settings.request_timeout,
         allow_private_webhooks: settings.allow_private_webhooks,
         history,
+        access_log: access_log.clone().into_inner(),
     });
     let base_path = settings.base_path.clone();
     let metrics = match settings.metrics_bind {

@@ -133,11 +133,58 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 struct AccessRecord {
     at: SystemTime,
     method: &'static str,
-    route: Cow<'static, str>,
+    route: RouteName,
     status: StatusCode,
     latency: Duration,
-    id: HeaderValue,
+    id: IdBytes,
     key: Option<&'static str>,
+}
+
+/// A route's pattern as a request's line keeps it: the route table's patterns are static, and
+/// actix's are shared with the worker's metric handles ([`record`]). A line holds nothing the
+/// request allocated: what a worker allocates and the access-log thread frees costs both of
+/// them the allocator's locks (docs/PERFORMANCE.md, session 10).
+#[doc(hidden)]
+#[derive(Clone, Debug)]
+pub enum RouteName {
+    Static(&'static str),
+    Shared(std::sync::Arc<str>),
+}
+
+impl RouteName {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Static(route) => route,
+            Self::Shared(route) => route,
+        }
+    }
+}
+
+/// A request id's bytes, in place (ids are at most [`MAX_REQUEST_ID`] bytes).
+struct IdBytes {
+    len: u8,
+    bytes: [u8; MAX_REQUEST_ID],
+}
+
+impl IdBytes {
+    fn of(id: &HeaderValue) -> Self {
+        let given = id.as_bytes();
+        let len = given.len().min(MAX_REQUEST_ID);
+        let mut bytes = [0; MAX_REQUEST_ID];
+        bytes[..len].copy_from_slice(&given[..len]);
+        Self {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
 }
 
 /// Past this many requests waiting, a request writes its own line: the queue stays bounded
@@ -145,15 +192,82 @@ struct AccessRecord {
 const ACCESS_QUEUE: usize = 65_536;
 
 /// An application's access log: the requests waiting for their lines, which its access-log
-/// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`]. The middleware finds
-/// it in the application's data; without it (or its thread), a line is written at once.
-#[derive(Default)]
+/// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`], and the requests in
+/// flight. The middleware finds it in the application's data; without it (or its thread), a
+/// line is written at once.
+///
+/// Both live in shards, one per worker thread as far as the threads' addresses spread them:
+/// a queue and a counter shared by every worker cost each request a cache line taken from the
+/// other core (docs/PERFORMANCE.md, session 10).
 pub struct AccessLog {
-    queue: std::sync::Mutex<Vec<AccessRecord>>,
+    shards: Box<[Shard]>,
     /// The access-log thread's formatter (only that thread writes lines from the queue).
     line: std::sync::Mutex<AccessLine>,
     /// Whether the thread runs: until then, and once it has ended, requests write their own.
     running: std::sync::atomic::AtomicBool,
+}
+
+/// Cache-line aligned, so that two workers' shards never share a line.
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard {
+    queue: std::sync::Mutex<Vec<AccessRecord>>,
+    in_flight: std::sync::atomic::AtomicI64,
+}
+
+/// Shards of an [`AccessLog`]: more than workers on most machines, so that threads seldom share.
+const SHARDS: usize = 16;
+
+impl Default for AccessLog {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            line: Default::default(),
+            running: Default::default(),
+        }
+    }
+}
+
+impl AccessLog {
+    /// The calling thread's shard: chosen by the address of a thread-local, which differs
+    /// from thread to thread, so no count of threads is kept anywhere.
+    fn shard(&self) -> &Shard {
+        thread_local! {
+            static HERE: u8 = const { 0 };
+        }
+        let address = HERE.with(|here| std::ptr::from_ref(here) as usize);
+        let mixed = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        &self.shards[(mixed >> 60) as usize % SHARDS]
+    }
+
+    /// Requests that have come in and not yet been answered.
+    pub fn in_flight(&self) -> i64 {
+        self.shards
+            .iter()
+            .map(|shard| shard.in_flight.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+/// Counts a request in flight on its thread's shard until dropped, however the request ends.
+struct InFlight<'a>(Option<&'a Shard>);
+
+impl<'a> InFlight<'a> {
+    fn enter(log: Option<&'a AccessLog>) -> Self {
+        let shard = log.map(AccessLog::shard);
+        if let Some(shard) = shard {
+            shard.in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+        Self(shard)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(shard) = self.0 {
+            shard.in_flight.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 thread_local! {
@@ -170,7 +284,7 @@ thread_local! {
 pub fn access_line(
     log: Option<&AccessLog>,
     method: &'static str,
-    route: Cow<'static, str>,
+    route: RouteName,
     status: StatusCode,
     latency: Duration,
     id: &HeaderValue,
@@ -186,7 +300,7 @@ pub fn access_line(
         return;
     }
     if let Some(log) = log.filter(|log| log.running.load(Ordering::Acquire)) {
-        let mut waiting = log.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = log.shard().queue.lock().unwrap_or_else(|p| p.into_inner());
         if waiting.len() < ACCESS_QUEUE {
             waiting.push(AccessRecord {
                 at: SystemTime::now(),
@@ -194,22 +308,31 @@ pub fn access_line(
                 route,
                 status,
                 latency,
-                id: id.clone(),
+                id: IdBytes::of(id),
                 key,
             });
             return;
         }
     }
-    log_line(method, &route, status, latency, id, key);
+    log_line(
+        method,
+        route.as_str(),
+        status,
+        latency,
+        id.to_str().unwrap_or(""),
+        key,
+    );
 }
 
 impl AccessLog {
     /// Formats and writes the lines of the requests waiting.
     fn write_waiting(&self, records: &mut Vec<AccessRecord>) {
-        std::mem::swap(
-            records,
-            &mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()),
-        );
+        for shard in &self.shards {
+            let mut waiting = shard.queue.lock().unwrap_or_else(|p| p.into_inner());
+            records.append(&mut waiting);
+        }
+        // Each shard's lines are in order; across shards, by when each request was answered.
+        records.sort_by_key(|record| record.at);
         let format = ACCESS_FORMAT.get().copied();
         let mut line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         for record in records.drain(..) {
@@ -230,10 +353,10 @@ impl AccessLog {
                     EVENT_TIME.set(Some(record.at));
                     log_line(
                         record.method,
-                        &record.route,
+                        record.route.as_str(),
                         record.status,
                         record.latency,
-                        &record.id,
+                        record.id.as_str(),
                         record.key,
                     );
                 }
@@ -275,10 +398,10 @@ impl AccessLine {
         let record = AccessRecord {
             at: SystemTime::now(),
             method,
-            route: Cow::Borrowed(route),
+            route: RouteName::Static(route),
             status,
             latency,
-            id: id.clone(),
+            id: IdBytes::of(id),
             key: None,
         };
         self.write(format, &record, out);
@@ -304,7 +427,7 @@ impl AccessLine {
                 out.extend_from_slice(b" botlist::access: request method=\"");
                 out.extend_from_slice(record.method.as_bytes());
                 out.extend_from_slice(b"\" route=\"");
-                escaped(record.route.as_bytes(), out);
+                escaped(record.route.as_str().as_bytes(), out);
                 out.extend_from_slice(b"\" status=");
                 out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
                 out.extend_from_slice(b" latency_ms=");
@@ -323,7 +446,7 @@ impl AccessLine {
                 out.extend_from_slice(b"\",\"message\":\"request\",\"method\":\"");
                 out.extend_from_slice(record.method.as_bytes());
                 out.extend_from_slice(b"\",\"route\":\"");
-                escaped(record.route.as_bytes(), out);
+                escaped(record.route.as_str().as_bytes(), out);
                 out.extend_from_slice(b"\",\"status\":");
                 out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
                 out.extend_from_slice(b",\"latency_ms\":");
@@ -682,10 +805,11 @@ fn register_all() {
 }
 
 /// The Prometheus text exposition, with gauges read at scrape time brought up to date.
-pub fn render(bots_listed: usize, limiter_keys: Option<usize>) -> String {
+pub fn render(bots_listed: usize, limiter_keys: Option<usize>, in_flight: i64) -> String {
     let Some(exporter) = exporter() else {
         return String::new();
     };
+    gauge!("botlist_http_requests_in_flight").set(in_flight as f64);
     gauge!("botlist_bots_listed").set(bots_listed as f64);
     gauge!("botlist_rate_limit_keys").set(limiter_keys.unwrap_or(0) as f64);
     exporter.process.collect();
@@ -854,29 +978,6 @@ fn known_method(method: &Method) -> &'static str {
         .unwrap_or("other")
 }
 
-/// Counts a request in flight until dropped, however the request ends.
-struct InFlight;
-
-impl InFlight {
-    /// The gauge's handle, looked up once instead of by name twice a request (the recorder is
-    /// installed before the first request is served).
-    fn gauge() -> &'static metrics::Gauge {
-        static GAUGE: OnceLock<metrics::Gauge> = OnceLock::new();
-        GAUGE.get_or_init(|| gauge!("botlist_http_requests_in_flight"))
-    }
-
-    fn enter() -> Self {
-        Self::gauge().increment(1.0);
-        Self
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        Self::gauge().decrement(1.0);
-    }
-}
-
 /// Middleware, outermost: gives the request its id, and when answered writes its one log line
 /// and its metrics. The line holds no header, path or query as sent: only the route pattern.
 pub async fn observe(
@@ -884,7 +985,10 @@ pub async fn observe(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let _in_flight = InFlight::enter();
+    let log = request
+        .app_data::<actix_web::web::Data<AccessLog>>()
+        .map(|log| log.clone().into_inner());
+    let _in_flight = InFlight::enter(log.as_deref());
     let id = request_id(request.headers());
     let method = known_method(request.method());
     let result = next.call(request).await;
@@ -901,23 +1005,8 @@ pub async fn observe(
     };
     let route = route.unwrap_or(Cow::Borrowed("unmatched"));
     let latency = started.elapsed();
-    record(method, &route, status, latency);
-    // The application's access log, from the request the response holds: an error not yet
-    // rendered has none, and its line is written at once.
-    let log = result.as_ref().ok().and_then(|response| {
-        response
-            .request()
-            .app_data::<actix_web::web::Data<AccessLog>>()
-    });
-    access_line(
-        log.map(|log| &***log),
-        method,
-        route,
-        status,
-        latency,
-        &id,
-        key,
-    );
+    let route = record(method, route, status, latency);
+    access_line(log.as_deref(), method, route, status, latency, &id, key);
     match result {
         Ok(mut response) => {
             response.headers_mut().insert(REQUEST_ID.clone(), id);
@@ -960,8 +1049,10 @@ impl RouteMetrics {
     }
 }
 
-/// Handles by route, then by method and status.
-type ByRoute = std::collections::HashMap<Box<str>, Vec<(&'static str, u16, RouteMetrics)>>;
+/// Handles by route (and the route's name, shared with the log lines), then by method and
+/// status.
+type ByRoute =
+    rustc_hash::FxHashMap<Box<str>, (std::sync::Arc<str>, Vec<(&'static str, u16, RouteMetrics)>)>;
 
 thread_local! {
     /// Each worker's handles by route, then method and status: looked up by the route as
@@ -972,14 +1063,19 @@ thread_local! {
 
 /// Public for `benches/layer.rs`.
 #[doc(hidden)]
-pub fn record(method: &'static str, route: &str, status: StatusCode, latency: Duration) {
+pub fn record(
+    method: &'static str,
+    route: Cow<'static, str>,
+    status: StatusCode,
+    latency: Duration,
+) -> RouteName {
     let seconds = latency.as_secs_f64();
     ROUTE_METRICS.with_borrow_mut(|routes| {
-        if !routes.contains_key(route) {
-            routes.insert(route.into(), Vec::new());
+        if !routes.contains_key(&*route) {
+            routes.insert(route.as_ref().into(), (route.as_ref().into(), Vec::new()));
         }
-        let Some(handles) = routes.get_mut(route) else {
-            return;
+        let Some((shared, handles)) = routes.get_mut(&*route) else {
+            return RouteName::Static("unmatched");
         };
         let code = status.as_u16();
         let at = match handles
@@ -988,7 +1084,7 @@ pub fn record(method: &'static str, route: &str, status: StatusCode, latency: Du
         {
             Some(at) => at,
             None => {
-                handles.push((method, code, RouteMetrics::new(method, route, status)));
+                handles.push((method, code, RouteMetrics::new(method, &route, status)));
                 handles.len() - 1
             }
         };
@@ -998,7 +1094,11 @@ pub fn record(method: &'static str, route: &str, status: StatusCode, latency: Du
         if let Some(search) = &metrics.search {
             search.record(seconds);
         }
-    });
+        match route {
+            Cow::Borrowed(route) => RouteName::Static(route),
+            Cow::Owned(_) => RouteName::Shared(std::sync::Arc::clone(shared)),
+        }
+    })
 }
 
 /// INFO for answers, DEBUG for a client's mistakes (4xx), ERROR for ours (5xx); the target
@@ -1010,10 +1110,9 @@ pub fn log_line(
     route: &str,
     status: StatusCode,
     latency: Duration,
-    id: &HeaderValue,
+    id: &str,
     key: Option<&'static str>,
 ) {
-    let id = id.to_str().unwrap_or("");
     let status = status.as_u16();
     // Microsecond precision, without float noise in the printed value.
     let latency_ms = (latency.as_secs_f64() * 1e6).round() / 1e3;
@@ -1075,10 +1174,10 @@ mod tests {
             EVENT_TIME.set(Some(record.at));
             log_line(
                 record.method,
-                &record.route,
+                record.route.as_str(),
                 record.status,
                 record.latency,
-                &record.id,
+                record.id.as_str(),
                 record.key,
             );
             EVENT_TIME.set(None);
@@ -1131,12 +1230,12 @@ mod tests {
                             at: UNIX_EPOCH
                                 + Duration::from_micros(1_790_000_000_000_000 + n * 333_331),
                             method: ["GET", "POST", "other"][(n % 3) as usize],
-                            route: Cow::Borrowed(
+                            route: RouteName::Static(
                                 ["/api/v1/bots/{id}", "unmatched"][(n % 2) as usize],
                             ),
                             status: StatusCode::from_u16(status).expect("a status"),
                             latency: Duration::from_nanos(nanos),
-                            id: HeaderValue::from_str(id).expect("visible ascii"),
+                            id: IdBytes::of(&HeaderValue::from_str(id).expect("visible ascii")),
                             key: [None, Some("bot"), Some("ip")][(n % 3) as usize],
                         };
                         let mut ours = Vec::new();

@@ -60,6 +60,8 @@ pub struct AppState {
     pub allow_private_webhooks: bool,
     /// Vote history and stream settings, and the key that signs history cursors.
     pub history: Arc<history::History>,
+    /// The application's access log, which also counts the requests in flight.
+    pub access_log: Arc<crate::telemetry::AccessLog>,
 }
 
 /// Every route the resource modules declare.
