@@ -31,7 +31,7 @@ use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
-use super::{when_durable, WhenDurable};
+use super::{when_durable, Answer};
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
@@ -163,6 +163,21 @@ impl BotActor {
         (self.submit(record, Some(publish)), view)
     }
 
+    /// As [`BotActor::commit`], with the write's answer sent by the journal once durable.
+    fn commit_answering<T: Send + 'static>(
+        &mut self,
+        record: Record,
+        also: Option<Publish>,
+        answer: Answer<T>,
+        reply: T,
+    ) {
+        let (publish, _) = self.publication(also);
+        let seq = self
+            .journal
+            .submit_settled(&record, Some(publish), answer.once_durable(reply));
+        self.submitted(&record, seq);
+    }
+
     /// What readers see once a change is durable: the bot's new view, and `also` (a registry
     /// change, or a vote's check and stream entry) at the same moment. One definition for the
     /// changes this actor makes and those a follower applies from the stream.
@@ -214,6 +229,14 @@ impl BotActor {
     /// then are the webhook attempts it scheduled handed over, carrying its number.
     fn submit(&mut self, record: Record, publish: Option<Publish>) -> Durable {
         let (seq, durable) = self.journal.submit_then(&record, publish);
+        self.submitted(&record, seq);
+        durable
+    }
+
+    /// What follows a record's submission (`seq`, 0 if refused): the vote, delivery and growth
+    /// it holds wait for its acknowledgement, and the webhook attempts it scheduled are handed
+    /// over carrying its number.
+    fn submitted(&mut self, record: &Record, seq: u64) {
         self.forget_acknowledged();
         let unacked = Unacked {
             seq: if seq == 0 { u64::MAX } else { seq },
@@ -250,7 +273,6 @@ impl BotActor {
                 self.outbox.hand_over(Some(seq));
             }
         }
-        durable
     }
 
     /// Forgets history older than the service keeps (`--vote-history-days`).
@@ -337,16 +359,16 @@ impl Actor for BotActor {
 
 /// Takes a vote now, or says when the user may vote again.
 #[derive(Message)]
-#[rtype(result = "Result<WhenDurable<VoteCounts>, Rejection>")]
-pub struct RecordVote(pub Voter);
+#[rtype(result = "()")]
+pub struct RecordVote(pub Voter, pub Answer<VoteCounts>);
 
 impl Handler<RecordVote> for BotActor {
-    type Result = Result<WhenDurable<VoteCounts>, Rejection>;
+    type Result = ();
 
-    fn handle(&mut self, RecordVote(voter): RecordVote, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, RecordVote(voter, answer): RecordVote, _: &mut Self::Context) {
         let at = self.clock.now();
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
-            return Err(Rejection::AlreadyVoted { retry_at });
+            return answer.refuse(Rejection::AlreadyVoted { retry_at });
         }
         let user = voter.id;
         // The weight is decided here, once, and kept in the record: replay counts it again.
@@ -360,8 +382,7 @@ impl Handler<RecordVote> for BotActor {
         let counts = self.state.votes.counts(at);
         self.recent_voters = None;
         let voted = self.vote_publication(user, at);
-        let (durable, _) = self.commit(record, Some(voted));
-        Ok(WhenDurable::new(durable, counts))
+        self.commit_answering(record, Some(voted), answer, counts);
     }
 }
 
@@ -687,13 +708,13 @@ impl BotActor {
 }
 
 #[derive(Message)]
-#[rtype(result = "WhenDurable<()>")]
-pub struct PostStats(pub StatsUpdate);
+#[rtype(result = "()")]
+pub struct PostStats(pub StatsUpdate, pub Answer<()>);
 
 impl Handler<PostStats> for BotActor {
-    type Result = MessageResult<PostStats>;
+    type Result = ();
 
-    fn handle(&mut self, PostStats(update): PostStats, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, PostStats(update, answer): PostStats, _: &mut Self::Context) {
         let at = self.clock.now();
         let bot = self.state.listing.id;
         let record = match update {
@@ -701,8 +722,7 @@ impl Handler<PostStats> for BotActor {
             update => Record::StatsUpdated { bot, update, at },
         };
         self.apply(&record);
-        let (durable, _) = self.commit(record, None);
-        MessageResult(WhenDurable::new(durable, ()))
+        self.commit_answering(record, None, answer, ());
     }
 }
 
@@ -843,27 +863,24 @@ mod tests {
         )
         .start();
 
-        let counts = match bot.send(RecordVote(voter(1))).await.expect("delivered") {
-            Ok(reply) => reply.wait().await,
-            Err(refused) => Err(refused),
+        // A write carries its answer; the asker awaits that, not the mailbox.
+        let vote = |user| {
+            let (answer, answered) = Answer::pair();
+            bot.do_send(RecordVote(voter(user), answer));
+            answered.wait()
         };
+        let counts = vote(1).await;
         assert_eq!(counts.map(|c| c.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
         let checks = Arc::clone(&published.load().checks);
         assert!(checks.is_active(Snowflake::from_u64(1), clock.now()));
 
-        let again = bot.send(RecordVote(voter(1))).await.expect("delivered");
+        let again = vote(1).await;
         assert!(matches!(again, Err(Rejection::AlreadyVoted { .. })));
 
         clock.advance(Duration::hours(12));
         assert!(!checks.is_active(Snowflake::from_u64(1), clock.now()));
-        bot.send(RecordVote(voter(2)))
-            .await
-            .expect("delivered")
-            .expect("accepted")
-            .wait()
-            .await
-            .expect("durable");
+        vote(2).await.expect("accepted and durable");
         let voters = bot
             .send(RecentVoters)
             .await
@@ -872,14 +889,12 @@ mod tests {
         let ids: Vec<u64> = voters.iter().map(|v| v.voter.id.get()).collect();
         assert_eq!(ids, [2, 1]);
 
-        bot.send(PostStats(StatsUpdate::Whole(
-            ServerCount::new(7).expect("in range"),
-        )))
-        .await
-        .expect("delivered")
-        .wait()
-        .await
-        .expect("stored");
+        let (answer, answered) = Answer::pair();
+        bot.do_send(PostStats(
+            StatsUpdate::Whole(ServerCount::new(7).expect("in range")),
+            answer,
+        ));
+        answered.wait().await.expect("stored");
         assert_eq!(published.load().servers(), 7);
     }
 }

@@ -74,6 +74,27 @@ impl BotHandle {
 
     /// Asks the bot's actor. A bot delisted since it was looked up has stopped its actor: that
     /// is the bot not being there, not a failure of the service.
+    /// Sends a write that carries its own [`Answer`](super::Answer): the asker awaits that,
+    /// not the mailbox. A full mailbox takes it anyway (the asker waits for its answer, and
+    /// the server bounds how many ask at once).
+    pub fn tell<M>(&self, message: M) -> Result<(), Rejection>
+    where
+        M: Message<Result = ()> + Send + 'static,
+        BotActor: Handler<M>,
+    {
+        match self.addr.try_send(message) {
+            Ok(()) => Ok(()),
+            Err(actix::prelude::SendError::Full(message)) => {
+                self.addr.do_send(message);
+                Ok(())
+            }
+            Err(actix::prelude::SendError::Closed(_)) => Err(Rejection::NotFound(format!(
+                "no bot with id {} (delisted)",
+                self.id
+            ))),
+        }
+    }
+
     pub async fn ask<M>(&self, message: M) -> Result<M::Result, Rejection>
     where
         M: Message + Send + 'static,

@@ -9,29 +9,49 @@ pub mod replicated;
 use actix::ResponseFuture;
 
 use crate::domain::Rejection;
-use crate::persist::journal::Durable;
+use tokio::sync::oneshot;
 
-/// A write's reply and the journal record it waits for, handed to the asker at once: the asker
-/// awaits the record on its own thread, so the journal's publisher wakes the asker directly
-/// rather than the actor's thread, which would then wake the asker (one thread hop less on
-/// every vote and stats post). The reply is still only had once the record is durable.
-pub struct WhenDurable<T> {
-    durable: Durable,
-    reply: T,
-}
+use crate::persist::journal::{Durable, Settle};
 
-impl<T> WhenDurable<T> {
-    pub(crate) fn new(durable: Durable, reply: T) -> Self {
-        Self { durable, reply }
+/// Where a write's answer goes. The asker makes the pair ([`Answer::pair`]), sends the
+/// [`Answer`] with its message and awaits the [`Answered`] on its own thread. The actor refuses
+/// at once ([`Answer::refuse`]); an accepted write is answered by the journal's publisher once
+/// its record is durable and published ([`Answer::once_durable`]). So the asker is woken once,
+/// by whoever settles the write: not by the actor's thread first, only to wait again (one
+/// thread hop less on every vote and stats post).
+pub struct Answer<T>(oneshot::Sender<Result<T, Rejection>>);
+
+/// The asker's end of an [`Answer`].
+pub struct Answered<T>(oneshot::Receiver<Result<T, Rejection>>);
+
+impl<T: Send + 'static> Answer<T> {
+    pub fn pair() -> (Self, Answered<T>) {
+        let (tx, rx) = oneshot::channel();
+        (Self(tx), Answered(rx))
     }
 
-    /// The reply, once the record is durable; `NotStored` if it never will be.
+    pub fn refuse(self, why: Rejection) {
+        let _ = self.0.send(Err(why));
+    }
+
+    /// `reply`, once the record it waits for is durable; `NotStored` if it never will be.
+    pub(crate) fn once_durable(self, reply: T) -> Settle {
+        Box::new(move |result| {
+            let answer = result
+                .map(|()| reply)
+                .map_err(|e| Rejection::NotStored(e.to_string()));
+            let _ = self.0.send(answer);
+        })
+    }
+}
+
+impl<T> Answered<T> {
     pub async fn wait(self) -> Result<T, Rejection> {
-        self.durable
-            .wait()
-            .await
-            .map_err(|e| Rejection::NotStored(e.to_string()))?;
-        Ok(self.reply)
+        self.0.await.unwrap_or_else(|_| {
+            Err(Rejection::NotStored(
+                "the bot stopped before answering".into(),
+            ))
+        })
     }
 }
 

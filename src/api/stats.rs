@@ -9,6 +9,7 @@ use super::extract::{Json, OwnBot, PathBot};
 use super::reply;
 use super::routes::{Classic, Limit, Route, Subject};
 use crate::actors::bot::PostStats;
+use crate::actors::Answer;
 pub use crate::domain::stats::StatsPost;
 
 /// This module's routes; see [`super::routes`].
@@ -77,7 +78,9 @@ pub async fn post_stats(
     Json(post): Json<StatsPost>,
 ) -> Result<HttpResponse, ApiError> {
     let update = post.update().map_err(|why| Code::BadRequest.with(why))?;
-    bot.0.ask(PostStats(update)).await?.wait().await?;
+    let (answer, answered) = Answer::pair();
+    bot.0.tell(PostStats(update, answer))?;
+    answered.wait().await?;
     crate::telemetry::stats_posted();
     Ok(reply::ok(&Stored { ok: true }))
 }

@@ -150,11 +150,17 @@ pub fn segment_header(first_seq: u64) -> Vec<u8> {
 /// sees an older state after a newer one.
 pub type Publish = Box<dyn FnOnce() + Send>;
 
+/// What a record's writer is told once the record is durable, or that it never will be: run
+/// by the journal's publisher after the record's [`Publish`] (or at once, when the record is
+/// refused). A [`Durable`] is one; a write's answer sent straight to the asker is another
+/// (`actors::Answer`), so that the asker is woken by the publisher and by nobody before it.
+pub type Settle = Box<dyn FnOnce(Result<(), JournalError>) + Send>;
+
 struct Pending {
     frame: Vec<u8>,
     seq: u64,
     publish: Option<Publish>,
-    done: oneshot::Sender<Result<(), JournalError>>,
+    done: Settle,
 }
 
 struct Submitter {
@@ -302,19 +308,42 @@ impl Journal {
     /// As [`Journal::submit`], and runs `publish` once the record is durable, before the
     /// record's [`Durable`] resolves and after every earlier record's `publish`.
     pub fn submit_then(&self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
+        let (tx, rx) = oneshot::channel();
+        let settle: Settle = Box::new(move |result| {
+            let _ = tx.send(result);
+        });
+        (
+            self.submit_settled(record, publish, settle),
+            Durable(Ok(rx)),
+        )
+    }
+
+    /// As [`Journal::submit_then`], and runs `settle` once the record is durable (after its
+    /// `publish`), or at once with the error when it is refused; 0 for a refused record.
+    pub fn submit_settled(&self, record: &Record, publish: Option<Publish>, settle: Settle) -> u64 {
         let payload = match rmp_serde::to_vec(record) {
             Ok(payload) => payload,
-            Err(error) => return (0, Durable(Err(JournalError::Encode(error.to_string())))),
+            Err(error) => {
+                settle(Err(JournalError::Encode(error.to_string())));
+                return 0;
+            }
         };
         if let Some(error) = self.failure() {
-            return (0, Durable(Err(error)));
+            settle(Err(error));
+            return 0;
         }
         let mut submitter = lock(&self.shared.submitter);
-        if submitter.closed {
-            return (0, Durable(Err(JournalError::Stopped)));
-        }
-        if submitter.follows {
-            return (0, Durable(Err(JournalError::NotWriter)));
+        let refused = if submitter.closed {
+            Some(JournalError::Stopped)
+        } else if submitter.follows {
+            Some(JournalError::NotWriter)
+        } else {
+            None
+        };
+        if let Some(error) = refused {
+            drop(submitter);
+            settle(Err(error));
+            return 0;
         }
         let seq = submitter.next_seq;
         submitter.next_seq += 1;
@@ -324,19 +353,21 @@ impl Journal {
                 publish();
             }
             self.shared.durable_seq.store(seq, Ordering::Release);
-            return (seq, Durable::done());
+            drop(submitter);
+            settle(Ok(()));
+            return seq;
         };
-        let (done, rx) = oneshot::channel();
         let pending = Pending {
             frame: frame(seq, &payload),
             seq,
             publish,
-            done,
+            done: settle,
         };
-        match queue.send(pending) {
-            Ok(()) => (seq, Durable(Ok(rx))),
-            Err(_) => (seq, Durable(Err(JournalError::Stopped))),
+        if let Err(mpsc::SendError(pending)) = queue.send(pending) {
+            drop(submitter);
+            (pending.done)(Err(JournalError::Stopped));
         }
+        seq
     }
 
     /// Resolves once every record submitted before it is as durable as the fsync mode promises.
@@ -351,12 +382,14 @@ impl Journal {
         let Some(queue) = &submitter.queue else {
             return Durable::done();
         };
-        let (done, rx) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
         let barrier = Pending {
             frame: Vec::new(),
             seq: submitter.next_seq,
             publish: None,
-            done,
+            done: Box::new(move |result| {
+                let _ = tx.send(result);
+            }),
         };
         match queue.send(barrier) {
             Ok(()) => Durable(Ok(rx)),
@@ -594,7 +627,7 @@ fn publish_batch(shared: &Shared, (batch, result): Written) {
                 shared.durable_seq.fetch_max(pending.seq, Ordering::AcqRel);
             }
         }
-        let _ = pending.done.send(result.clone());
+        (pending.done)(result.clone());
     }
 }
 

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::actors::bot::RecordVote;
+use crate::actors::Answer;
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::{Admin, Json, PathBot};
 use crate::api::reply;
@@ -46,10 +47,9 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
-    let counts = match bot.ask(RecordVote(voter)).await? {
-        Ok(taken) => taken.wait().await,
-        Err(refused) => Err(refused),
-    };
+    let (answer, answered) = Answer::pair();
+    bot.tell(RecordVote(voter, answer))?;
+    let counts = answered.wait().await;
     let counts = crate::telemetry::count_vote(counts)?;
     Ok(reply::created(&counts))
 }
