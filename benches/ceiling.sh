@@ -62,7 +62,7 @@ until grep -q "listening on" "$WORK/botlist.out" 2>/dev/null; do
   sleep 0.2
 done
 until grep -q "listening on" "$WORK/bare.out" 2>/dev/null; do sleep 0.1; done
-rss() { awk '/VmRSS/ {printf "%d\n", $2 * 1024}' /proc/$PID/status; }
+rss() { awk '/VmRSS/ {printf "%.0f\n", $2 * 1024}' /proc/$PID/status; }
 
 echo "== botlist $BIN, bare $BARE; wrk -t2 -c$CONNS, $ROUNDS rounds of $SECS s; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 listed=$(curl -sf "$API/bots?limit=0" | jq -r .total)
