@@ -517,9 +517,11 @@ impl Handler<ReadHistoryPage> for BotActor {
     }
 }
 
-/// The bot's server counts and votes over time, as far as they are durable.
+/// The bot's server counts and votes over time, as far as they are durable, and the number of
+/// the last record they include: the bot's state at that record gives exactly these points
+/// (`None` once the journal has failed and refused changes are left out).
 #[derive(Message, Clone, Copy)]
-#[rtype(result = "Result<Vec<crate::domain::growth::Point>, Rejection>")]
+#[rtype(result = "Result<(Vec<crate::domain::growth::Point>, Option<u64>), Rejection>")]
 pub struct GrowthPoints {
     pub interval: crate::domain::growth::Interval,
     pub from: Timestamp,
@@ -527,15 +529,17 @@ pub struct GrowthPoints {
 }
 
 impl Handler<GrowthPoints> for BotActor {
-    type Result = ResponseFuture<Result<Vec<crate::domain::growth::Point>, Rejection>>;
+    type Result =
+        ResponseFuture<Result<(Vec<crate::domain::growth::Point>, Option<u64>), Rejection>>;
 
     fn handle(&mut self, ask: GrowthPoints, ctx: &mut Self::Context) -> Self::Result {
         let mut points = self.state.growth.points(ask.interval, ask.from, ask.to);
         if self.acknowledged().is_some() {
             self.leave_out_refused_growth(&mut points, ask.interval);
-            return Box::pin(async move { Ok(points) });
+            return Box::pin(async move { Ok((points, None)) });
         }
-        self.when_seen_durable(points, ask, ctx)
+        let seq = self.state.last_seq;
+        self.when_seen_durable((points, Some(seq)), ask, ctx)
     }
 }
 

@@ -147,6 +147,13 @@ impl Directory {
         }
     }
 
+    /// Drawn once per directory: validators made of numbers that start again after a restart
+    /// (or that another directory could count too) carry it, so they name nothing a client saw
+    /// from another one.
+    pub fn validator_seed(&self) -> u64 {
+        self.validator_seed
+    }
+
     /// `:id` is tried as a listing UUID, then as a platform snowflake.
     pub fn resolve(&self, id: &str) -> Option<Arc<BotHandle>> {
         let bot = match BotId::parse(id) {

@@ -1,6 +1,6 @@
 //! `GET /bots/:id/badge/{servers|votes|monthly_votes}.svg`: a README badge.
 
-use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::bots::find_bot;
@@ -111,7 +111,16 @@ pub async fn get_badge(
         title: view.listing.name.as_str(),
     }
     .render();
+    // What the drawing is made of: the listing (its name is the title), the kind and its
+    // value; the label, colour and style are the URL's own. No hash of the bytes.
+    let etag = format!(
+        "\"b{:016x}-{:032x}-{}-{value}\"",
+        state.directory.validator_seed(),
+        view.listing.rendered().digest(),
+        kind.default_label().replace(' ', "_"),
+    );
     Ok(HttpResponse::Ok()
+        .insert_header((ETAG, etag))
         .insert_header((CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")))
         .insert_header((
             CACHE_CONTROL,

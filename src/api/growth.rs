@@ -164,14 +164,14 @@ pub async fn get_growth(
     let asked = Asked::parse(request.query_string(), state.clock.now())
         .map_err(|why| Code::BadRequest.with(why))?;
     let bot = find_bot(&state, &id)?;
-    let points = bot
+    let (points, seq) = bot
         .ask(GrowthPoints {
             interval: asked.interval,
             from: asked.from,
             to: asked.to,
         })
         .await??;
-    Ok(reply::ok(&GrowthHistory {
+    let history = GrowthHistory {
         interval: asked.interval.name(),
         points: points
             .into_iter()
@@ -181,5 +181,20 @@ pub async fn get_growth(
                 votes: p.votes,
             })
             .collect(),
-    }))
+    };
+    let Some(seq) = seq else {
+        // The journal has failed: the answer leaves refused changes out, and no number names
+        // it; the `ETag` layer tags it from its bytes, as it does the answers of routes that
+        // make no validator of their own.
+        return Ok(reply::ok(&history));
+    };
+    // What the answer is made of: the bot's state at its last record, and the range asked.
+    let etag = format!(
+        "\"g{:016x}-{seq:x}-{}-{:x}-{:x}\"",
+        state.directory.validator_seed(),
+        asked.interval.name(),
+        asked.from.millis(),
+        asked.to.millis(),
+    );
+    Ok(reply::tagged(&history, &etag))
 }

@@ -40,3 +40,14 @@ pub fn tagged_json(body: Vec<u8>, etag: &str) -> HttpResponse {
     }
     response.body(body)
 }
+
+/// A 200 with `body` as JSON and its strong validator (see [`tagged_json`]).
+pub fn tagged<T: Serialize + ?Sized>(body: &T, etag: &str) -> HttpResponse {
+    let mut response = ok(body);
+    if response.status() == StatusCode::OK {
+        if let Ok(tag) = HeaderValue::from_str(etag) {
+            response.headers_mut().insert(ETAG, tag);
+        }
+    }
+    response
+}

@@ -52,6 +52,12 @@ pub struct RenderedListing {
 }
 
 impl RenderedListing {
+    /// The listing's part of every answer that shows it, as 128 bits: what an answer's
+    /// validator names it by.
+    pub fn digest(&self) -> u128 {
+        self.digest
+    }
+
     fn of(listing: &Listing) -> Self {
         let bot = PublicBot::of(listing, 0, 0, None);
         let mut values = Vec::with_capacity(256);

@@ -172,6 +172,29 @@ async fn an_etag_answers_304_until_the_count_changes() {
         .expect("sent");
     assert_eq!(changed.status(), StatusCode::OK);
     assert_ne!(changed.headers()["etag"].to_str().ok(), Some(etag.as_str()));
+    // The validator is made of what the drawing is made of, the bot's name (its title)
+    // among them: a rename changes it too.
+    let etag = changed.headers()["etag"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let renamed = app
+        .admin(
+            reqwest::Method::PATCH,
+            &format!("/admin/bots/{}", bot.id),
+            Some(&json!({"name": "Renamed Bot"})),
+        )
+        .await;
+    assert_eq!(renamed.status(), StatusCode::OK);
+    let after = app
+        .client
+        .get(format!("{}{path}", app.base))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(after.status(), StatusCode::OK);
+    assert!(after.text().await.expect("a body").contains("Renamed Bot"));
     // HEAD answers the headers of the GET.
     let head = app
         .client

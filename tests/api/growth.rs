@@ -214,6 +214,29 @@ async fn an_etag_answers_304_until_a_post_changes_the_history() {
         .await
         .expect("sent");
     assert_eq!(changed.status(), StatusCode::OK);
+    // A vote changes it too; another range of the same bot has a validator of its own.
+    let etag = changed.headers()["etag"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    app.vote_ok(&bot.id, 7).await;
+    let voted = app
+        .client
+        .get(&url)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(voted.status(), StatusCode::OK);
+    let etag = voted.headers()["etag"].to_str().expect("ascii").to_owned();
+    let hourly = app
+        .client
+        .get(format!("{url}?interval=hour"))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(hourly.status(), StatusCode::OK);
 }
 
 #[actix_web::test]
