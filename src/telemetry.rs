@@ -413,10 +413,9 @@ impl AccessLine {
             400..=499 => "DEBUG",
             _ => "INFO",
         };
-        let id = record.id.as_bytes();
-        let key = record.key.unwrap_or("none");
-        let mut numbers = itoa::Buffer::new();
-        match format {
+        // The head, then each field as ` name=value` (text) or `,"name":value` (JSON): quoted
+        // values are escaped alike in both (Rust's `Debug` and JSON agree on visible ASCII).
+        let (lead, between): (&[u8], &[u8]) = match format {
             LogFormat::Text => {
                 self.timestamp(record.at, out);
                 out.push(b' ');
@@ -424,40 +423,48 @@ impl AccessLine {
                     out.push(b' ');
                 }
                 out.extend_from_slice(level.as_bytes());
-                out.extend_from_slice(b" botlist::access: request method=\"");
-                out.extend_from_slice(record.method.as_bytes());
-                out.extend_from_slice(b"\" route=\"");
-                escaped(record.route.as_str().as_bytes(), out);
-                out.extend_from_slice(b"\" status=");
-                out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
-                out.extend_from_slice(b" latency_ms=");
-                milliseconds(record.latency, out);
-                out.extend_from_slice(b" request_id=\"");
-                escaped(id, out);
-                out.extend_from_slice(b"\" rate_key=\"");
-                out.extend_from_slice(key.as_bytes());
-                out.extend_from_slice(b"\"\n");
+                out.extend_from_slice(b" botlist::access: request");
+                (b" ", b"=")
             }
             LogFormat::Json => {
                 out.extend_from_slice(b"{\"timestamp\":\"");
                 self.timestamp(record.at, out);
                 out.extend_from_slice(b"\",\"level\":\"");
                 out.extend_from_slice(level.as_bytes());
-                out.extend_from_slice(b"\",\"message\":\"request\",\"method\":\"");
-                out.extend_from_slice(record.method.as_bytes());
-                out.extend_from_slice(b"\",\"route\":\"");
-                escaped(record.route.as_str().as_bytes(), out);
-                out.extend_from_slice(b"\",\"status\":");
-                out.extend_from_slice(numbers.format(record.status.as_u16()).as_bytes());
-                out.extend_from_slice(b",\"latency_ms\":");
-                milliseconds(record.latency, out);
-                out.extend_from_slice(b",\"request_id\":\"");
-                escaped(id, out);
-                out.extend_from_slice(b"\",\"rate_key\":\"");
-                out.extend_from_slice(key.as_bytes());
-                out.extend_from_slice(b"\",\"target\":\"botlist::access\"}\n");
+                out.extend_from_slice(b"\",\"message\":\"request\"");
+                (b",\"", b"\":")
+            }
+        };
+        let mut numbers = itoa::Buffer::new();
+        let fields: [(&str, Field<'_>); 6] = [
+            ("method", Field::Quoted(record.method.as_bytes())),
+            ("route", Field::Quoted(record.route.as_str().as_bytes())),
+            ("status", Field::Number(record.status.as_u16())),
+            ("latency_ms", Field::Milliseconds(record.latency)),
+            ("request_id", Field::Quoted(record.id.as_bytes())),
+            (
+                "rate_key",
+                Field::Quoted(record.key.unwrap_or("none").as_bytes()),
+            ),
+        ];
+        for (name, value) in fields {
+            out.extend_from_slice(lead);
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(between);
+            match value {
+                Field::Quoted(text) => {
+                    out.push(b'"');
+                    escaped(text, out);
+                    out.push(b'"');
+                }
+                Field::Number(n) => out.extend_from_slice(numbers.format(n).as_bytes()),
+                Field::Milliseconds(latency) => milliseconds(latency, out),
             }
         }
+        out.extend_from_slice(match format {
+            LogFormat::Text => b"\n",
+            LogFormat::Json => b",\"target\":\"botlist::access\"}\n",
+        });
     }
 
     /// [`log_time`]'s bytes: the seconds' part made once a second, the microseconds each line.
@@ -484,6 +491,13 @@ impl AccessLine {
         out.extend_from_slice(&digits);
         out.push(b'Z');
     }
+}
+
+/// A field's value in an access line.
+enum Field<'a> {
+    Quoted(&'a [u8]),
+    Number(u16),
+    Milliseconds(Duration),
 }
 
 /// A request id or route as the formatters quote it: every byte is visible ASCII (ids are
