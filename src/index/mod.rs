@@ -404,8 +404,7 @@ impl SearchIndex {
 
     /// One page of a search, with the exact total, all read at one moment.
     pub fn search(&self, search: &Search) -> SearchPage {
-        let key = Remembered::key(search);
-        let candidates = key.as_deref().map(|key| self.candidates(key, search));
+        let candidates = Remembered::key(search).map(|key| self.candidates(key, search));
         let total = candidates
             .as_ref()
             .map_or(self.by_bot.len() as u64, |c| c.found.len());
@@ -418,21 +417,21 @@ impl SearchIndex {
             };
         }
         let (start, end) = (start as usize, end as usize);
-        let docs = match (&candidates, key.as_deref()) {
+        let docs = match &candidates {
             _ if search.relevance.is_some() => {
                 self.by_relevance(search, candidates.as_ref().map(|c| &*c.found), start, end)
             }
             // Every listed bot is a candidate: the order jumps to the page.
-            (None, _) | (_, None) => self
+            None => self
                 .orders
                 .iter_from(search.sort, start)
                 .take(end - start)
                 .map(|place| place.3)
                 .collect(),
-            (Some(c), _) if self.walk_is_cheaper(end, c.found.len()) => {
+            Some(c) if self.walk_is_cheaper(end, c.found.len()) => {
                 self.walk(search.sort, start, end, |doc| c.found.contains(doc))
             }
-            (Some(c), Some(key)) => self.ranked_page(key, search.sort, c, start, end),
+            Some(c) => self.ranked_page(search.sort, c, start, end),
         };
         SearchPage {
             total,
@@ -463,13 +462,16 @@ impl SearchIndex {
     /// when the same ranking was asked for twice in a row).
     fn ranked_page(
         &self,
-        key: &str,
         sort: Sort,
         candidates: &Candidates,
         start: usize,
         end: usize,
     ) -> Vec<u32> {
-        let (order, version) = (self.orders.version(sort), candidates.version);
+        let (key, order, version) = (
+            candidates.key.as_str(),
+            self.orders.version(sort),
+            candidates.version,
+        );
         let slice = |docs: &[u32]| docs[start.min(docs.len())..end.min(docs.len())].to_vec();
         if let Some(docs) = self.remembered.ranked(key, sort, order, version) {
             return slice(&docs);
@@ -506,12 +508,14 @@ impl SearchIndex {
 
     /// The documents that pass every filter of a search that has filters (`key`): remembered,
     /// or found and remembered.
-    fn candidates(&self, key: &str, search: &Search) -> Candidates {
-        if let Some(found) = self.remembered.get(key) {
-            return found;
+    fn candidates(&self, key: String, search: &Search) -> Candidates {
+        match self.remembered.get(key) {
+            Ok(found) => found,
+            Err(key) => {
+                let found = self.intersect(search).unwrap_or_default();
+                self.remembered.put(key, search, found)
+            }
         }
-        let found = self.intersect(search).unwrap_or_default();
-        self.remembered.put(key.to_owned(), search, found)
     }
 
     /// The documents that pass every filter, or `None` when there is no filter at all.

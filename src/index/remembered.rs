@@ -55,6 +55,8 @@ struct Entry {
 
 /// The answer to a remembered filter combination.
 pub(super) struct Candidates {
+    /// The combination's key ([`Remembered::key`]).
+    pub key: String,
     pub found: Arc<RoaringBitmap>,
     /// The set's version, for [`Remembered::ranked`] and [`Remembered::keep_ranked`].
     pub version: u64,
@@ -108,16 +110,20 @@ impl Remembered {
         (!key.is_empty()).then_some(key)
     }
 
-    pub fn get(&self, key: &str) -> Option<Candidates> {
+    /// The candidates of `key`, if remembered; `Err` gives the key back.
+    pub fn get(&self, key: String) -> Result<Candidates, String> {
         let mut entries = self.entries.lock();
-        let at = entries.iter().position(|entry| entry.key == key)?;
+        let Some(at) = entries.iter().position(|entry| entry.key == key) else {
+            return Err(key);
+        };
         let entry = entries.remove(at);
         let answer = Candidates {
+            key,
             found: Arc::clone(&entry.found),
             version: entry.version,
         };
         entries.push(entry);
-        Some(answer)
+        Ok(answer)
     }
 
     pub fn put(&self, key: String, search: &Search, found: RoaringBitmap) -> Candidates {
@@ -125,6 +131,7 @@ impl Remembered {
         let mut entries = self.entries.lock();
         if let Some(entry) = entries.iter().find(|entry| entry.key == key) {
             return Candidates {
+                key,
                 found: Arc::clone(&entry.found),
                 version: entry.version,
             };
@@ -135,13 +142,17 @@ impl Remembered {
         let mut filters = search.clone();
         filters.relevance = None;
         entries.push(Entry {
-            key,
+            key: key.clone(),
             filters,
             found: Arc::clone(&found),
             version: 0,
             ranked: Default::default(),
         });
-        Candidates { found, version: 0 }
+        Candidates {
+            key,
+            found,
+            version: 0,
+        }
     }
 
     /// The candidates of `key` ranked by `sort`, if kept and still what ranking them now gives:
