@@ -36,5 +36,6 @@ pub async fn get_user(
         .directory
         .profile(id)
         .ok_or_else(|| not_found(&user_id))?;
-    Ok(reply::ok(&profile.public()))
+    let rendered = profile.rendered();
+    Ok(reply::tagged_json(rendered.json.clone(), &rendered.etag))
 }

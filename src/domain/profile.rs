@@ -5,6 +5,7 @@ use utoipa::ToSchema;
 
 use super::ids::{ProfileId, Snowflake};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
+use super::render::{ProfileRender, RenderedProfile};
 use super::text::{Bio, DisplayName, HttpUrl, ProfileUsername, Pronouns, SocialType};
 use super::time::Timestamp;
 
@@ -37,6 +38,9 @@ pub struct Profile {
     pub admin: bool,
     pub moderator: bool,
     pub created_at: Timestamp,
+    /// Its public JSON, rendered on first use (see [`super::render`]).
+    #[serde(skip)]
+    pub rendered: ProfileRender,
 }
 
 /// The body of `POST /admin/users`.
@@ -117,7 +121,13 @@ impl Profile {
             admin: new.admin,
             moderator: new.moderator,
             created_at: now,
+            rendered: ProfileRender::default(),
         }
+    }
+
+    /// Its public JSON and validator, rendered once.
+    pub fn rendered(&self) -> &RenderedProfile {
+        self.rendered.get(self)
     }
 
     pub fn apply(&mut self, patch: ProfilePatch) {
@@ -139,6 +149,8 @@ impl Profile {
         self.bio = patch.bio.apply(self.bio.take());
         self.pronouns = patch.pronouns.apply(self.pronouns.take());
         self.platform_id = patch.platform_id.apply(self.platform_id.take());
+        // Edited in place: whatever was rendered describes the profile before.
+        self.rendered = ProfileRender::default();
     }
 
     pub fn public(&self) -> PublicProfile<'_> {

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 
 use super::bot::{Listing, PublicBot, ServerCount};
+use super::profile::Profile;
 
 /// The keys of the fields before the counts, in the order `PublicBot` declares them, each with
 /// what the compact serializer writes before it. They are the same for every bot, so only the
@@ -170,10 +171,21 @@ impl RenderedListing {
     }
 }
 
-/// The rendering a listing carries: made on first use, and never copied with the listing (a
-/// copy is made to be edited, and renders its own), so it can never describe another listing.
-#[derive(Default)]
-pub struct ListingRender(OnceLock<RenderedListing>);
+/// The rendering a value carries (a listing, a profile): made on first use, and never copied
+/// with the value (a copy is made to be edited, and renders its own), so it can never describe
+/// another value.
+pub struct Rendering<T>(OnceLock<T>);
+
+/// A listing's rendering.
+pub type ListingRender = Rendering<RenderedListing>;
+/// A profile's rendering.
+pub type ProfileRender = Rendering<RenderedProfile>;
+
+impl<T> Default for Rendering<T> {
+    fn default() -> Self {
+        Self(OnceLock::new())
+    }
+}
 
 impl ListingRender {
     pub fn get(&self, listing: &Listing) -> &RenderedListing {
@@ -181,20 +193,46 @@ impl ListingRender {
     }
 }
 
-impl Clone for ListingRender {
+impl ProfileRender {
+    pub fn get(&self, profile: &Profile) -> &RenderedProfile {
+        self.0.get_or_init(|| RenderedProfile::of(profile))
+    }
+}
+
+/// A profile's public JSON, and its validator: made once per published profile, not per
+/// request.
+pub struct RenderedProfile {
+    pub json: Vec<u8>,
+    /// The first 128 bits of the JSON's SHA-256, quoted.
+    pub etag: String,
+}
+
+impl RenderedProfile {
+    fn of(profile: &Profile) -> Self {
+        // Our own types always serialize (into memory, nothing can fail).
+        let json = serde_json::to_vec(&profile.public()).unwrap_or_default();
+        let digest = Sha256::digest(&json);
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&digest[..16]);
+        let etag = format!("\"p{:032x}\"", u128::from_be_bytes(first));
+        Self { json, etag }
+    }
+}
+
+impl<T> Clone for Rendering<T> {
     fn clone(&self) -> Self {
         Self::default()
     }
 }
 
-/// A rendering is derived from the listing's other fields: it adds nothing to compare.
-impl PartialEq for ListingRender {
+/// A rendering is derived from the value's other fields: it adds nothing to compare.
+impl<T> PartialEq for Rendering<T> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
 
-impl fmt::Debug for ListingRender {
+impl<T> fmt::Debug for Rendering<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.0.get().is_some() {
             "rendered"

@@ -217,6 +217,33 @@ async fn cacheable_reads_carry_an_etag_and_a_matching_if_none_match_is_304() {
         .expect("sent");
     assert_eq!(changed.status(), StatusCode::OK);
     assert_ne!(header(&changed, "etag"), Some(before.as_str()));
+
+    // So does a profile's edit (its answer is rendered once per edit, with its tag).
+    let path = format!("/users/{profile}");
+    let before = header(&app.get(&path).await, "etag")
+        .expect("etag")
+        .to_owned();
+    let edited = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin/users/{profile}"),
+            Some(&serde_json::json!({"bio": "Edited since."})),
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    let changed = app
+        .request(Method::GET, &path, None)
+        .header("If-None-Match", &before)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(changed.status(), StatusCode::OK);
+    assert_ne!(header(&changed, "etag"), Some(before.as_str()));
+    assert!(changed
+        .text()
+        .await
+        .expect("read")
+        .contains("Edited since."));
 }
 
 #[actix_web::test]
