@@ -16,7 +16,7 @@ use crate::api::admin_failures::AdminFailures;
 use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
-use crate::api::guard::{catch_panics, limit_headers};
+use crate::api::guard::catch_panics;
 use crate::api::http::{self, AllowedMethods};
 use crate::api::limits::{self, ClientAddress, RateLimiter};
 use crate::api::{openapi, routes, AppState};
@@ -595,9 +595,7 @@ fn serve(
                 .app_data(access_log.clone())
                 .app_data(allowed_methods.clone())
                 .wrap(from_fn(catch_panics))
-                .wrap(from_fn(envelope_errors))
                 .wrap(Condition::new(cluster_on, from_fn(cluster::consistency)))
-                .wrap(from_fn(limit_headers))
                 .wrap(from_fn(http::semantics))
                 .wrap(Condition::new(
                     cors_on,

@@ -356,7 +356,12 @@ pub async fn envelope_errors(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let response = next.call(request).await?.map_into_boxed_body();
+    Ok(envelope(next.call(request).await?.map_into_boxed_body()))
+}
+
+/// An error answer that is not in the envelope yet (actix's own 404 and 405, an extractor's
+/// refusal) put in it; any other answer as it is.
+pub fn envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
     let needs_envelope = (status.is_client_error() || status.is_server_error())
         && status != StatusCode::TOO_MANY_REQUESTS
@@ -366,11 +371,11 @@ pub async fn envelope_errors(
             .get::<Enveloped>()
             .is_none();
     if !needs_envelope {
-        return Ok(response);
+        return response;
     }
     let (request, _) = response.into_parts();
     let error = ApiError::for_status(status, request.method().as_str(), request.path());
-    Ok(ServiceResponse::new(request, error.error_response()))
+    ServiceResponse::new(request, error.error_response())
 }
 
 #[cfg(test)]

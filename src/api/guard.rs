@@ -7,10 +7,12 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use futures_util::FutureExt;
 
-use super::error::{ApiError, Code};
+use super::error::{envelope, ApiError, Code};
 
-/// Middleware: catches a panic in the request's future and answers 500 with the envelope. No
-/// panic is reachable from a request by design; this is for the one nobody found yet.
+/// Middleware, innermost: catches a panic in the request's future and answers 500 with the
+/// envelope (no panic is reachable from a request by design; this is for the one nobody found
+/// yet), and puts every other error answer in the envelope ([`envelope`]). One layer for both:
+/// each layer costs every request a boxed future (docs/PERFORMANCE.md, session 10).
 pub async fn catch_panics(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -20,7 +22,7 @@ pub async fn catch_panics(
     // The URI shares the request's bytes: no copy of the path for a panic that never comes.
     let uri = request.uri().clone();
     match AssertUnwindSafe(next.call(request)).catch_unwind().await {
-        Ok(response) => response.map(ServiceResponse::map_into_boxed_body),
+        Ok(response) => Ok(envelope(response?.map_into_boxed_body())),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -37,12 +39,10 @@ pub async fn catch_panics(
 /// Request headers, all together, at most this many bytes: what no client of this API needs.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
-/// Middleware: refuses requests whose headers are over [`MAX_HEADER_BYTES`] with 431. The HTTP
-/// layer already bounds what it buffers; this keeps what reaches the handlers small.
-pub async fn limit_headers(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+/// Refuses requests whose headers are over [`MAX_HEADER_BYTES`] with 431 (run by
+/// `http::semantics`). The HTTP layer already bounds what it buffers; this keeps what reaches
+/// the handlers small.
+pub fn headers_within_limit(request: &ServiceRequest) -> Result<(), ApiError> {
     let bytes: usize = request
         .headers()
         .iter()
@@ -53,11 +53,9 @@ pub async fn limit_headers(
             "request headers are {bytes} bytes, over {} KiB",
             MAX_HEADER_BYTES / 1024
         ));
-        return Err(error.into());
+        return Err(error);
     }
-    next.call(request)
-        .await
-        .map(ServiceResponse::map_into_boxed_body)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -55,8 +55,9 @@ impl AllowedMethods {
 struct WasHead;
 
 /// Middleware, just outside the error envelope: routes HEAD as GET (the HTTP layer sends no
-/// body for a HEAD, but the headers and length a GET would have), names the allowed methods on
-/// a 405, and marks small bodies not to be compressed.
+/// body for a HEAD, but the headers and length a GET would have), refuses headers over the
+/// limit (`guard::headers_within_limit`), names the allowed methods on a 405, and marks small
+/// bodies not to be compressed.
 pub async fn semantics(
     mut request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -65,6 +66,7 @@ pub async fn semantics(
         request.head_mut().method = Method::GET;
         request.extensions_mut().insert(WasHead);
     }
+    super::guard::headers_within_limit(&request)?;
     let allowed = request.app_data::<web::Data<AllowedMethods>>().cloned();
     let response = next.call(request).await?.map_into_boxed_body();
     if response.status() == StatusCode::METHOD_NOT_ALLOWED {
