@@ -187,9 +187,11 @@ impl IdBytes {
     }
 }
 
-/// Past this many requests waiting, a request writes its own line: the queue stays bounded
-/// even if the log thread falls behind.
-const ACCESS_QUEUE: usize = 65_536;
+/// Past this many requests waiting in its shard, a request writes its own line: the queue
+/// stays bounded even if the log thread falls behind (at most [`SHARDS`] times this many
+/// lines of about 220 bytes, 29 MiB; two workers use two shards, 16,384 lines, two and a
+/// half times what 130,000 requests a second leave in one [`ACCESS_FLUSH`]).
+const ACCESS_QUEUE: usize = 8_192;
 
 /// An application's access log: the requests waiting for their lines, which its access-log
 /// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`], and the requests in
