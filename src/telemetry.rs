@@ -166,6 +166,23 @@ struct IdBytes {
     bytes: [u8; MAX_REQUEST_ID],
 }
 
+impl AccessRecord {
+    /// The line through tracing-subscriber (colours on a terminal, or no `init_logs` in this
+    /// process), stamped with when the request was answered.
+    fn through_tracing(&self) {
+        EVENT_TIME.set(Some(self.at));
+        log_line(
+            self.method,
+            self.route.as_str(),
+            self.status,
+            self.latency,
+            self.id.as_str(),
+            self.key,
+        );
+        EVENT_TIME.set(None);
+    }
+}
+
 impl IdBytes {
     fn of(id: &HeaderValue) -> Self {
         let given = id.as_bytes();
@@ -203,8 +220,6 @@ const ACCESS_QUEUE: usize = 8_192;
 /// other core (docs/PERFORMANCE.md, session 10).
 pub struct AccessLog {
     shards: Box<[Shard]>,
-    /// The access-log thread's formatter (only that thread writes lines from the queue).
-    line: std::sync::Mutex<AccessLine>,
     /// Whether the thread runs: until then, and once it has ended, requests write their own.
     running: std::sync::atomic::AtomicBool,
 }
@@ -224,7 +239,6 @@ impl Default for AccessLog {
     fn default() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
-            line: Default::default(),
             running: Default::default(),
         }
     }
@@ -327,8 +341,9 @@ pub fn access_line(
 }
 
 impl AccessLog {
-    /// Formats and writes the lines of the requests waiting.
-    fn write_waiting(&self, records: &mut Vec<AccessRecord>) {
+    /// Formats (with the access-log thread's `line`) and writes the lines of the requests
+    /// waiting.
+    fn write_waiting(&self, records: &mut Vec<AccessRecord>, line: &mut AccessLine) {
         for shard in &self.shards {
             let mut waiting = shard.queue.lock().unwrap_or_else(|p| p.into_inner());
             records.append(&mut waiting);
@@ -336,35 +351,12 @@ impl AccessLog {
         // Each shard's lines are in order; across shards, by when each request was answered.
         records.sort_by_key(|record| record.at);
         let format = ACCESS_FORMAT.get().copied();
-        let mut line = self.line.lock().unwrap_or_else(|p| p.into_inner());
         for record in records.drain(..) {
             match format {
-                Some(format) => {
-                    let full = ACCESS_LINES.with_borrow_mut(|lines| match lines {
-                        Some(lines) => {
-                            line.write(format, &record, lines);
-                            lines.len() >= ACCESS_BUFFER
-                        }
-                        None => false,
-                    });
-                    if full {
-                        write_out();
-                    }
-                }
-                None => {
-                    EVENT_TIME.set(Some(record.at));
-                    log_line(
-                        record.method,
-                        record.route.as_str(),
-                        record.status,
-                        record.latency,
-                        record.id.as_str(),
-                        record.key,
-                    );
-                }
+                Some(format) => append_lines(|lines| line.write(format, &record, lines)),
+                None => record.through_tracing(),
             }
         }
-        EVENT_TIME.set(None);
         write_out();
     }
 }
@@ -549,21 +541,27 @@ fn write_out() {
     }
 }
 
+/// Adds to this access-log thread's lines waiting to be written, and writes them all once
+/// [`ACCESS_BUFFER`] bytes wait. Nothing on any other thread.
+fn append_lines(add: impl FnOnce(&mut Vec<u8>)) {
+    let full = ACCESS_LINES.with_borrow_mut(|lines| match lines {
+        Some(lines) => {
+            add(lines);
+            lines.len() >= ACCESS_BUFFER
+        }
+        None => false,
+    });
+    if full {
+        write_out();
+    }
+}
+
 /// Writes into the access-log thread's lines (one formatted line per `write_all`).
 pub struct AccessLines;
 
 impl std::io::Write for AccessLines {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let full = ACCESS_LINES.with_borrow_mut(|lines| match lines {
-            Some(lines) => {
-                lines.extend_from_slice(bytes);
-                lines.len() >= ACCESS_BUFFER
-            }
-            None => false,
-        });
-        if full {
-            write_out();
-        }
+        append_lines(|lines| lines.extend_from_slice(bytes));
         Ok(bytes.len())
     }
 
@@ -596,16 +594,17 @@ impl Threads {
                 let _ = up.send(());
                 ACCESS_LINES.set(Some(Vec::new()));
                 let mut records = Vec::new();
+                let mut line = AccessLine::default();
                 loop {
                     let stopping = stop.is_requested();
                     if !stopping {
                         std::thread::sleep(ACCESS_FLUSH);
                     }
-                    access.write_waiting(&mut records);
+                    access.write_waiting(&mut records, &mut line);
                     if stopping {
                         // Later requests (none, once the server has stopped) write their own.
                         access.running.store(false, Ordering::Release);
-                        access.write_waiting(&mut records);
+                        access.write_waiting(&mut records, &mut line);
                         return;
                     }
                 }
@@ -1186,18 +1185,7 @@ mod tests {
             .with_max_level(tracing::Level::DEBUG)
             .with_timer(EventTime)
             .with_writer(move || writer.clone());
-        let emit = || {
-            EVENT_TIME.set(Some(record.at));
-            log_line(
-                record.method,
-                record.route.as_str(),
-                record.status,
-                record.latency,
-                record.id.as_str(),
-                record.key,
-            );
-            EVENT_TIME.set(None);
-        };
+        let emit = || record.through_tracing();
         match format {
             LogFormat::Text => {
                 tracing::subscriber::with_default(builder.with_ansi(false).finish(), emit);

@@ -150,26 +150,14 @@ async fn an_etag_answers_304_until_the_count_changes() {
     let (headers, _) = badge(&app, &path).await;
     let etag = headers["etag"].to_str().expect("ascii").to_owned();
     assert!(etag.starts_with('"'), "strong: {etag}");
-    let again = app
-        .client
-        .get(format!("{}{path}", app.base))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let again = app.revalidate(&path, &etag).await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(again.headers()["cache-control"], "public, max-age=60");
     assert_eq!(again.headers()["etag"].to_str().ok(), Some(etag.as_str()));
     assert!(again.bytes().await.expect("a body").is_empty());
 
     app.post_stats(&bot, 5).await;
-    let changed = app
-        .client
-        .get(format!("{}{path}", app.base))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let changed = app.revalidate(&path, &etag).await;
     assert_eq!(changed.status(), StatusCode::OK);
     assert_ne!(changed.headers()["etag"].to_str().ok(), Some(etag.as_str()));
     // The validator is made of what the drawing is made of, the bot's name (its title)
@@ -186,13 +174,7 @@ async fn an_etag_answers_304_until_the_count_changes() {
         )
         .await;
     assert_eq!(renamed.status(), StatusCode::OK);
-    let after = app
-        .client
-        .get(format!("{}{path}", app.base))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let after = app.revalidate(&path, &etag).await;
     assert_eq!(after.status(), StatusCode::OK);
     assert!(after.text().await.expect("a body").contains("Renamed Bot"));
     // HEAD answers the headers of the GET.

@@ -194,25 +194,13 @@ async fn hours_older_than_90_days_are_kept_by_day() {
 async fn an_etag_answers_304_until_a_post_changes_the_history() {
     let app = spawn_app().await;
     let bot = app.create_bot(42, json!({})).await;
-    let url = format!("{}/bots/{}/stats/history", app.base, bot.id);
-    let first = app.client.get(&url).send().await.expect("sent");
+    let path = format!("/bots/{}/stats/history", bot.id);
+    let first = app.get(&path).await;
     let etag = first.headers()["etag"].to_str().expect("ascii").to_owned();
-    let again = app
-        .client
-        .get(&url)
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let again = app.revalidate(&path, &etag).await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     post(&app, &bot, 3).await;
-    let changed = app
-        .client
-        .get(&url)
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let changed = app.revalidate(&path, &etag).await;
     assert_eq!(changed.status(), StatusCode::OK);
     // A vote changes it too; another range of the same bot has a validator of its own.
     let etag = changed.headers()["etag"]
@@ -220,22 +208,12 @@ async fn an_etag_answers_304_until_a_post_changes_the_history() {
         .expect("ascii")
         .to_owned();
     app.vote_ok(&bot.id, 7).await;
-    let voted = app
-        .client
-        .get(&url)
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+    let voted = app.revalidate(&path, &etag).await;
     assert_eq!(voted.status(), StatusCode::OK);
     let etag = voted.headers()["etag"].to_str().expect("ascii").to_owned();
     let hourly = app
-        .client
-        .get(format!("{url}?interval=hour"))
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .expect("sent");
+        .revalidate(&format!("{path}?interval=hour"), &etag)
+        .await;
     assert_eq!(hourly.status(), StatusCode::OK);
 }
 

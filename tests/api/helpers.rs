@@ -160,6 +160,15 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// A GET that sends `If-None-Match: if_none_match`, as a cache revalidating does.
+    pub async fn revalidate(&self, path: &str, if_none_match: &str) -> Response {
+        self.request(Method::GET, path, None)
+            .header("If-None-Match", if_none_match)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
     pub async fn get_with(&self, path: &str, token: &str) -> Response {
         self.request(Method::GET, path, Some(token))
             .send()
