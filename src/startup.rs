@@ -7,17 +7,18 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::Server;
-use actix_web::middleware::{from_fn, Compress, Condition};
+use actix_web::middleware::from_fn;
 use actix_web::{web, App};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::{BotSpawner, LoadState, Registry};
 use crate::api::admin_failures::AdminFailures;
+use crate::api::around::Optional;
 use crate::api::cluster::{self, ClusterHttp};
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
-use crate::api::guard::catch_panics;
 use crate::api::http::{self, AllowedMethods};
+use crate::api::layer::Layer;
 use crate::api::limits::{self, ClientAddress, RateLimiter};
 use crate::api::{openapi, routes, AppState};
 use crate::config::{Secret, Settings};
@@ -550,7 +551,10 @@ fn serve(
     let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
         .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
-    let allowed_methods = web::Data::new(AllowedMethods::from_openapi(&openapi_document));
+    let layer = Layer::new(
+        access_log.clone().into_inner(),
+        Arc::new(AllowedMethods::from_openapi(&openapi_document)),
+    );
     let cors_origins = settings.cors_origins.clone();
     let cors_on = !cors_origins.is_empty();
     let state = web::Data::new(AppState {
@@ -592,20 +596,15 @@ fn serve(
             // Innermost first: each `wrap` goes around all the ones before it.
             App::new()
                 .app_data(state.clone())
-                .app_data(access_log.clone())
-                .app_data(allowed_methods.clone())
-                .wrap(from_fn(catch_panics))
-                .wrap(Condition::new(cluster_on, from_fn(cluster::consistency)))
-                .wrap(from_fn(http::semantics))
-                .wrap(Condition::new(
-                    cors_on,
-                    http::cors(&cors_origins).unwrap_or_default(),
-                ))
-                .wrap(Condition::new(cors_on, from_fn(http::cors_refusals)))
-                .wrap(Compress::default())
-                .wrap(from_fn(http::finish))
-                .wrap(Condition::new(cluster_on, from_fn(cluster::forward_writes)))
-                .wrap(from_fn(telemetry::observe))
+                .wrap(Optional::new(cluster_on, || from_fn(cluster::consistency)))
+                .wrap(Optional::new(cors_on, || {
+                    http::cors(&cors_origins).unwrap_or_default()
+                }))
+                .wrap(Optional::new(cors_on, || from_fn(http::cors_refusals)))
+                .wrap(Optional::new(cluster_on, || {
+                    from_fn(cluster::forward_writes)
+                }))
+                .wrap(layer.clone())
                 .configure(|cfg| {
                     if let Some(cluster) = &cluster {
                         cfg.app_data(cluster.clone())

@@ -11,11 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
-use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpRequest};
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -256,33 +254,23 @@ impl AccessLog {
         &self.shards[(mixed >> 60) as usize % SHARDS]
     }
 
+    /// A request came in, on this thread. Counted on the thread's shard, so the workers do
+    /// not share a cache line per request.
+    pub fn arrived(&self) {
+        self.shard().in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request counted by [`arrived`](Self::arrived) was answered, or dropped.
+    pub fn left(&self) {
+        self.shard().in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Requests that have come in and not yet been answered.
     pub fn in_flight(&self) -> i64 {
         self.shards
             .iter()
             .map(|shard| shard.in_flight.load(Ordering::Relaxed))
             .sum()
-    }
-}
-
-/// Counts a request in flight on its thread's shard until dropped, however the request ends.
-struct InFlight<'a>(Option<&'a Shard>);
-
-impl<'a> InFlight<'a> {
-    fn enter(log: Option<&'a AccessLog>) -> Self {
-        let shard = log.map(AccessLog::shard);
-        if let Some(shard) = shard {
-            shard.in_flight.fetch_add(1, Ordering::Relaxed);
-        }
-        Self(shard)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Some(shard) = self.0 {
-            shard.in_flight.fetch_sub(1, Ordering::Relaxed);
-        }
     }
 }
 
@@ -953,11 +941,19 @@ pub fn request_id(headers: &HeaderMap) -> HeaderValue {
         .unwrap_or_else(generated_id)
 }
 
-/// 32 hex digits: a random half drawn once per process, then a counter. Unique without a
-/// system call per request; ids need not be secret, only distinct.
+/// 32 hex digits: a random half drawn once per process, then the thread's number and a count
+/// of the thread's own. Unique without a system call per request, and without a counter the
+/// workers share (whose cache line would move between them on every request); ids need not be
+/// secret, only distinct.
 fn generated_id() -> HeaderValue {
     static PROCESS: OnceLock<u64> = OnceLock::new();
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static THREADS: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        /// This thread's number (the top 16 bits) and its count of ids so far.
+        static NEXT: std::cell::Cell<u64> = std::cell::Cell::new(
+            THREADS.fetch_add(1, Ordering::Relaxed) << 48,
+        );
+    }
     let process = *PROCESS.get_or_init(|| {
         let mut seed = [0u8; 8];
         if getrandom::fill(&mut seed).is_err() {
@@ -968,7 +964,11 @@ fn generated_id() -> HeaderValue {
         }
         u64::from_le_bytes(seed)
     });
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let n = NEXT.with(|next| {
+        let n = next.get();
+        next.set(n.wrapping_add(1));
+        n
+    });
     // Written in place: one allocation (the header's own bytes) rather than a string first.
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut id = [0u8; 32];
@@ -993,49 +993,75 @@ fn known_method(method: &Method) -> &'static str {
         .unwrap_or("other")
 }
 
-/// Middleware, outermost: gives the request its id, and when answered writes its one log line
-/// and its metrics. The line holds no header, path or query as sent: only the route pattern.
-pub async fn observe(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let log = request
-        .app_data::<actix_web::web::Data<AccessLog>>()
-        .map(|log| log.clone().into_inner());
-    let _in_flight = InFlight::enter(log.as_deref());
-    let id = request_id(request.headers());
-    let method = known_method(request.method());
-    let result = next.call(request).await;
-    let (status, route, key) = match &result {
-        Ok(response) => {
-            let request = response.request();
-            (
-                response.status(),
-                route_pattern(request),
-                request.extensions().get::<RateKeyKind>().map(|k| k.0),
-            )
+/// A request seen as it arrives: what its log line and metrics need once it is answered
+/// (`api::layer`, the one middleware, holds it). The line holds no header, path or query as
+/// sent: only the route pattern.
+pub struct Observation {
+    started: Instant,
+    id: HeaderValue,
+    method: &'static str,
+}
+
+impl Observation {
+    /// Gives the request its id (the client's, when it is a usable one).
+    pub fn begin(request: &ServiceRequest) -> Self {
+        Self {
+            started: Instant::now(),
+            id: request_id(request.headers()),
+            method: known_method(request.method()),
         }
-        Err(error) => (error.as_response_error().status_code(), None, None),
-    };
-    let route = route.unwrap_or(Cow::Borrowed("unmatched"));
-    let latency = started.elapsed();
-    let route = record(method, route, status, latency);
-    access_line(log.as_deref(), method, route, status, latency, &id, key);
-    match result {
-        Ok(mut response) => {
-            response.headers_mut().insert(REQUEST_ID.clone(), id);
-            Ok(response)
-        }
-        // An error still unrendered (a panic, headers too large) gets the id when it is.
-        Err(mut error) => {
-            error.add_response_mapper(move |mut response| {
-                response
-                    .headers_mut()
-                    .insert(REQUEST_ID.clone(), id.clone());
-                response
-            });
-            Err(error)
+    }
+
+    /// The request's id, as its answer and its log line carry it.
+    pub fn id(&self) -> &str {
+        self.id.to_str().unwrap_or_default()
+    }
+
+    /// Writes the request's one log line and its metrics, and gives its answer the id.
+    pub fn end<B>(
+        self,
+        log: &AccessLog,
+        result: Result<ServiceResponse<B>, actix_web::Error>,
+    ) -> Result<ServiceResponse<B>, actix_web::Error> {
+        let (status, route, key) = match &result {
+            Ok(response) => {
+                let request = response.request();
+                (
+                    response.status(),
+                    route_pattern(request),
+                    request.extensions().get::<RateKeyKind>().map(|k| k.0),
+                )
+            }
+            Err(error) => (error.as_response_error().status_code(), None, None),
+        };
+        let route = route.unwrap_or(Cow::Borrowed("unmatched"));
+        let latency = self.started.elapsed();
+        let route = record(self.method, route, status, latency);
+        access_line(
+            Some(log),
+            self.method,
+            route,
+            status,
+            latency,
+            &self.id,
+            key,
+        );
+        let id = self.id;
+        match result {
+            Ok(mut response) => {
+                response.headers_mut().insert(REQUEST_ID.clone(), id);
+                Ok(response)
+            }
+            // An error still unrendered (from a layer inside) gets the id when it is.
+            Err(mut error) => {
+                error.add_response_mapper(move |mut response| {
+                    response
+                        .headers_mut()
+                        .insert(REQUEST_ID.clone(), id.clone());
+                    response
+                });
+                Err(error)
+            }
         }
     }
 }
@@ -1149,7 +1175,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_generated_id_is_the_process_half_then_the_counter_in_hex() {
+    fn a_generated_id_is_the_process_half_then_the_thread_and_its_count_in_hex() {
         let first = generated_id();
         let second = generated_id();
         let (first, second) = (
@@ -1162,7 +1188,14 @@ mod tests {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         assert_eq!(first[..16], second[..16]);
         let count = |id: &str| u64::from_str_radix(&id[16..], 16).expect("hex");
-        assert!(count(second) > count(first));
+        assert_eq!(count(second), count(first) + 1);
+        // Another thread counts on its own, under another number: no id is made twice.
+        let elsewhere = std::thread::spawn(|| generated_id().to_str().map(str::to_owned))
+            .join()
+            .expect("joined")
+            .expect("ascii");
+        assert_eq!(elsewhere[..16], first[..16]);
+        assert_ne!(count(&elsewhere) >> 48, count(first) >> 48);
     }
 
     /// What tracing-subscriber writes for [`log_line`]'s event, configured as [`init_logs`]

@@ -28,6 +28,8 @@ pub enum Code {
     RequestTimeout,
     HeadersTooLarge,
     UnsupportedMediaType,
+    /// `Accept-Encoding` refuses every encoding the API offers, identity among them.
+    NotAcceptable,
     /// A bug. What went wrong is logged, never sent.
     Internal,
     Unavailable,
@@ -66,7 +68,7 @@ const fn row(
 }
 
 /// The table of errors, in the order of [`Code`]. A new error is one row here.
-pub const ERRORS: [ErrorRow; 16] = [
+pub const ERRORS: [ErrorRow; 17] = [
     row(
         Code::BadRequest,
         "bad_request",
@@ -132,6 +134,12 @@ pub const ERRORS: [ErrorRow; 16] = [
         "unsupported_media_type",
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "send the body with Content-Type: application/json",
+    ),
+    row(
+        Code::NotAcceptable,
+        "not_acceptable",
+        StatusCode::NOT_ACCEPTABLE,
+        "Accept-Encoding refuses every encoding offered: identity, br, gzip, deflate",
     ),
     row(
         Code::Internal,
@@ -295,7 +303,7 @@ impl fmt::Display for ApiError {
 }
 
 /// Marks a response whose body is already the envelope.
-struct Enveloped;
+pub struct Enveloped;
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {

@@ -1,5 +1,5 @@
-//! HTTP semantics around the handlers: HEAD, `Allow` on 405, `ETag` and 304, which responses
-//! are worth compressing, and CORS.
+//! HTTP semantics around the handlers: the methods each route allows, `ETag` and 304, the
+//! encoding a client gets, and CORS (the layer every request passes, `layer`, uses them).
 
 use std::collections::HashMap;
 
@@ -7,14 +7,14 @@ use actix_cors::Cors;
 use actix_web::body::{self, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{
-    HeaderName, HeaderValue, ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH,
-    CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER,
+    HeaderName, HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER,
 };
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{web, HttpMessage, HttpResponse, ResponseError};
+use actix_web::{HttpResponse, ResponseError};
 use sha2::{Digest, Sha256};
 
+use super::around::Around;
 use super::error::Code;
 use crate::telemetry::route_pattern;
 
@@ -51,44 +51,31 @@ impl AllowedMethods {
     }
 }
 
-/// Set on a request that arrived as HEAD and is routed as GET.
-struct WasHead;
+/// The middleware ([`super::around`]) of each route declared
+/// [`etag`](super::routes::Route::etag): tags the JSON of its 200 with an `ETag` and answers a
+/// matching `If-None-Match` with 304. Inside the rate limit, so a 304 carries its headers and
+/// counts against it.
+pub struct Tagged;
 
-/// Middleware, just outside the error envelope: routes HEAD as GET (the HTTP layer sends no
-/// body for a HEAD, but the headers and length a GET would have), refuses headers over the
-/// limit (`guard::headers_within_limit`), names the allowed methods on a 405, and marks small
-/// bodies not to be compressed.
-pub async fn semantics(
-    mut request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    if request.method() == Method::HEAD {
-        request.head_mut().method = Method::GET;
-        request.extensions_mut().insert(WasHead);
+impl Around for Tagged {
+    type Carry = ();
+
+    fn before(&self, _: &mut ServiceRequest) -> Result<(), Box<HttpResponse>> {
+        Ok(())
     }
-    super::guard::headers_within_limit(&request)?;
-    let allowed = request.app_data::<web::Data<AllowedMethods>>().cloned();
-    let response = next.call(request).await?.map_into_boxed_body();
-    if response.status() == StatusCode::METHOD_NOT_ALLOWED {
-        return Ok(with_allow(response, allowed.as_ref().map(|a| a.get_ref())));
+
+    fn after(&self, (): (), response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+        let cacheable =
+            response.status() == StatusCode::OK && response.request().method() == Method::GET;
+        if cacheable {
+            tag(response)
+        } else {
+            response
+        }
     }
-    Ok(mark_small(response))
 }
 
-/// Middleware of each route declared [`etag`](super::routes::Route::etag): tags the JSON of its
-/// 200 with an `ETag` and answers a matching `If-None-Match` with 304. Inside the rate limit,
-/// so a 304 carries its headers and counts against it.
-pub async fn etag(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let response = next.call(request).await?.map_into_boxed_body();
-    let cacheable =
-        response.status() == StatusCode::OK && response.request().method() == Method::GET;
-    Ok(if cacheable { tag(response) } else { response })
-}
-
-fn with_allow(
+pub(super) fn with_allow(
     mut response: ServiceResponse<BoxBody>,
     allowed: Option<&AllowedMethods>,
 ) -> ServiceResponse<BoxBody> {
@@ -163,63 +150,11 @@ fn tag(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     ServiceResponse::new(request, not_modified)
 }
 
-/// The `Compress` middleware leaves alone a response that already names its encoding; a small
-/// body is marked `identity`, and [`finish`] takes the mark off again.
-fn mark_small(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
-    if let body::BodySize::Sized(size) = response.response().body().size() {
-        if size < MIN_COMPRESSED_BYTES as u64 {
-            response
-                .headers_mut()
-                .insert(CONTENT_ENCODING, HeaderValue::from_static("identity"));
-        }
-    }
-    response
-}
-
-/// Middleware, outside `Compress`: takes off the `identity` mark, and weakens the `ETag` of a
-/// compressed response, whose bytes are not those the tag was made from (a client's
-/// `If-None-Match` still matches: the comparison is weak).
-pub async fn finish(
-    mut request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let preferred = request
-        .headers()
-        .get(ACCEPT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .and_then(gzip_on_ties);
-    if let Some(preferred) = preferred {
-        request.headers_mut().insert(ACCEPT_ENCODING, preferred);
-    }
-    let mut response = next.call(request).await?;
-    let headers = response.headers_mut();
-    match headers.get(CONTENT_ENCODING).map(HeaderValue::as_bytes) {
-        Some(b"identity") => {
-            headers.remove(CONTENT_ENCODING);
-        }
-        Some(_) => {
-            let weak = headers
-                .get(ETAG)
-                .filter(|tag| !tag.as_bytes().starts_with(b"W/"))
-                .and_then(|tag| {
-                    let mut weak = b"W/".to_vec();
-                    weak.extend_from_slice(tag.as_bytes());
-                    HeaderValue::from_bytes(&weak).ok()
-                });
-            if let Some(weak) = weak {
-                headers.insert(ETAG, weak);
-            }
-        }
-        None => {}
-    }
-    Ok(response)
-}
-
 /// `Accept-Encoding` with `br` ranked just under `gzip` when the client ranks them the same, as
 /// browsers do: br saves a fifth of the bytes of gzip for two to three times its CPU, which on
 /// a busy server costs more than it saves. A client that prefers br says so with its q-values.
 /// `None` when there is no tie to break.
-fn gzip_on_ties(accept_encoding: &str) -> Option<HeaderValue> {
+pub(super) fn gzip_on_ties(accept_encoding: &str) -> Option<HeaderValue> {
     let items: Vec<(String, f32)> = accept_encoding
         .split(',')
         .map(|item| {

@@ -5,16 +5,16 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use actix_web::body::{BoxBody, MessageBody};
+use actix_web::body::BoxBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use actix_web::http::StatusCode;
-use actix_web::middleware::Next;
-use actix_web::{web, HttpRequest};
+use actix_web::{web, HttpRequest, HttpResponse};
 use dashmap::DashMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::around::{Around, Wrap};
 use super::{reply, AppState};
 use crate::domain::ids::BotId;
 use crate::domain::time::Clock;
@@ -254,12 +254,12 @@ pub fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
     ]
 }
 
-/// Middleware for the `/bots` scope.
-pub async fn limit_bots(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    limit(request, next, |state, request| {
+/// A scope's rate limit ([`super::around`]): which key a request is counted under.
+pub struct Limited(fn(&AppState, &ServiceRequest) -> RateKey);
+
+/// The `/bots` scope's: the bot whose token the request carries, else the client's address.
+pub fn limit_bots() -> Wrap<Limited> {
+    Wrap::new(Limited(|state, request| {
         let token_bot = request
             .headers()
             .get(actix_web::http::header::AUTHORIZATION)
@@ -269,34 +269,33 @@ pub async fn limit_bots(
             Some(bot) => RateKey::Bot(bot),
             None => RateKey::BotsByIp(client_ip(request.request(), client_source(state, request))),
         }
-    })
-    .await
+    }))
 }
 
-/// Middleware for `/users`.
-pub async fn limit_users(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    limit(request, next, |state, request| {
+/// The `/users` scope's: the client's address.
+pub fn limit_users() -> Wrap<Limited> {
+    Wrap::new(Limited(|state, request| {
         RateKey::UsersByIp(client_ip(request.request(), client_source(state, request)))
-    })
-    .await
+    }))
 }
 
-async fn limit(
-    request: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-    key: impl FnOnce(&AppState, &ServiceRequest) -> RateKey,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let state = request.app_data::<web::Data<AppState>>().cloned();
-    let Some((state, limiter)) = state.and_then(|s| s.limiter.clone().map(|l| (s, l))) else {
-        return Ok(next.call(request).await?.map_into_boxed_body());
-    };
-    let key = key(&state, &request);
-    let decision = limiter.check(key);
-    crate::telemetry::rate_key(&request, key.kind(), decision.allowed);
-    if !decision.allowed {
+impl Around for Limited {
+    /// The decision, whose headers the answer carries; `None` with `--rate-limit 0`.
+    type Carry = Option<Decision>;
+
+    fn before(&self, request: &mut ServiceRequest) -> Result<Option<Decision>, Box<HttpResponse>> {
+        let Some(state) = request.app_data::<web::Data<AppState>>() else {
+            return Ok(None);
+        };
+        let Some(limiter) = &state.limiter else {
+            return Ok(None);
+        };
+        let key = (self.0)(state, request);
+        let decision = limiter.check(key);
+        crate::telemetry::rate_key(request, key.kind(), decision.allowed);
+        if decision.allowed {
+            return Ok(Some(decision));
+        }
         // A refused request does no other work: no handler, no body read.
         let mut response = reply::json(
             StatusCode::TOO_MANY_REQUESTS,
@@ -309,13 +308,21 @@ async fn limit(
         for (name, value) in headers(&decision) {
             response_headers.insert(name, value);
         }
-        return Ok(request.into_response(response));
+        Err(Box::new(response))
     }
-    let mut response = next.call(request).await?.map_into_boxed_body();
-    for (name, value) in headers(&decision) {
-        response.headers_mut().insert(name, value);
+
+    fn after(
+        &self,
+        decision: Option<Decision>,
+        mut response: ServiceResponse<BoxBody>,
+    ) -> ServiceResponse<BoxBody> {
+        if let Some(decision) = decision {
+            for (name, value) in headers(&decision) {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        response
     }
-    Ok(response)
 }
 
 /// Drops idle keys every few seconds, whatever the traffic.

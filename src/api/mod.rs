@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod admin_failures;
+pub mod around;
 pub mod badge;
 pub mod bots;
 pub mod cluster;
@@ -14,6 +15,7 @@ pub mod guard;
 pub mod health;
 pub mod history;
 pub mod http;
+pub mod layer;
 pub mod limits;
 pub mod openapi;
 pub mod reply;
@@ -28,7 +30,6 @@ use std::sync::Arc;
 
 use actix::Addr;
 use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
-use actix_web::middleware::from_fn;
 use actix_web::{web, HttpResponse};
 
 use crate::actors::directory::Directory;
@@ -144,14 +145,14 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
                     if !per_bot.is_empty() {
                         cfg.service(
                             web::scope(&bots)
-                                .wrap(from_fn(limits::limit_bots))
+                                .wrap(limits::limit_bots())
                                 .configure(|cfg| routes::mount(cfg, base_path, &bots, per_bot)),
                         );
                     }
                     if !per_address.is_empty() {
                         cfg.service(
                             web::scope(&users)
-                                .wrap(from_fn(limits::limit_users))
+                                .wrap(limits::limit_users())
                                 .configure(|cfg| {
                                     routes::mount(cfg, base_path, &users, per_address)
                                 }),

@@ -119,12 +119,13 @@ enum Common {
     /// An address locked out after failed admin authentications: the envelope.
     LockedOut,
     HeadersTooLarge,
+    NotAcceptable,
     Internal,
     Unavailable,
 }
 
 impl Common {
-    const ALL: [Common; 15] = [
+    const ALL: [Common; 16] = [
         Self::BadRequest,
         Self::BadAdminBody,
         Self::Unauthorized,
@@ -138,6 +139,7 @@ impl Common {
         Self::TooManyRequests,
         Self::LockedOut,
         Self::HeadersTooLarge,
+        Self::NotAcceptable,
         Self::Internal,
         Self::Unavailable,
     ];
@@ -155,6 +157,7 @@ impl Common {
             Self::TooManyRequests => return None,
             Self::LockedOut => Code::TooManyRequests,
             Self::HeadersTooLarge => Code::HeadersTooLarge,
+            Self::NotAcceptable => Code::NotAcceptable,
             Self::Internal => Code::Internal,
             Self::Unavailable => Code::Unavailable,
         })
@@ -180,6 +183,7 @@ impl Common {
             Self::TooManyRequests => "TooManyRequests",
             Self::LockedOut => "LockedOut",
             Self::HeadersTooLarge => "HeadersTooLarge",
+            Self::NotAcceptable => "NotAcceptable",
             Self::Internal => "InternalError",
             Self::Unavailable => "Unavailable",
         }
@@ -201,6 +205,7 @@ impl Common {
             Self::TooManyRequests => "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope",
             Self::LockedOut => "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed",
             Self::HeadersTooLarge => "the request headers are over 16 KiB together",
+            Self::NotAcceptable => "`Accept-Encoding` refuses every encoding offered (`identity;q=0` and no `br`, `gzip` or `deflate`)",
             Self::Internal => "a bug; the message tells nothing of internals",
             Self::Unavailable => "the write could not be made durable, or the server is shutting down",
         }
@@ -406,7 +411,11 @@ pub fn complete(route: &Route, operation: &mut Operation) {
             common.push(Common::BadAdminBody);
         }
     }
-    common.extend([Common::HeadersTooLarge, Common::Internal]);
+    common.extend([
+        Common::HeadersTooLarge,
+        Common::NotAcceptable,
+        Common::Internal,
+    ]);
     if !properties.operational {
         common.push(Common::BadRequest);
     }

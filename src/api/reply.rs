@@ -31,7 +31,7 @@ pub fn created<T: Serialize + ?Sized>(body: &T) -> HttpResponse {
 }
 
 /// A 200 with JSON already rendered and its strong validator, made from what the body was made
-/// of: the `ETag` middleware (`http::etag`) uses it instead of hashing the body.
+/// of: the `ETag` middleware (`http::Tagged`) uses it instead of hashing the body.
 pub fn tagged_json(body: Vec<u8>, etag: &str) -> HttpResponse {
     let mut response = HttpResponse::Ok();
     response.insert_header((CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8)));

@@ -13,7 +13,6 @@ use actix_web::dev::{
     Handler, Service as ActixService, ServiceFactory, ServiceRequest, ServiceResponse,
 };
 use actix_web::http::Method;
-use actix_web::middleware::from_fn;
 use actix_web::{
     web, FromRequest, HttpMessage, HttpRequest, HttpResponse, Responder, Route as Service,
 };
@@ -241,7 +240,8 @@ impl Route {
     /// route tags its answers.
     pub fn into_service(self) -> Service {
         if self.properties.etag {
-            self.service.wrap(from_fn(super::http::etag))
+            self.service
+                .wrap(super::around::Wrap::new(super::http::Tagged))
         } else {
             self.service
         }
@@ -470,7 +470,7 @@ struct Entry {
 /// The routes of a scope, matched segment by segment without a regex, in the order they were
 /// added. A path no entry fits goes to [`no_route`]; a path that fits with a method its entry
 /// does not answer is 405, as actix answers it for a resource (the `Allow` header is added
-/// from the route pattern by [`super::http::semantics`]).
+/// from the route pattern by [`super::layer`]).
 #[derive(Default)]
 pub struct RouteTable {
     entries: Vec<Entry>,

@@ -104,6 +104,11 @@ impl Forwarder {
                 response.append_header((name, value));
             }
         }
+        // The writer's answer is final: its errors are in the envelope already, with the
+        // writer's message, and this node's layer must not make them again.
+        response
+            .extensions_mut()
+            .insert(crate::api::error::Enveloped);
         match answer.bytes().await {
             Ok(bytes) => response.body(bytes),
             Err(_) => no_writer(),

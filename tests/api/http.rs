@@ -340,6 +340,39 @@ async fn large_json_is_compressed_for_clients_that_ask_and_small_json_is_not() {
     assert_eq!(body["server_count"], 1200);
 }
 
+#[actix_web::test]
+async fn an_accept_encoding_that_refuses_every_encoding_is_406_in_the_envelope() {
+    let (app, bot, _) = populated().await;
+    for refusing in ["identity;q=0", "*;q=0", "zstd, identity;q=0"] {
+        let response = app
+            .request(Method::GET, &format!("/bots/{}", bot.id), None)
+            .header("Accept-Encoding", refusing)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::NOT_ACCEPTABLE, "{refusing}");
+        assert!(response.headers().contains_key("x-request-id"));
+        let body: Value = response.json().await.expect("the envelope");
+        assert_eq!(body["error"]["code"], "not_acceptable", "{refusing}");
+    }
+    // Refusing identity but taking gzip is fine, even for a body too small to compress.
+    let (headers, _) = raw(
+        &app,
+        &format!("/bots/{}/stats", bot.id),
+        Some("gzip, identity;q=0"),
+    )
+    .await;
+    assert_eq!(header_in(&headers, "content-encoding"), None);
+    // A badge is an SVG picture: text, and compressed like JSON.
+    let (headers, _) = raw(
+        &app,
+        &format!("/bots/{}/badge/servers.svg", bot.id),
+        Some("gzip"),
+    )
+    .await;
+    assert_eq!(header_in(&headers, "content-encoding"), Some("gzip"));
+}
+
 async fn cors_app(origins: &[&str]) -> TestApp {
     let mut settings = test_settings();
     settings.cors_origins = origins.iter().map(|o| (*o).to_owned()).collect();
