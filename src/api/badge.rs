@@ -42,7 +42,7 @@ impl Options {
         };
         let mut seen = [false; 3];
         for (name, value) in pairs(query_string).map_err(|e| e.0)? {
-            let at = match name.as_str() {
+            let at = match &*name {
                 "label" => 0,
                 "color" => 1,
                 "style" => 2,

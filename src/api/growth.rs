@@ -66,9 +66,9 @@ impl Asked {
     fn parse(query_string: &str, now: Timestamp) -> Result<Self, String> {
         let (mut interval, mut from, mut to) = (None, None, None);
         for (name, value) in pairs(query_string).map_err(|e| e.0)? {
-            let twice = match name.as_str() {
+            let twice = match &*name {
                 "interval" => interval
-                    .replace(match value.as_str() {
+                    .replace(match &*value {
                         "hour" => Interval::Hour,
                         "day" => Interval::Day,
                         other => {

@@ -300,7 +300,7 @@ async fn history_page(
     let pairs =
         crate::domain::query::pairs(query_string).map_err(|e| Code::BadRequest.with(e.0))?;
     for (name, value) in pairs {
-        let slot = match name.as_str() {
+        let slot = match &*name {
             "limit" => &mut limit,
             "cursor" => &mut cursor,
             "since" => &mut since,

@@ -382,6 +382,27 @@ enum Segment {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Shape(Vec<Segment>);
 
+/// No route of the table has more segments than this below its scope, nor more parameters.
+const MAX_SEGMENTS: usize = 8;
+const MAX_PARAMS: usize = 4;
+
+/// A path's segments below the scope, into `parts`: `None` when it has more than
+/// [`MAX_SEGMENTS`] (no shape has), and none for the scope's own path.
+fn segments<'a, 'p>(
+    path: &'p str,
+    parts: &'a mut [&'p str; MAX_SEGMENTS],
+) -> Option<&'a [&'p str]> {
+    let Some(path) = path.strip_prefix('/') else {
+        return path.is_empty().then_some(&parts[..0]);
+    };
+    let mut count = 0;
+    for part in path.split('/') {
+        *parts.get_mut(count)? = part;
+        count += 1;
+    }
+    Some(&parts[..count])
+}
+
 impl Shape {
     /// `None` for a path with a parameter that is not a whole segment or that has a regex of
     /// its own (`{file:.*}`): those are left to actix.
@@ -401,34 +422,38 @@ impl Shape {
                 None => Some(Segment::Fixed(segment.into())),
             }
         });
-        segments.collect::<Option<_>>().map(Self)
+        let shape = segments.collect::<Option<_>>().map(Self)?;
+        // A longer path is left to actix, which has no such bound.
+        (shape.0.len() <= MAX_SEGMENTS && shape.param_count() <= MAX_PARAMS).then_some(shape)
     }
 
-    /// Whether `path` (what is left of the request's path below the scope) has this shape.
-    fn fits(&self, path: &str) -> bool {
-        let Some(path) = path.strip_prefix('/') else {
-            return path.is_empty() && self.0.is_empty();
-        };
-        let mut parts = path.split('/');
-        !self.0.is_empty()
-            && self.0.iter().all(|segment| match (segment, parts.next()) {
-                (Segment::Fixed(fixed), Some(part)) => **fixed == *part,
-                (Segment::Param(_), Some(part)) => !part.is_empty(),
-                (Segment::ParamThen(_, then), Some(part)) => {
-                    part.len() > then.len() && part.ends_with(&**then)
-                }
-                (_, None) => false,
-            })
-            && parts.next().is_none()
+    /// Whether a path (what is left of the request's path below the scope, cut into its
+    /// segments by [`segments`]) has this shape.
+    fn fits(&self, parts: &[&str]) -> bool {
+        self.0.len() == parts.len()
+            && self
+                .0
+                .iter()
+                .zip(parts)
+                .all(|(segment, part)| match segment {
+                    Segment::Fixed(fixed) => **fixed == **part,
+                    Segment::Param(_) => !part.is_empty(),
+                    Segment::ParamThen(_, then) => {
+                        part.len() > then.len() && part.ends_with(&**then)
+                    }
+                })
     }
 
-    /// The parameters of a `path` that [`fits`](Self::fits), by name.
-    fn params<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
+    /// The parameters of a path that [`fits`](Self::fits), by name.
+    fn params<'a>(
+        &'a self,
+        parts: &'a [&'a str],
+    ) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
         self.0
             .iter()
-            .zip(path.trim_start_matches('/').split('/'))
+            .zip(parts)
             .filter_map(|(segment, part)| match segment {
-                Segment::Param(name) => Some((*name, part)),
+                Segment::Param(name) => Some((*name, *part)),
                 Segment::ParamThen(name, then) => {
                     Some((*name, part.get(..part.len().saturating_sub(then.len()))?))
                 }
@@ -555,20 +580,31 @@ impl ActixService<ServiceRequest> for RouteTableService {
     actix_web::dev::always_ready!();
 
     fn call(&self, mut request: ServiceRequest) -> Self::Future {
-        let path = request.match_info().unprocessed();
-        let Some(entry) = self.entries.iter().find(|entry| entry.shape.fits(path)) else {
+        // The path is cut into segments once, and each shape compared with them.
+        let mut params: [(&'static str, String); MAX_PARAMS] = Default::default();
+        let found = {
+            let mut parts = [""; MAX_SEGMENTS];
+            match segments(request.match_info().unprocessed(), &mut parts) {
+                Some(parts) => self
+                    .entries
+                    .iter()
+                    .find(|entry| entry.shape.fits(parts))
+                    .map(|entry| {
+                        for (slot, (name, value)) in
+                            params.iter_mut().zip(entry.shape.params(parts))
+                        {
+                            *slot = (name, value.to_owned());
+                        }
+                        entry
+                    }),
+                None => None,
+            }
+        };
+        let Some(entry) = found else {
             return self.fallback.call(request);
         };
-        // One parameter at a time: each value is read from the path, then added beside it.
-        for index in 0..entry.shape.param_count() {
-            let param = entry
-                .shape
-                .params(request.match_info().unprocessed())
-                .nth(index)
-                .map(|(name, value)| (name, value.to_owned()));
-            if let Some((name, value)) = param {
-                request.match_info_mut().add_static(name, value);
-            }
+        for (name, value) in params.into_iter().take(entry.shape.param_count()) {
+            request.match_info_mut().add_static(name, value);
         }
         request
             .extensions_mut()
@@ -588,7 +624,21 @@ impl ActixService<ServiceRequest> for RouteTableService {
 
 #[cfg(test)]
 mod tests {
-    use super::{common_scope, Limit, Route, Segment, Shape};
+    use super::{common_scope, segments, Limit, Route, Segment, Shape, MAX_SEGMENTS};
+
+    fn fits(shape: &Shape, path: &str) -> bool {
+        let mut parts = [""; MAX_SEGMENTS];
+        segments(path, &mut parts).is_some_and(|parts| shape.fits(parts))
+    }
+
+    fn params(shape: &Shape, path: &str) -> Vec<(&'static str, String)> {
+        let mut parts = [""; MAX_SEGMENTS];
+        let parts = segments(path, &mut parts).expect("a path that fits");
+        shape
+            .params(parts)
+            .map(|(name, value)| (name, value.to_owned()))
+            .collect()
+    }
 
     #[test]
     fn a_shape_is_made_of_whole_segments_and_plain_parameters() {
@@ -604,6 +654,8 @@ mod tests {
         assert_eq!(Shape::of("/{file:.*}"), None, "a regex of its own");
         assert_eq!(Shape::of("/file.{ext}"), None, "not a whole segment");
         assert_eq!(Shape::of("/{}"), None);
+        assert_eq!(Shape::of("/a/b/c/d/e/f/g/h/i"), None, "longer than the table cuts");
+        assert_eq!(Shape::of("/{a}/{b}/{c}/{d}/{e}"), None, "more parameters than it keeps");
         assert_eq!(
             Shape::of("/{id}/badge/{kind}.svg"),
             Some(Shape(vec![
@@ -626,9 +678,12 @@ mod tests {
     #[test]
     fn a_path_fits_a_shape_segment_by_segment() {
         let shape = Shape::of("/{id}/deliveries/{delivery_id}/redeliver").expect("a shape");
-        assert!(shape.fits("/7/deliveries/x%2Fy/redeliver"));
-        let params: Vec<_> = shape.params("/7/deliveries/x%2Fy/redeliver").collect();
-        assert_eq!(params, [("id", "7"), ("delivery_id", "x%2Fy")]);
+        assert!(fits(&shape, "/7/deliveries/x%2Fy/redeliver"));
+        let params = params(&shape, "/7/deliveries/x%2Fy/redeliver");
+        assert_eq!(
+            params,
+            [("id", "7".into()), ("delivery_id", "x%2Fy".into())]
+        );
         for path in [
             "",
             "/",
@@ -639,16 +694,17 @@ mod tests {
             "/7/deliveries/x/redeliver/more",
             "/7/deliveries/x",
             "/7/Deliveries/x/redeliver",
+            "/1/2/3/4/5/6/7/8/9",
         ] {
-            assert!(!shape.fits(path), "{path}");
+            assert!(!fits(&shape, path), "{path}");
         }
         let root = Shape::of("").expect("a shape");
-        assert!(root.fits(""));
-        assert!(!root.fits("/"));
+        assert!(fits(&root, ""));
+        assert!(!fits(&root, "/"));
         let check = Shape::of("/check").expect("a shape");
-        assert!(check.fits("/check"));
+        assert!(fits(&check, "/check"));
         for path in ["", "/", "/check/", "//check", "/checks"] {
-            assert!(!check.fits(path), "{path}");
+            assert!(!fits(&check, path), "{path}");
         }
     }
 
@@ -660,9 +716,9 @@ mod tests {
             ("/7/badge/a.svg.svg", "a.svg"),
             ("/7/badge/x%2E.svg", "x%2E"),
         ] {
-            assert!(badge.fits(path), "{path}");
-            let params: Vec<_> = badge.params(path).collect();
-            assert_eq!(params, [("id", "7"), ("kind", kind)]);
+            assert!(fits(&badge, path), "{path}");
+            let params = params(&badge, path);
+            assert_eq!(params, [("id", "7".into()), ("kind", kind.into())]);
         }
         for path in [
             "/7/badge/.svg",
@@ -670,7 +726,7 @@ mod tests {
             "/7/badge/servers.svg/",
             "/7/badge/svg",
         ] {
-            assert!(!badge.fits(path), "{path}");
+            assert!(!fits(&badge, path), "{path}");
         }
     }
 

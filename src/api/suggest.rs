@@ -47,7 +47,7 @@ impl Asked {
     fn parse(query_string: &str) -> Result<Self, String> {
         let (mut q, mut limit) = (None, None);
         for (name, value) in pairs(query_string).map_err(|e| e.0)? {
-            let twice = match name.as_str() {
+            let twice = match &*name {
                 "q" => q.replace(value).is_some(),
                 "limit" => limit.replace(value).is_some(),
                 _ => false,

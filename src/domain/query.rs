@@ -1,6 +1,8 @@
 //! Query strings, decoded strictly: a malformed percent-escape or bytes that are not UTF-8 are
 //! refused naming the parameter, never replaced by something the client did not send.
 
+use std::borrow::Cow;
+
 /// Why a query string was refused, in the API's words.
 #[derive(Debug, PartialEq, Eq)]
 pub struct QueryStringError(pub String);
@@ -10,7 +12,8 @@ const QUOTED_CHARS: usize = 40;
 
 /// Decodes `application/x-www-form-urlencoded` pairs: `+` is a space, `%` must start two hex
 /// digits, and each decoded name and value must be UTF-8 (no overlong forms, no surrogates).
-pub fn pairs(query_string: &str) -> Result<Vec<(String, String)>, QueryStringError> {
+/// A name or value with nothing to decode is borrowed from the query string, as most are.
+pub fn pairs(query_string: &str) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>, QueryStringError> {
     let mut pairs = Vec::new();
     for pair in query_string.split('&').filter(|p| !p.is_empty()) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -31,8 +34,11 @@ fn quoted(raw: &str) -> String {
 }
 
 /// One name or value; the error completes a sentence that starts with what it is.
-fn decode(raw: &str) -> Result<String, String> {
+fn decode(raw: &str) -> Result<Cow<'_, str>, String> {
     let bytes = raw.as_bytes();
+    if !bytes.iter().any(|&b| b == b'+' || b == b'%') {
+        return Ok(Cow::Borrowed(raw));
+    }
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while at < bytes.len() {
@@ -59,7 +65,7 @@ fn decode(raw: &str) -> Result<String, String> {
             }
         }
     }
-    String::from_utf8(out).map_err(|_| {
+    String::from_utf8(out).map(Cow::Owned).map_err(|_| {
         "does not decode to UTF-8 text (a truncated, overlong or surrogate sequence)".to_owned()
     })
 }

@@ -425,13 +425,13 @@ impl Params {
         let mut params: Vec<(String, String)> = Vec::new();
         let pairs = super::query::pairs(query_string).map_err(|e| QueryError(e.0))?;
         for (name, value) in pairs {
-            if !KNOWN.contains(&name.as_str()) {
+            if !KNOWN.contains(&&*name) {
                 continue;
             }
             if params.iter().any(|(seen, _)| *seen == name) {
                 return Err(QueryError(format!("`{name}` is given more than once")));
             }
-            params.push((name, value));
+            params.push((name.into_owned(), value.into_owned()));
         }
         Ok(Self(params))
     }
