@@ -589,13 +589,12 @@ impl ActixService<ServiceRequest> for RouteTableService {
                     .entries
                     .iter()
                     .find(|entry| entry.shape.fits(parts))
-                    .map(|entry| {
+                    .inspect(|entry| {
                         for (slot, (name, value)) in
                             params.iter_mut().zip(entry.shape.params(parts))
                         {
                             *slot = (name, value.to_owned());
                         }
-                        entry
                     }),
                 None => None,
             }
@@ -654,8 +653,16 @@ mod tests {
         assert_eq!(Shape::of("/{file:.*}"), None, "a regex of its own");
         assert_eq!(Shape::of("/file.{ext}"), None, "not a whole segment");
         assert_eq!(Shape::of("/{}"), None);
-        assert_eq!(Shape::of("/a/b/c/d/e/f/g/h/i"), None, "longer than the table cuts");
-        assert_eq!(Shape::of("/{a}/{b}/{c}/{d}/{e}"), None, "more parameters than it keeps");
+        assert_eq!(
+            Shape::of("/a/b/c/d/e/f/g/h/i"),
+            None,
+            "longer than the table cuts"
+        );
+        assert_eq!(
+            Shape::of("/{a}/{b}/{c}/{d}/{e}"),
+            None,
+            "more parameters than it keeps"
+        );
         assert_eq!(
             Shape::of("/{id}/badge/{kind}.svg"),
             Some(Shape(vec![

@@ -7,13 +7,16 @@ use std::borrow::Cow;
 #[derive(Debug, PartialEq, Eq)]
 pub struct QueryStringError(pub String);
 
+/// A decoded name and its value.
+pub type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// How much of a bad name is quoted back.
 const QUOTED_CHARS: usize = 40;
 
 /// Decodes `application/x-www-form-urlencoded` pairs: `+` is a space, `%` must start two hex
 /// digits, and each decoded name and value must be UTF-8 (no overlong forms, no surrogates).
 /// A name or value with nothing to decode is borrowed from the query string, as most are.
-pub fn pairs(query_string: &str) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>, QueryStringError> {
+pub fn pairs(query_string: &str) -> Result<Vec<Pair<'_>>, QueryStringError> {
     let mut pairs = Vec::new();
     for pair in query_string.split('&').filter(|p| !p.is_empty()) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
