@@ -826,20 +826,37 @@ fn unix_seconds(at: SystemTime) -> f64 {
 
 // ---- instrumentation points: one call each ----
 
+/// The counters every write bumps, looked up in the recorder's registry once per thread rather
+/// than once per write (a lookup hashes the name and labels and takes the registry's lock).
+/// Every thread that writes starts after the recorder is installed (`install_metrics`).
+struct WriteCounters {
+    votes_accepted: metrics::Counter,
+    votes_refused: metrics::Counter,
+    stats_posts: metrics::Counter,
+    journal_bytes: metrics::Counter,
+}
+
+thread_local! {
+    static WRITE_COUNTERS: WriteCounters = WriteCounters {
+        votes_accepted: counter!("botlist_votes_total", "outcome" => "accepted"),
+        votes_refused: counter!("botlist_votes_total", "outcome" => "refused_cooldown"),
+        stats_posts: counter!("botlist_stats_posts_total"),
+        journal_bytes: counter!("botlist_journal_written_bytes_total"),
+    };
+}
+
 /// A vote's outcome, counted; the result passes through.
 pub fn count_vote<T>(result: Result<T, Rejection>) -> Result<T, Rejection> {
-    match &result {
-        Ok(_) => counter!("botlist_votes_total", "outcome" => "accepted").increment(1),
-        Err(Rejection::AlreadyVoted { .. }) => {
-            counter!("botlist_votes_total", "outcome" => "refused_cooldown").increment(1);
-        }
+    WRITE_COUNTERS.with(|counters| match &result {
+        Ok(_) => counters.votes_accepted.increment(1),
+        Err(Rejection::AlreadyVoted { .. }) => counters.votes_refused.increment(1),
         Err(_) => {}
-    }
+    });
     result
 }
 
 pub fn stats_posted() {
-    counter!("botlist_stats_posts_total").increment(1);
+    WRITE_COUNTERS.with(|counters| counters.stats_posts.increment(1));
 }
 
 /// Which bucket kind a request drew from, kept for its log line; refusals counted.
@@ -862,7 +879,7 @@ pub fn timed_fsync<T, E>(fsync: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
 }
 
 pub fn journal_written(bytes: usize) {
-    counter!("botlist_journal_written_bytes_total").increment(bytes as u64);
+    WRITE_COUNTERS.with(|counters| counters.journal_bytes.increment(bytes as u64));
 }
 
 pub fn snapshot_written(started: Instant, bytes: u64) {

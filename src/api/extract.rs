@@ -234,6 +234,14 @@ fn require_json_content_type(request: &HttpRequest) -> Result<(), ApiError> {
     let refuse = || {
         Code::UnsupportedMediaType.with("send the body with Content-Type: application/json".into())
     };
+    // What nearly every client sends, recognised without parsing a media type.
+    let plain = request
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"application/json"));
+    if plain {
+        return Ok(());
+    }
     let mime = request
         .mime_type()
         .map_err(|_| refuse())?

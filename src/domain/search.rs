@@ -174,17 +174,19 @@ pub fn suggest_scan(
 }
 
 /// Whether a word of `name` (after a character that is not alphanumeric) starts with `q`.
+/// Every place is tried, overlapping ones too: in `x   y`, `  ` starts at the third character.
 pub fn starts_a_word(name: &str, q: &str) -> bool {
     if q.is_empty() {
         return false;
     }
-    name.match_indices(q).any(|(at, _)| {
-        at == 0
-            || name[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| !c.is_alphanumeric())
-    })
+    let mut previous: Option<char> = None;
+    for (at, c) in name.char_indices() {
+        if previous.is_none_or(|p| !p.is_alphanumeric()) && name[at..].starts_with(q) {
+            return true;
+        }
+        previous = Some(c);
+    }
+    false
 }
 
 /// Why a query string was refused, naming the parameter.
@@ -457,6 +459,18 @@ mod tests {
 
     fn err(query: &str) -> String {
         Search::parse(query).expect_err(query).0
+    }
+
+    #[test]
+    fn a_word_start_is_found_where_it_overlaps_an_earlier_match() {
+        // The property test found this: `  ` matches at 1 (after `x`, not a word start) and,
+        // overlapping it, at 2 (after a space, a word start).
+        assert!(starts_a_word("x   y", "  "));
+        assert!(!starts_a_word("x  y", "  "));
+        assert!(starts_a_word("ab-ab", "ab"));
+        assert!(starts_a_word("xaa-aa", "aa"));
+        assert!(!starts_a_word("xaaa", "aa"));
+        assert!(!starts_a_word("any", ""));
     }
 
     #[test]
