@@ -68,7 +68,20 @@ pub fn init_logs(format: LogFormat) {
     if installed.is_ok() && !(terminal && format == LogFormat::Text) {
         let _ = ACCESS_FORMAT.set(format);
     }
+    if installed.is_ok() {
+        use tracing::Level;
+        let _ = ACCESS_LEVELS.set([
+            tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
+            tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
+            tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
+        ]);
+    }
 }
+
+/// Whether the subscriber [`init_logs`] installed writes the access lines of a 5xx, a 4xx and
+/// any other answer: decided once, since its filter does not change after, rather than asked
+/// of the subscriber per request.
+static ACCESS_LEVELS: OnceLock<[bool; 3]> = OnceLock::new();
 
 /// The format of the access lines, when `AccessLine::write` writes them rather than
 /// tracing-subscriber: set once by [`init_logs`], with the process's one subscriber, and only
@@ -295,10 +308,13 @@ pub fn access_line(
     key: Option<&'static str>,
 ) {
     use tracing::Level;
-    let enabled = match status.as_u16() {
-        500.. => tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
-        400..=499 => tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
-        _ => tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
+    let enabled = match (status.as_u16(), ACCESS_LEVELS.get()) {
+        (500.., Some(levels)) => levels[0],
+        (400..=499, Some(levels)) => levels[1],
+        (_, Some(levels)) => levels[2],
+        (500.., None) => tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
+        (400..=499, None) => tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
+        (_, None) => tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
     };
     if !enabled {
         return;
@@ -961,43 +977,41 @@ pub fn request_id(headers: &HeaderMap) -> HeaderValue {
 /// 32 hex digits: a random half drawn once per process, then the thread's number and a count
 /// of the thread's own. Unique without a system call per request, and without a counter the
 /// workers share (whose cache line would move between them on every request); ids need not be
-/// secret, only distinct.
+/// secret, only distinct. Each thread writes the first 20 digits once and then only its count.
 fn generated_id() -> HeaderValue {
     static PROCESS: OnceLock<u64> = OnceLock::new();
     static THREADS: AtomicU64 = AtomicU64::new(0);
-    thread_local! {
-        /// This thread's number (the top 16 bits) and its count of ids so far.
-        static NEXT: std::cell::Cell<u64> = std::cell::Cell::new(
-            THREADS.fetch_add(1, Ordering::Relaxed) << 48,
-        );
-    }
-    let process = *PROCESS.get_or_init(|| {
-        let mut seed = [0u8; 8];
-        if getrandom::fill(&mut seed).is_err() {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            seed = (nanos as u64 ^ u64::from(std::process::id())).to_le_bytes();
-        }
-        u64::from_le_bytes(seed)
-    });
-    let n = NEXT.with(|next| {
-        let n = next.get();
-        next.set(n.wrapping_add(1));
-        n
-    });
-    // Written in place: one allocation (the header's own bytes) rather than a string first.
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = [0u8; 32];
-    for (at, digit) in id.iter_mut().enumerate() {
-        let (word, shift) = if at < 16 {
-            (process, 60 - 4 * at)
-        } else {
-            (n, 60 - 4 * (at - 16))
-        };
-        *digit = HEX[((word >> shift) & 0xf) as usize];
+    fn hex_into(digits: &mut [u8], mut word: u64) {
+        for digit in digits.iter_mut().rev() {
+            *digit = HEX[(word & 0xf) as usize];
+            word >>= 4;
+        }
     }
-    HeaderValue::from_bytes(&id).unwrap_or(HeaderValue::from_static("unknown"))
+    thread_local! {
+        /// This thread's next id, and its count so far.
+        static NEXT: std::cell::RefCell<([u8; 32], u64)> = std::cell::RefCell::new({
+            let process = *PROCESS.get_or_init(|| {
+                let mut seed = [0u8; 8];
+                if getrandom::fill(&mut seed).is_err() {
+                    let nanos = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos());
+                    seed = (nanos as u64 ^ u64::from(std::process::id())).to_le_bytes();
+                }
+                u64::from_le_bytes(seed)
+            });
+            let mut id = [b'0'; 32];
+            hex_into(&mut id[..16], process);
+            hex_into(&mut id[16..20], THREADS.fetch_add(1, Ordering::Relaxed));
+            (id, 0)
+        });
+    }
+    NEXT.with_borrow_mut(|(id, count)| {
+        hex_into(&mut id[20..], *count);
+        *count = (*count + 1) & ((1 << 48) - 1);
+        HeaderValue::from_bytes(id.as_slice()).unwrap_or(HeaderValue::from_static("unknown"))
+    })
 }
 
 fn known_method(method: &Method) -> &'static str {
