@@ -413,7 +413,25 @@ impl AccessLine {
         };
         // The head, then each field as ` name=value` (text) or `,"name":value` (JSON): quoted
         // values are escaped alike in both (Rust's `Debug` and JSON agree on visible ASCII).
-        let (lead, between): (&[u8], &[u8]) = match format {
+        // Each field's name comes with what surrounds it, one copy rather than three.
+        const TEXT: [&[u8]; 6] = [
+            b" method=",
+            b" route=",
+            b" status=",
+            b" latency_ms=",
+            b" request_id=",
+            b" rate_key=",
+        ];
+        const JSON: [&[u8]; 6] = [
+            b",\"method\":",
+            b",\"route\":",
+            b",\"status\":",
+            b",\"latency_ms\":",
+            b",\"request_id\":",
+            b",\"rate_key\":",
+        ];
+        out.reserve(256);
+        let names = match format {
             LogFormat::Text => {
                 self.timestamp(record.at, out);
                 out.push(b' ');
@@ -422,7 +440,7 @@ impl AccessLine {
                 }
                 out.extend_from_slice(level.as_bytes());
                 out.extend_from_slice(b" botlist::access: request");
-                (b" ", b"=")
+                &TEXT
             }
             LogFormat::Json => {
                 out.extend_from_slice(b"{\"timestamp\":\"");
@@ -430,25 +448,20 @@ impl AccessLine {
                 out.extend_from_slice(b"\",\"level\":\"");
                 out.extend_from_slice(level.as_bytes());
                 out.extend_from_slice(b"\",\"message\":\"request\"");
-                (b",\"", b"\":")
+                &JSON
             }
         };
         let mut numbers = itoa::Buffer::new();
-        let fields: [(&str, Field<'_>); 6] = [
-            ("method", Field::Quoted(record.method.as_bytes())),
-            ("route", Field::Quoted(record.route.as_str().as_bytes())),
-            ("status", Field::Number(record.status.as_u16())),
-            ("latency_ms", Field::Milliseconds(record.latency)),
-            ("request_id", Field::Quoted(record.id.as_bytes())),
-            (
-                "rate_key",
-                Field::Quoted(record.key.unwrap_or("none").as_bytes()),
-            ),
+        let fields: [Field<'_>; 6] = [
+            Field::Quoted(record.method.as_bytes()),
+            Field::Quoted(record.route.as_str().as_bytes()),
+            Field::Number(record.status.as_u16()),
+            Field::Milliseconds(record.latency),
+            Field::Quoted(record.id.as_bytes()),
+            Field::Quoted(record.key.unwrap_or("none").as_bytes()),
         ];
-        for (name, value) in fields {
-            out.extend_from_slice(lead);
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(between);
+        for (name, value) in names.iter().zip(fields) {
+            out.extend_from_slice(name);
             match value {
                 Field::Quoted(text) => {
                     out.push(b'"');

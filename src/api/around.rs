@@ -179,7 +179,7 @@ where
 {
     type Response = ServiceResponse<BoxBody>;
     type Error = Error;
-    type Future = Either<Off::Future, B2>;
+    type Future = OptionalFuture<Off::Future, B2>;
 
     fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         match self {
@@ -190,10 +190,10 @@ where
 
     fn call(&self, request: ServiceRequest) -> Self::Future {
         match self {
-            Self::On(service) => Either::On {
+            Self::On(service) => OptionalFuture::On {
                 answer: Box::pin(service.call(request)),
             },
-            Self::Off(service) => Either::Off {
+            Self::Off(service) => OptionalFuture::Off {
                 answer: service.call(request),
             },
         }
@@ -203,14 +203,14 @@ where
 type Boxed<B> = Pin<Box<dyn Future<Output = Result<ServiceResponse<B>, Error>>>>;
 
 pin_project! {
-    #[project = EitherProj]
-    pub enum Either<F, B2> {
+    #[project = OptionalProj]
+    pub enum OptionalFuture<F, B2> {
         On { answer: Boxed<B2> },
         Off { #[pin] answer: F },
     }
 }
 
-impl<F, B, B2> Future for Either<F, B2>
+impl<F, B, B2> Future for OptionalFuture<F, B2>
 where
     F: Future<Output = Result<ServiceResponse<B>, Error>>,
     B: MessageBody + 'static,
@@ -220,8 +220,8 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let response = match self.project() {
-            EitherProj::On { answer } => ready!(answer.as_mut().poll(cx))?.map_into_boxed_body(),
-            EitherProj::Off { answer } => ready!(answer.poll(cx))?.map_into_boxed_body(),
+            OptionalProj::On { answer } => ready!(answer.as_mut().poll(cx))?.map_into_boxed_body(),
+            OptionalProj::Off { answer } => ready!(answer.poll(cx))?.map_into_boxed_body(),
         };
         Poll::Ready(Ok(response))
     }

@@ -27,6 +27,7 @@ use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use futures_util::future::{CatchUnwind, FutureExt};
 use pin_project_lite::pin_project;
 
+use super::around::polled_again;
 use super::error::{envelope, ApiError, Code};
 use super::guard::headers_within_limit;
 use super::http::{gzip_on_ties, with_allow, AllowedMethods, MIN_COMPRESSED_BYTES};
@@ -213,11 +214,6 @@ fn panicked(panic: Box<dyn std::any::Any + Send>, observation: Option<&Observati
         .unwrap_or_default();
     let request_id = observation.map(Observation::id).unwrap_or_default();
     tracing::error!(%request_id, panic = %what, "a request handler panicked");
-    ApiError::internal().into()
-}
-
-/// A future polled after it answered: a bug in whatever polls it, answered as one.
-fn polled_again() -> Error {
     ApiError::internal().into()
 }
 

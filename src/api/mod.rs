@@ -132,14 +132,28 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
         let bots = routes::common_scope(per_bot.iter().map(|route| route.path.as_str()));
         let users = routes::common_scope(per_address.iter().map(|route| route.path.as_str()));
         let docs_first = base_path.is_empty();
-        cfg.configure(|cfg| routes::resources(cfg, "", root))
-            .default_service(web::to(routes::no_route));
+        // actix tries its services in the order they are added, and every API request is one
+        // the operational routes would refuse first: the API goes first when no operational
+        // route is under its base path (which only a base path like `/healthz` would do).
+        let api_first = !base_path.is_empty()
+            && root
+                .iter()
+                .all(|route| !under(route.path.as_str(), base_path));
+        let mut root = Some(root);
+        let mut operational = |cfg: &mut web::ServiceConfig| {
+            if let Some(root) = root.take() {
+                routes::resources(cfg, "", root);
+            }
+        };
+        if !api_first {
+            cfg.configure(&mut operational);
+        }
+        cfg.default_service(web::to(routes::no_route));
         if docs_first {
             cfg.configure(docs_routes(base_path));
         }
         cfg.service(
             web::scope(base_path)
-                .service(web::resource("/openapi.json").get(openapi_json))
                 .configure(|cfg| {
                     // A scope of no route would take every path: none is mounted then.
                     if !per_bot.is_empty() {
@@ -159,8 +173,12 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
                         );
                     }
                 })
+                .service(web::resource("/openapi.json").get(openapi_json))
                 .configure(|cfg| routes::mount(cfg, base_path, "", rest)),
         );
+        if api_first {
+            cfg.configure(&mut operational);
+        }
         if !docs_first {
             cfg.configure(docs_routes(base_path));
         }
