@@ -1,5 +1,6 @@
 //! Reading requests: JSON bodies, tokens and query parameters, each failure as an [`ApiError`].
 
+use std::borrow::Cow;
 use std::future::{ready, Ready};
 use std::sync::Arc;
 
@@ -362,10 +363,19 @@ struct IdParam {
     id: String,
 }
 
-fn path_id(request: &HttpRequest) -> Result<String, ApiError> {
+fn path_id(request: &HttpRequest) -> Result<Cow<'_, str>, ApiError> {
+    // An id as routed, when it has nothing to percent-decode (every id that can name anything
+    // does): no copy. Otherwise decoded as `web::Path` decodes it.
+    if let Some(raw) = request
+        .match_info()
+        .get("id")
+        .filter(|raw| !raw.contains('%'))
+    {
+        return Ok(Cow::Borrowed(raw));
+    }
     web::Path::<IdParam>::extract(request)
         .into_inner()
-        .map(|path| path.into_inner().id)
+        .map(|path| Cow::Owned(path.into_inner().id))
         .map_err(|_| ApiError::internal())
 }
 

@@ -13,6 +13,8 @@ async fn a_bot_is_found_by_listing_uuid_in_any_case_and_by_platform_id() {
         bot.id.clone(),
         bot.id.to_uppercase(),
         bot.platform_id.clone(),
+        // Percent-encoded, as a client's URL library may send it: decoded like any path.
+        format!("%{:02X}{}", bot.id.as_bytes()[0], &bot.id[1..]),
     ] {
         let response = app.get(&format!("/bots/{id}")).await;
         assert_eq!(response.status(), StatusCode::OK, "{id}");
