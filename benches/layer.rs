@@ -68,7 +68,7 @@ fn layer(c: &mut Criterion) {
                 let started = Instant::now();
                 for _ in 0..burst {
                     telemetry::access_line(
-                        Some(&log),
+                        &log,
                         "GET",
                         telemetry::RouteName::Static(ROUTE),
                         StatusCode::OK,

@@ -545,14 +545,13 @@ fn serve(
     let cluster_on = cluster.is_some();
     let address = listener.local_addr()?;
     // This application's access-log and metrics threads, which end when it stops.
-    let access_log = web::Data::new(telemetry::AccessLog::default());
-    let telemetry =
-        telemetry::Threads::start(&access_log.clone().into_inner(), address.port(), &loops);
+    let access_log = Arc::new(telemetry::AccessLog::default());
+    let telemetry = telemetry::Threads::start(&access_log, address.port(), &loops);
     let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
         .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
     let layer = Layer::new(
-        access_log.clone().into_inner(),
+        Arc::clone(&access_log),
         Arc::new(AllowedMethods::from_openapi(&openapi_document)),
     );
     let cors_origins = settings.cors_origins.clone();
@@ -573,7 +572,7 @@ fn serve(
         request_timeout: settings.request_timeout,
         allow_private_webhooks: settings.allow_private_webhooks,
         history,
-        access_log: access_log.clone().into_inner(),
+        access_log,
     });
     let base_path = settings.base_path.clone();
     let metrics = match settings.metrics_bind {

@@ -223,8 +223,8 @@ const ACCESS_QUEUE: usize = 8_192;
 
 /// An application's access log: the requests waiting for their lines, which its access-log
 /// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`], and the requests in
-/// flight. The middleware finds it in the application's data; without it (or its thread), a
-/// line is written at once.
+/// flight. The layer every request passes (`api::layer`) is handed it; while its thread is
+/// not running, a line is written at once.
 ///
 /// Both live in shards, one per worker thread as far as the threads' addresses spread them:
 /// a queue and a counter shared by every worker cost each request a cache line taken from the
@@ -299,7 +299,7 @@ thread_local! {
 /// Public for `benches/layer.rs`.
 #[doc(hidden)]
 pub fn access_line(
-    log: Option<&AccessLog>,
+    log: &AccessLog,
     method: &'static str,
     route: RouteName,
     status: StatusCode,
@@ -319,7 +319,7 @@ pub fn access_line(
     if !enabled {
         return;
     }
-    if let Some(log) = log.filter(|log| log.running.load(Ordering::Acquire)) {
+    if log.running.load(Ordering::Acquire) {
         let mut waiting = log.shard().queue.lock().unwrap_or_else(|p| p.into_inner());
         if waiting.len() < ACCESS_QUEUE {
             waiting.push(AccessRecord {
@@ -1086,15 +1086,7 @@ impl Observation {
         let route = route.unwrap_or(Cow::Borrowed("unmatched"));
         let latency = self.started.elapsed();
         let route = record(self.method, route, status, latency);
-        access_line(
-            Some(log),
-            self.method,
-            route,
-            status,
-            latency,
-            &self.id,
-            key,
-        );
+        access_line(log, self.method, route, status, latency, &self.id, key);
         let id = self.id;
         match result {
             Ok(mut response) => {
@@ -1139,10 +1131,17 @@ impl RouteMetrics {
     }
 }
 
-/// Handles by route (and the route's name, shared with the log lines), then by method and
-/// status.
-type ByRoute =
-    rustc_hash::FxHashMap<Box<str>, (std::sync::Arc<str>, Vec<(&'static str, u16, RouteMetrics)>)>;
+/// Handles by route: where each route's entry is (looked up with one hash of the route a
+/// request), then the entries: the route's name, shared with the log lines, and its handles by
+/// method and status.
+#[derive(Default)]
+struct ByRoute {
+    at: rustc_hash::FxHashMap<Box<str>, usize>,
+    routes: Vec<(std::sync::Arc<str>, Vec<Handles>)>,
+}
+
+/// One route's handles for a method and status.
+type Handles = (&'static str, u16, RouteMetrics);
 
 thread_local! {
     /// Each worker's handles by route, then method and status: looked up by the route as
@@ -1160,13 +1159,17 @@ pub fn record(
     latency: Duration,
 ) -> RouteName {
     let seconds = latency.as_secs_f64();
-    ROUTE_METRICS.with_borrow_mut(|routes| {
-        if !routes.contains_key(&*route) {
-            routes.insert(route.as_ref().into(), (route.as_ref().into(), Vec::new()));
-        }
-        let Some((shared, handles)) = routes.get_mut(&*route) else {
-            return RouteName::Static("unmatched");
+    ROUTE_METRICS.with_borrow_mut(|by_route| {
+        let at = match by_route.at.get(&*route) {
+            Some(&at) => at,
+            None => {
+                by_route.routes.push((route.as_ref().into(), Vec::new()));
+                let at = by_route.routes.len() - 1;
+                by_route.at.insert(route.as_ref().into(), at);
+                at
+            }
         };
+        let (shared, handles) = &mut by_route.routes[at];
         let code = status.as_u16();
         let at = match handles
             .iter()

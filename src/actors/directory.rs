@@ -72,8 +72,6 @@ impl BotHandle {
         self.view.load_full()
     }
 
-    /// Asks the bot's actor. A bot delisted since it was looked up has stopped its actor: that
-    /// is the bot not being there, not a failure of the service.
     /// Sends a write that carries its own [`Answer`](super::Answer): the asker awaits that,
     /// not the mailbox. A full mailbox takes it anyway (the asker waits for its answer, and
     /// the server bounds how many ask at once).
@@ -88,13 +86,12 @@ impl BotHandle {
                 self.addr.do_send(message);
                 Ok(())
             }
-            Err(actix::prelude::SendError::Closed(_)) => Err(Rejection::NotFound(format!(
-                "no bot with id {} (delisted)",
-                self.id
-            ))),
+            Err(actix::prelude::SendError::Closed(_)) => Err(self.delisted()),
         }
     }
 
+    /// Asks the bot's actor. A bot delisted since it was looked up has stopped its actor: that
+    /// is the bot not being there, not a failure of the service.
     pub async fn ask<M>(&self, message: M) -> Result<M::Result, Rejection>
     where
         M: Message + Send + 'static,
@@ -102,11 +99,14 @@ impl BotHandle {
         BotActor: Handler<M>,
     {
         self.addr.send(message).await.map_err(|error| match error {
-            MailboxError::Closed => {
-                Rejection::NotFound(format!("no bot with id {} (delisted)", self.id))
-            }
+            MailboxError::Closed => self.delisted(),
             MailboxError::Timeout => Rejection::NotStored("the bot did not answer in time".into()),
         })
+    }
+
+    /// What a message to the actor of a bot delisted since it was looked up gets.
+    fn delisted(&self) -> Rejection {
+        Rejection::NotFound(format!("no bot with id {} (delisted)", self.id))
     }
 }
 

@@ -196,11 +196,13 @@ where
             },
             StepProj::Refused { response } => response.take().ok_or_else(polled_again),
         };
-        let answered = answered.map(|response| depart(response, *this.encoding, this.in_flight));
+        // The in-flight guard holds the layer this answer goes through.
+        let layer = &this.in_flight.0;
+        let answered = answered.map(|response| depart(response, *this.encoding, &layer.allowed));
         let Some(observation) = this.observation.take() else {
             return Poll::Ready(Err(polled_again()));
         };
-        Poll::Ready(observation.end(&this.in_flight.0.access_log, answered))
+        Poll::Ready(observation.end(&layer.access_log, answered))
     }
 }
 
@@ -225,10 +227,10 @@ fn panicked(panic: Box<dyn std::any::Any + Send>, observation: Option<&Observati
 fn depart(
     response: ServiceResponse<BoxBody>,
     encoding: Option<ContentEncoding>,
-    in_flight: &InFlight,
+    allowed: &AllowedMethods,
 ) -> ServiceResponse<BoxBody> {
     let mut response = if response.status() == StatusCode::METHOD_NOT_ALLOWED {
-        with_allow(response, Some(&in_flight.0.allowed))
+        with_allow(response, Some(allowed))
     } else {
         response
     };

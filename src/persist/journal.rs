@@ -193,6 +193,15 @@ pub struct Journal {
 pub struct Durable(Result<oneshot::Receiver<Result<(), JournalError>>, JournalError>);
 
 impl Durable {
+    /// A `Durable` and the [`Settle`] that resolves it.
+    fn settled_by() -> (Settle, Self) {
+        let (tx, rx) = oneshot::channel();
+        let settle: Settle = Box::new(move |result| {
+            let _ = tx.send(result);
+        });
+        (settle, Self(Ok(rx)))
+    }
+
     pub fn done() -> Self {
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(Ok(()));
@@ -308,14 +317,8 @@ impl Journal {
     /// As [`Journal::submit`], and runs `publish` once the record is durable, before the
     /// record's [`Durable`] resolves and after every earlier record's `publish`.
     pub fn submit_then(&self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
-        let (tx, rx) = oneshot::channel();
-        let settle: Settle = Box::new(move |result| {
-            let _ = tx.send(result);
-        });
-        (
-            self.submit_settled(record, publish, settle),
-            Durable(Ok(rx)),
-        )
+        let (settle, durable) = Durable::settled_by();
+        (self.submit_settled(record, publish, settle), durable)
     }
 
     /// As [`Journal::submit_then`], and runs `settle` once the record is durable (after its
@@ -382,17 +385,15 @@ impl Journal {
         let Some(queue) = &submitter.queue else {
             return Durable::done();
         };
-        let (tx, rx) = oneshot::channel();
+        let (settle, durable) = Durable::settled_by();
         let barrier = Pending {
             frame: Vec::new(),
             seq: submitter.next_seq,
             publish: None,
-            done: Box::new(move |result| {
-                let _ = tx.send(result);
-            }),
+            done: settle,
         };
         match queue.send(barrier) {
-            Ok(()) => Durable(Ok(rx)),
+            Ok(()) => durable,
             Err(_) => Durable(Err(JournalError::Stopped)),
         }
     }
