@@ -1,6 +1,6 @@
 //! What the per-request layer costs, piece by piece, on the calling thread: the request id, the
-//! metrics, the log line (what the request pays to queue it, and what the access-log thread
-//! pays to write it) and the rate limit (the token's bot, the bucket, the three headers).
+//! metrics and the log line (what the request pays to count itself and queue its line, and
+//! what the access-log thread pays to write it) and the rate limit (the token's bot, the bucket, the three headers).
 //! docs/PERFORMANCE.md ("perf branch, session 9") states them per request.
 //!
 //!   cargo bench --bench layer 2>/dev/null
@@ -37,16 +37,6 @@ fn layer(c: &mut Criterion) {
     c.bench_function("request id, the client's", |b| {
         b.iter(|| telemetry::request_id(black_box(&sent)))
     });
-    c.bench_function("metrics (count and latency histogram)", |b| {
-        b.iter(|| {
-            telemetry::record(
-                "GET",
-                Cow::Borrowed(black_box(ROUTE)),
-                StatusCode::OK,
-                Duration::from_micros(420),
-            )
-        })
-    });
     let id = telemetry::request_id(&none);
     // An application's access log and its thread, as `serve` starts them.
     let log = Arc::new(telemetry::AccessLog::default());
@@ -59,7 +49,8 @@ fn layer(c: &mut Criterion) {
     queued
         .sample_size(10)
         .measurement_time(Duration::from_secs(2));
-    queued.bench_function("queued by the request", |b| {
+    // The request's counts (the metrics) and its line are one call, under one lock.
+    queued.bench_function("counted and queued by the request", |b| {
         b.iter_custom(|iterations| {
             let mut spent = Duration::ZERO;
             let mut left = iterations;
@@ -67,15 +58,15 @@ fn layer(c: &mut Criterion) {
                 let burst = left.min(60_000);
                 let started = Instant::now();
                 for _ in 0..burst {
-                    telemetry::access_line(
-                        &log,
-                        "GET",
-                        telemetry::RouteName::Static(ROUTE),
-                        StatusCode::OK,
-                        Duration::from_micros(420),
-                        black_box(&id),
-                        None,
-                    );
+                    log.answered(telemetry::Answer {
+                        method: "GET",
+                        route: Cow::Borrowed(black_box(ROUTE)),
+                        status: StatusCode::OK,
+                        latency: Duration::from_micros(420),
+                        at: Instant::now(),
+                        id: black_box(&id),
+                        key: None,
+                    });
                 }
                 spent += started.elapsed();
                 left -= burst;

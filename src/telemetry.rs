@@ -1,7 +1,10 @@
 //! Logs and metrics: the per-request line, request ids, and the Prometheus families.
 //!
 //! Metrics go through the `metrics` facade into one process-wide Prometheus recorder, so an
-//! instrumentation point anywhere is one call with no handle to pass around. Every label is
+//! instrumentation point anywhere is one call with no handle to pass around; all but the
+//! per-request families, which each application counts in its own access log, beside the
+//! request's line ([`AccessLog::answered`]): every request pays for them, and the facade's
+//! counters and histograms are shared by all the workers. Every label is
 //! bounded: routes are patterns (unmatched paths share `unmatched`), methods are the known nine
 //! or `other`, outcomes and key kinds are fixed words.
 
@@ -142,7 +145,10 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 
 /// A request's line as the request leaves it: formatted later, on the access-log thread.
 struct AccessRecord {
-    at: SystemTime,
+    /// When it was answered: the clock read its latency was measured with, made a wall-clock
+    /// time on the access-log thread ([`WallClock`]), so a request reads the clock twice, not
+    /// three times.
+    at: Instant,
     method: &'static str,
     route: RouteName,
     status: StatusCode,
@@ -152,7 +158,7 @@ struct AccessRecord {
 }
 
 /// A route's pattern as a request's line keeps it: the route table's patterns are static, and
-/// actix's are shared with the worker's metric handles ([`record`]). A line holds nothing the
+/// actix's are shared with the counts of its shard ([`RouteCounts`]). A line holds nothing the
 /// request allocated: what a worker allocates and the access-log thread frees costs both of
 /// them the allocator's locks (docs/PERFORMANCE.md, session 10).
 #[doc(hidden)]
@@ -171,17 +177,21 @@ impl RouteName {
     }
 }
 
-/// A request id's bytes, in place (ids are at most [`MAX_REQUEST_ID`] bytes).
-struct IdBytes {
-    len: u8,
-    bytes: [u8; MAX_REQUEST_ID],
+/// A request id's bytes: in place when it is as long as the ids we make or shorter (nearly
+/// every id), so a line copies one cache line of id rather than [`MAX_REQUEST_ID`] bytes.
+enum IdBytes {
+    Inline { len: u8, bytes: [u8; INLINE_ID] },
+    Long(Box<[u8]>),
 }
+
+/// The length of the ids [`generated_id`] makes.
+const INLINE_ID: usize = 32;
 
 impl AccessRecord {
     /// The line through tracing-subscriber (colours on a terminal, or no `init_logs` in this
-    /// process), stamped with when the request was answered.
-    fn through_tracing(&self) {
-        EVENT_TIME.set(Some(self.at));
+    /// process), stamped `at`, when the request was answered.
+    fn through_tracing(&self, at: SystemTime) {
+        EVENT_TIME.set(Some(at));
         log_line(
             self.method,
             self.route.as_str(),
@@ -197,21 +207,50 @@ impl AccessRecord {
 impl IdBytes {
     fn of(id: &HeaderValue) -> Self {
         let given = id.as_bytes();
-        let len = given.len().min(MAX_REQUEST_ID);
-        let mut bytes = [0; MAX_REQUEST_ID];
-        bytes[..len].copy_from_slice(&given[..len]);
-        Self {
-            len: len as u8,
+        let given = &given[..given.len().min(MAX_REQUEST_ID)];
+        if given.len() > INLINE_ID {
+            return Self::Long(given.into());
+        }
+        let mut bytes = [0; INLINE_ID];
+        bytes[..given.len()].copy_from_slice(given);
+        Self::Inline {
+            len: given.len() as u8,
             bytes,
         }
     }
 
     fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
+        match self {
+            Self::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Self::Long(bytes) => bytes,
+        }
     }
 
     fn as_str(&self) -> &str {
         std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+/// The wall-clock time of a monotonic instant, read from one pair of clock reads: the
+/// access-log thread takes one pair per batch of lines.
+struct WallClock {
+    system: SystemTime,
+    instant: Instant,
+}
+
+impl WallClock {
+    fn now() -> Self {
+        Self {
+            system: SystemTime::now(),
+            instant: Instant::now(),
+        }
+    }
+
+    fn at(&self, instant: Instant) -> SystemTime {
+        match self.instant.checked_duration_since(instant) {
+            Some(ago) => self.system.checked_sub(ago).unwrap_or(self.system),
+            None => self.system + instant.saturating_duration_since(self.instant),
+        }
     }
 }
 
@@ -222,13 +261,16 @@ impl IdBytes {
 const ACCESS_QUEUE: usize = 8_192;
 
 /// An application's access log: the requests waiting for their lines, which its access-log
-/// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`], and the requests in
-/// flight. The layer every request passes (`api::layer`) is handed it; while its thread is
-/// not running, a line is written at once.
+/// thread ([`Threads::start`]) formats and writes every [`ACCESS_FLUSH`], the requests in
+/// flight, and the count and latencies of the requests answered, by route, method and status
+/// (the `botlist_http_*` families, [`AccessLog::render_requests`]). The layer every request
+/// passes (`api::layer`) is handed it; while its thread is not running, a line is written at
+/// once.
 ///
-/// Both live in shards, one per worker thread as far as the threads' addresses spread them:
-/// a queue and a counter shared by every worker cost each request a cache line taken from the
-/// other core (docs/PERFORMANCE.md, session 10).
+/// All of it lives in shards, one per worker thread as far as the threads' addresses spread
+/// them: a queue, a counter or a metric shared by every worker costs each request a cache line
+/// taken from the other core (docs/PERFORMANCE.md, sessions 10 and 12). A request takes its
+/// shard's lock once, for its counts and its line together.
 pub struct AccessLog {
     shards: Box<[Shard]>,
     /// Whether the thread runs: until then, and once it has ended, requests write their own.
@@ -239,8 +281,16 @@ pub struct AccessLog {
 #[repr(align(128))]
 #[derive(Default)]
 struct Shard {
-    queue: std::sync::Mutex<Vec<AccessRecord>>,
+    answers: std::sync::Mutex<Answers>,
     in_flight: std::sync::atomic::AtomicI64,
+}
+
+/// What a shard holds of the requests answered on its threads.
+#[derive(Default)]
+struct Answers {
+    /// Lines not yet written.
+    waiting: Vec<AccessRecord>,
+    counts: RouteCounts,
 }
 
 /// Shards of an [`AccessLog`]: more than workers on most machines, so that threads seldom share.
@@ -285,6 +335,72 @@ impl AccessLog {
             .map(|shard| shard.in_flight.load(Ordering::Relaxed))
             .sum()
     }
+
+    /// A request was answered: counted under its route, method and status, and its line
+    /// queued for the access-log thread to format and write with the others of the last
+    /// [`ACCESS_FLUSH`] (a line its level leaves out is not queued at all). One lock, of this
+    /// thread's shard, for both.
+    /// Public for `benches/layer.rs`.
+    #[doc(hidden)]
+    pub fn answered(&self, answer: Answer<'_>) {
+        let enabled = access_enabled(answer.status);
+        let queue = enabled && self.running.load(Ordering::Acquire);
+        let mut answers = self
+            .shard()
+            .answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let route = answers.counts.count(&answer);
+        if queue && answers.waiting.len() < ACCESS_QUEUE {
+            answers.waiting.push(AccessRecord {
+                at: answer.at,
+                method: answer.method,
+                route,
+                status: answer.status,
+                latency: answer.latency,
+                id: IdBytes::of(answer.id),
+                key: answer.key,
+            });
+            return;
+        }
+        drop(answers);
+        if enabled {
+            log_line(
+                answer.method,
+                route.as_str(),
+                answer.status,
+                answer.latency,
+                answer.id.to_str().unwrap_or(""),
+                answer.key,
+            );
+        }
+    }
+}
+
+/// A request as it is answered: what its line and its counts are made of.
+#[doc(hidden)]
+pub struct Answer<'a> {
+    pub method: &'static str,
+    pub route: Cow<'static, str>,
+    pub status: StatusCode,
+    pub latency: Duration,
+    /// When it was answered (the clock read the latency ended with).
+    pub at: Instant,
+    pub id: &'a HeaderValue,
+    pub key: Option<&'static str>,
+}
+
+/// Whether the subscriber writes the access line of an answer with `status`.
+fn access_enabled(status: StatusCode) -> bool {
+    use tracing::Level;
+    match (status.as_u16(), ACCESS_LEVELS.get()) {
+        (500.., Some(levels)) => levels[0],
+        (400..=499, Some(levels)) => levels[1],
+        (_, Some(levels)) => levels[2],
+        (500.., None) => tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
+        (400..=499, None) => tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
+        (_, None) => tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
+    }
 }
 
 thread_local! {
@@ -293,72 +409,23 @@ thread_local! {
     static ACCESS_LINES: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// A request's log line: queued for the access-log thread to format and write with the
-/// others of the last [`ACCESS_FLUSH`], so the request pays for a clock read and a push. A
-/// line its level leaves out is not queued at all.
-/// Public for `benches/layer.rs`.
-#[doc(hidden)]
-pub fn access_line(
-    log: &AccessLog,
-    method: &'static str,
-    route: RouteName,
-    status: StatusCode,
-    latency: Duration,
-    id: &HeaderValue,
-    key: Option<&'static str>,
-) {
-    use tracing::Level;
-    let enabled = match (status.as_u16(), ACCESS_LEVELS.get()) {
-        (500.., Some(levels)) => levels[0],
-        (400..=499, Some(levels)) => levels[1],
-        (_, Some(levels)) => levels[2],
-        (500.., None) => tracing::enabled!(target: ACCESS_TARGET, Level::ERROR),
-        (400..=499, None) => tracing::enabled!(target: ACCESS_TARGET, Level::DEBUG),
-        (_, None) => tracing::enabled!(target: ACCESS_TARGET, Level::INFO),
-    };
-    if !enabled {
-        return;
-    }
-    if log.running.load(Ordering::Acquire) {
-        let mut waiting = log.shard().queue.lock().unwrap_or_else(|p| p.into_inner());
-        if waiting.len() < ACCESS_QUEUE {
-            waiting.push(AccessRecord {
-                at: SystemTime::now(),
-                method,
-                route,
-                status,
-                latency,
-                id: IdBytes::of(id),
-                key,
-            });
-            return;
-        }
-    }
-    log_line(
-        method,
-        route.as_str(),
-        status,
-        latency,
-        id.to_str().unwrap_or(""),
-        key,
-    );
-}
-
 impl AccessLog {
     /// Formats (with the access-log thread's `line`) and writes the lines of the requests
     /// waiting.
     fn write_waiting(&self, records: &mut Vec<AccessRecord>, line: &mut AccessLine) {
         for shard in &self.shards {
-            let mut waiting = shard.queue.lock().unwrap_or_else(|p| p.into_inner());
-            records.append(&mut waiting);
+            let mut answers = shard.answers.lock().unwrap_or_else(|p| p.into_inner());
+            records.append(&mut answers.waiting);
         }
         // Each shard's lines are in order; across shards, by when each request was answered.
         records.sort_by_key(|record| record.at);
         let format = ACCESS_FORMAT.get().copied();
+        let clock = WallClock::now();
         for record in records.drain(..) {
+            let at = clock.at(record.at);
             match format {
-                Some(format) => append_lines(|lines| line.write(format, &record, lines)),
-                None => record.through_tracing(),
+                Some(format) => append_lines(|lines| line.write(format, &record, at, lines)),
+                None => record.through_tracing(at),
             }
         }
         write_out();
@@ -394,7 +461,7 @@ impl AccessLine {
         out: &mut Vec<u8>,
     ) {
         let record = AccessRecord {
-            at: SystemTime::now(),
+            at: Instant::now(),
             method,
             route: RouteName::Static(route),
             status,
@@ -402,10 +469,17 @@ impl AccessLine {
             id: IdBytes::of(id),
             key: None,
         };
-        self.write(format, &record, out);
+        self.write(format, &record, SystemTime::now(), out);
     }
 
-    fn write(&mut self, format: LogFormat, record: &AccessRecord, out: &mut Vec<u8>) {
+    /// `record`'s line, stamped `at`.
+    fn write(
+        &mut self,
+        format: LogFormat,
+        record: &AccessRecord,
+        at: SystemTime,
+        out: &mut Vec<u8>,
+    ) {
         let level = match record.status.as_u16() {
             500.. => "ERROR",
             400..=499 => "DEBUG",
@@ -433,7 +507,7 @@ impl AccessLine {
         out.reserve(256);
         let names = match format {
             LogFormat::Text => {
-                self.timestamp(record.at, out);
+                self.timestamp(at, out);
                 out.push(b' ');
                 if level.len() < 5 {
                     out.push(b' ');
@@ -444,7 +518,7 @@ impl AccessLine {
             }
             LogFormat::Json => {
                 out.extend_from_slice(b"{\"timestamp\":\"");
-                self.timestamp(record.at, out);
+                self.timestamp(at, out);
                 out.extend_from_slice(b"\",\"level\":\"");
                 out.extend_from_slice(level.as_bytes());
                 out.extend_from_slice(b"\",\"message\":\"request\"");
@@ -724,15 +798,6 @@ pub fn install_metrics() {
 
 fn describe_all() {
     use metrics::Unit;
-    describe_histogram!(
-        "botlist_http_request_duration_seconds",
-        Unit::Seconds,
-        "Time to answer a request, by route pattern, method and status."
-    );
-    describe_counter!(
-        "botlist_http_requests_total",
-        "HTTP requests answered, by route pattern, method and status."
-    );
     describe_gauge!(
         "botlist_http_requests_in_flight",
         "Requests being answered now."
@@ -841,16 +906,20 @@ fn register_all() {
     }
 }
 
-/// The Prometheus text exposition, with gauges read at scrape time brought up to date.
-pub fn render(bots_listed: usize, limiter_keys: Option<usize>, in_flight: i64) -> String {
+/// The Prometheus text exposition, with gauges read at scrape time brought up to date, and
+/// the application's own request families from its access log.
+pub fn render(bots_listed: usize, limiter_keys: Option<usize>, log: &AccessLog) -> String {
+    let requests = log.render_requests();
     let Some(exporter) = exporter() else {
-        return String::new();
+        return requests;
     };
-    gauge!("botlist_http_requests_in_flight").set(in_flight as f64);
+    gauge!("botlist_http_requests_in_flight").set(log.in_flight() as f64);
     gauge!("botlist_bots_listed").set(bots_listed as f64);
     gauge!("botlist_rate_limit_keys").set(limiter_keys.unwrap_or(0) as f64);
     exporter.process.collect();
-    exporter.handle.render()
+    let mut text = exporter.handle.render();
+    text.push_str(&requests);
+    text
 }
 
 fn unix_seconds(at: SystemTime) -> f64 {
@@ -1083,10 +1152,16 @@ impl Observation {
             }
             Err(error) => (error.as_response_error().status_code(), None, None),
         };
-        let route = route.unwrap_or(Cow::Borrowed("unmatched"));
-        let latency = self.started.elapsed();
-        let route = record(self.method, route, status, latency);
-        access_line(log, self.method, route, status, latency, &self.id, key);
+        let at = Instant::now();
+        log.answered(Answer {
+            method: self.method,
+            route: route.unwrap_or(Cow::Borrowed("unmatched")),
+            status,
+            latency: at.saturating_duration_since(self.started),
+            at,
+            id: &self.id,
+            key,
+        });
         let id = self.id;
         match result {
             Ok(mut response) => {
@@ -1107,91 +1182,165 @@ impl Observation {
     }
 }
 
-/// The metric handles of one route, method and status.
-struct RouteMetrics {
-    requests: metrics::Counter,
-    latency: metrics::Histogram,
-    /// `GET .../bots` is also timed as a search.
-    search: Option<metrics::Histogram>,
+/// A shard's counts of the requests answered: where each route's entry is (found with one
+/// hash of the route a request matched), then the entries. Bounded like the labels: routes are
+/// patterns, methods the known nine or `other`.
+#[derive(Default)]
+struct RouteCounts {
+    at: rustc_hash::FxHashMap<Box<str>, usize>,
+    routes: Vec<RouteEntry>,
 }
 
-impl RouteMetrics {
-    fn new(method: &'static str, route: &str, status: StatusCode) -> Self {
-        let labels = [
-            ("route", route.to_owned()),
-            ("method", method.to_owned()),
-            ("status", status.as_u16().to_string()),
-        ];
-        Self {
-            requests: counter!("botlist_http_requests_total", &labels),
-            latency: histogram!("botlist_http_request_duration_seconds", &labels),
-            search: (method == "GET" && route.ends_with("/bots"))
-                .then(|| histogram!("botlist_search_duration_seconds")),
+/// One route's counts, by method and status.
+struct RouteEntry {
+    /// The route's name, shared with the log lines.
+    name: std::sync::Arc<str>,
+    /// `GET .../bots` is also timed as a search (`botlist_search_duration_seconds`).
+    search: Option<metrics::Histogram>,
+    by: Vec<(&'static str, StatusCode, Latencies)>,
+}
+
+/// A histogram of latencies in [`LATENCY_BUCKETS`], as Prometheus reads one: how many, their
+/// sum, and how many fell in each bucket (not yet cumulative).
+#[derive(Clone, Default)]
+struct Latencies {
+    count: u64,
+    sum: f64,
+    buckets: [u64; LATENCY_BUCKETS.len()],
+}
+
+impl Latencies {
+    fn record(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum += seconds;
+        if let Some(bucket) = LATENCY_BUCKETS.iter().position(|bound| seconds <= *bound) {
+            self.buckets[bucket] += 1;
+        }
+    }
+
+    fn add(&mut self, other: &Self) {
+        self.count += other.count;
+        self.sum += other.sum;
+        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets) {
+            *mine += theirs;
         }
     }
 }
 
-/// Handles by route: where each route's entry is (looked up with one hash of the route a
-/// request), then the entries: the route's name, shared with the log lines, and its handles by
-/// method and status.
-#[derive(Default)]
-struct ByRoute {
-    at: rustc_hash::FxHashMap<Box<str>, usize>,
-    routes: Vec<(std::sync::Arc<str>, Vec<Handles>)>,
-}
-
-/// One route's handles for a method and status.
-type Handles = (&'static str, u16, RouteMetrics);
-
-thread_local! {
-    /// Each worker's handles by route, then method and status: looked up by the route as
-    /// matched, without building label strings or hashing them into the registry per request.
-    /// Bounded like the labels themselves.
-    static ROUTE_METRICS: std::cell::RefCell<ByRoute> = std::cell::RefCell::default();
-}
-
-/// Public for `benches/layer.rs`.
-#[doc(hidden)]
-pub fn record(
-    method: &'static str,
-    route: Cow<'static, str>,
-    status: StatusCode,
-    latency: Duration,
-) -> RouteName {
-    let seconds = latency.as_secs_f64();
-    ROUTE_METRICS.with_borrow_mut(|by_route| {
-        let at = match by_route.at.get(&*route) {
+impl RouteCounts {
+    /// Counts `answer`, and gives the route's name for its line.
+    fn count(&mut self, answer: &Answer<'_>) -> RouteName {
+        let seconds = answer.latency.as_secs_f64();
+        let route = &answer.route;
+        let at = match self.at.get(&**route) {
             Some(&at) => at,
             None => {
-                by_route.routes.push((route.as_ref().into(), Vec::new()));
-                let at = by_route.routes.len() - 1;
-                by_route.at.insert(route.as_ref().into(), at);
-                at
+                self.routes.push(RouteEntry {
+                    name: route.as_ref().into(),
+                    search: route
+                        .ends_with("/bots")
+                        .then(|| histogram!("botlist_search_duration_seconds")),
+                    by: Vec::new(),
+                });
+                self.at.insert(route.as_ref().into(), self.routes.len() - 1);
+                self.routes.len() - 1
             }
         };
-        let (shared, handles) = &mut by_route.routes[at];
-        let code = status.as_u16();
-        let at = match handles
+        let entry = &mut self.routes[at];
+        let found = entry
+            .by
             .iter()
-            .position(|(m, s, _)| *m == method && *s == code)
-        {
-            Some(at) => at,
-            None => {
-                handles.push((method, code, RouteMetrics::new(method, &route, status)));
-                handles.len() - 1
-            }
-        };
-        let metrics = &handles[at].2;
-        metrics.requests.increment(1);
-        metrics.latency.record(seconds);
-        if let Some(search) = &metrics.search {
+            .position(|(method, status, _)| *method == answer.method && *status == answer.status);
+        let at = found.unwrap_or_else(|| {
+            entry
+                .by
+                .push((answer.method, answer.status, Latencies::default()));
+            entry.by.len() - 1
+        });
+        entry.by[at].2.record(seconds);
+        if let (Some(search), "GET") = (&entry.search, answer.method) {
             search.record(seconds);
         }
         match route {
             Cow::Borrowed(route) => RouteName::Static(route),
-            Cow::Owned(_) => RouteName::Shared(std::sync::Arc::clone(shared)),
+            Cow::Owned(_) => RouteName::Shared(std::sync::Arc::clone(&entry.name)),
         }
-    })
+    }
+}
+
+impl AccessLog {
+    /// `botlist_http_requests_total` and `botlist_http_request_duration_seconds` in the
+    /// Prometheus text exposition: the application's requests answered, by route, method and
+    /// status, summed over the shards.
+    pub fn render_requests(&self) -> String {
+        use std::collections::BTreeMap;
+        use std::fmt::Write;
+        let mut all: BTreeMap<(String, &'static str, u16), Latencies> = BTreeMap::new();
+        for shard in &self.shards {
+            let answers = shard.answers.lock().unwrap_or_else(|p| p.into_inner());
+            for entry in &answers.counts.routes {
+                for (method, status, latencies) in &entry.by {
+                    all.entry((entry.name.to_string(), method, status.as_u16()))
+                        .or_default()
+                        .add(latencies);
+                }
+            }
+        }
+        let labels = |(route, method, status): &(String, &str, u16)| {
+            format!(
+                "route=\"{}\",method=\"{method}\",status=\"{status}\"",
+                label_value(route)
+            )
+        };
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP {REQUESTS} {REQUESTS_HELP}\n# TYPE {REQUESTS} counter"
+        );
+        for (key, latencies) in &all {
+            let _ = writeln!(out, "{REQUESTS}{{{}}} {}", labels(key), latencies.count);
+        }
+        let _ = writeln!(
+            out,
+            "# HELP {DURATION} {DURATION_HELP}\n# TYPE {DURATION} histogram"
+        );
+        for (key, latencies) in &all {
+            let labels = labels(key);
+            let mut cumulative = 0;
+            for (bound, count) in LATENCY_BUCKETS.iter().zip(latencies.buckets) {
+                cumulative += count;
+                let _ = writeln!(
+                    out,
+                    "{DURATION}_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{DURATION}_bucket{{{labels},le=\"+Inf\"}} {count}\n{DURATION}_sum{{{labels}}} {sum}\n{DURATION}_count{{{labels}}} {count}",
+                count = latencies.count,
+                sum = latencies.sum,
+            );
+        }
+        out
+    }
+}
+
+const REQUESTS: &str = "botlist_http_requests_total";
+const REQUESTS_HELP: &str = "HTTP requests answered, by route pattern, method and status.";
+const DURATION: &str = "botlist_http_request_duration_seconds";
+const DURATION_HELP: &str = "Time to answer a request, by route pattern, method and status.";
+
+/// A label value as the text exposition escapes it.
+fn label_value(value: &str) -> Cow<'_, str> {
+    if !value.contains(['\\', '"', '\n']) {
+        return Cow::Borrowed(value);
+    }
+    Cow::Owned(
+        value
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n"),
+    )
 }
 
 /// INFO for answers, DEBUG for a client's mistakes (4xx), ERROR for ours (5xx); the target
@@ -1252,7 +1401,7 @@ mod tests {
 
     /// What tracing-subscriber writes for [`log_line`]'s event, configured as [`init_logs`]
     /// configures it (without colour), at `at`.
-    fn through_tracing(format: LogFormat, record: &AccessRecord) -> Vec<u8> {
+    fn through_tracing(format: LogFormat, record: &AccessRecord, at: SystemTime) -> Vec<u8> {
         #[derive(Clone, Default)]
         struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
         impl std::io::Write for Buffer {
@@ -1270,7 +1419,7 @@ mod tests {
             .with_max_level(tracing::Level::DEBUG)
             .with_timer(EventTime)
             .with_writer(move || writer.clone());
-        let emit = || record.through_tracing();
+        let emit = || record.through_tracing(at);
         match format {
             LogFormat::Text => {
                 tracing::subscriber::with_default(builder.with_ansi(false).finish(), emit);
@@ -1307,7 +1456,12 @@ mod tests {
             61_000_000_000,
             3_600_000_000_000,
         ];
-        let ids = ["86f856a630299e780000000000000002", "a\"quoted\\id", "x"];
+        let ids = [
+            "86f856a630299e780000000000000002",
+            "a\"quoted\\id",
+            "x",
+            "an-id-longer-than-the-ids-we-make-0123456789",
+        ];
         let mut line = AccessLine::default();
         let mut n = 0_u64;
         for format in [LogFormat::Text, LogFormat::Json] {
@@ -1315,9 +1469,10 @@ mod tests {
                 for nanos in latencies {
                     for id in ids {
                         n += 1;
+                        let at =
+                            UNIX_EPOCH + Duration::from_micros(1_790_000_000_000_000 + n * 333_331);
                         let record = AccessRecord {
-                            at: UNIX_EPOCH
-                                + Duration::from_micros(1_790_000_000_000_000 + n * 333_331),
+                            at: Instant::now(),
                             method: ["GET", "POST", "other"][(n % 3) as usize],
                             route: RouteName::Static(
                                 ["/api/v1/bots/{id}", "unmatched"][(n % 2) as usize],
@@ -1328,8 +1483,8 @@ mod tests {
                             key: [None, Some("bot"), Some("ip")][(n % 3) as usize],
                         };
                         let mut ours = Vec::new();
-                        line.write(format, &record, &mut ours);
-                        let theirs = through_tracing(format, &record);
+                        line.write(format, &record, at, &mut ours);
+                        let theirs = through_tracing(format, &record, at);
                         assert!(!theirs.is_empty());
                         assert_eq!(
                             String::from_utf8_lossy(&ours),
@@ -1339,6 +1494,65 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn request_families_are_summed_over_shards_with_cumulative_buckets() {
+        let log = AccessLog::default();
+        let id = HeaderValue::from_static("an-id");
+        let answer = |route: &'static str, status: u16, micros: u64| Answer {
+            method: "GET",
+            route: Cow::Borrowed(route),
+            status: StatusCode::from_u16(status).expect("a status"),
+            latency: Duration::from_micros(micros),
+            at: Instant::now(),
+            id: &id,
+            key: None,
+        };
+        log.answered(answer("/a", 200, 50));
+        // Another thread counts in its own shard (or the same one); the sums are the same.
+        std::thread::scope(|scope| {
+            scope.spawn(|| log.answered(answer("/a", 200, 300)));
+        });
+        log.answered(answer("/a", 200, 9_000_000));
+        log.answered(answer("/weird\"\\", 404, 1));
+        let text = log.render_requests();
+        let bucket = |le: &str| {
+            format!(
+            "botlist_http_request_duration_seconds_bucket{{route=\"/a\",method=\"GET\",status=\"200\",le=\"{le}\"}} "
+        )
+        };
+        for (le, count) in [
+            ("0.0001", 1),
+            ("0.00025", 1),
+            ("0.0005", 2),
+            ("5", 2),
+            ("+Inf", 3),
+        ] {
+            assert!(
+                text.contains(&format!("{}{count}\n", bucket(le))),
+                "{le} in {text}"
+            );
+        }
+        assert!(text.contains(
+            "botlist_http_requests_total{route=\"/a\",method=\"GET\",status=\"200\"} 3\n"
+        ));
+        assert!(text.contains(
+            "botlist_http_request_duration_seconds_sum{route=\"/a\",method=\"GET\",status=\"200\"} 9.00035"
+        ));
+        assert!(text.contains(
+            "botlist_http_requests_total{route=\"/weird\\\"\\\\\",method=\"GET\",status=\"404\"} 1\n"
+        ), "{text}");
+        assert_eq!(text.matches("# TYPE ").count(), 2);
+    }
+
+    #[test]
+    fn a_monotonic_instant_becomes_the_wall_clock_time_it_was() {
+        let clock = WallClock::now();
+        let earlier = clock.instant - Duration::from_millis(20);
+        assert_eq!(clock.at(earlier), clock.system - Duration::from_millis(20));
+        let later = clock.instant + Duration::from_millis(5);
+        assert_eq!(clock.at(later), clock.system + Duration::from_millis(5));
     }
 
     #[test]

@@ -45,6 +45,6 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         .body(telemetry::render(
             state.directory.len(),
             state.limiter.as_ref().map(|l| l.keys()),
-            state.access_log.in_flight(),
+            &state.access_log,
         ))
 }

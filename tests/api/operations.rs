@@ -89,6 +89,48 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
     assert!(sample(&text, "botlist_bots_listed").is_some(), "{text}");
 }
 
+/// The request families are each application's own: counted exactly, and never another's.
+#[actix_web::test]
+async fn each_application_counts_its_own_requests_exactly() {
+    let (one, other) = (spawn_app().await, spawn_app().await);
+    let bot = one.create_bot(42, json!({})).await;
+    for _ in 0..3 {
+        one.get(&format!("/bots/{}", bot.id)).await;
+    }
+    let route = r#"route="/api/v1/bots/{id}",method="GET",status="200""#;
+    let text = scrape(&one).await;
+    assert_eq!(
+        sample(&text, &format!("botlist_http_requests_total{{{route}}}")),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("botlist_http_request_duration_seconds_count{{{route}}}")
+        ),
+        Some(3.0)
+    );
+    // Cumulative buckets end at +Inf with the count.
+    assert_eq!(
+        sample(
+            &text,
+            &format!("botlist_http_request_duration_seconds_bucket{{{route},le=\"+Inf\"}}")
+        ),
+        Some(3.0)
+    );
+    let other_text = scrape(&other).await;
+    assert_eq!(
+        sample(
+            &other_text,
+            &format!("botlist_http_requests_total{{{route}}}")
+        ),
+        None,
+        "{other_text}"
+    );
+    assert!(other_text.contains("# TYPE botlist_http_requests_total counter"));
+}
+
 #[actix_web::test]
 async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process() {
     let dir = tempfile::tempdir().expect("a temporary directory");
