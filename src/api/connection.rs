@@ -30,6 +30,42 @@ use actix_web::rt::net::TcpStream;
 use actix_web::HttpRequest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+/// The server's graceful shutdown as one worker's connections wait for it. A connection polls
+/// its signal each time its dispatcher runs, several times a request. The server's own signal
+/// is a `watch` whose wakers sit behind a lock that every worker's connections share, so each
+/// poll took a lock whose cache line moved between the cores (docs/PERFORMANCE.md, session
+/// 12). Here one task per worker waits for the server's signal and wakes the worker's
+/// connections; a connection's poll takes a lock only its own worker uses.
+struct WorkerShutdown {
+    begun: Cell<bool>,
+    connections: tokio::sync::Notify,
+}
+
+impl WorkerShutdown {
+    /// Made on the worker's thread, as the worker starts.
+    fn start(server: actix_server::GracefulShutdownSignal) -> Rc<Self> {
+        let worker = Rc::new(Self {
+            begun: Cell::new(false),
+            connections: tokio::sync::Notify::new(),
+        });
+        let waiting = Rc::clone(&worker);
+        actix_web::rt::spawn(async move {
+            server.notified().await;
+            waiting.begun.set(true);
+            waiting.connections.notify_waiters();
+        });
+        worker
+    }
+
+    /// Resolves once the graceful shutdown has begun. The flag and the wait are looked at in
+    /// one poll on the worker's one thread, so no wake-up falls between them.
+    async fn begun(self: Rc<Self>) {
+        if !self.begun.get() {
+            self.connections.notified().await;
+        }
+    }
+}
+
 /// How much more of a refused body is read (what was already in flight) before the connection
 /// ends; a few hundred KiB whatever the client sends.
 pub const READ_AFTER_REFUSAL: usize = 256 * 1024;
@@ -321,7 +357,7 @@ where
         .max_concurrent_connections(hard_limit(max_connections))
         .disable_signals()
         .listen("botlist", listener, move || {
-            let shutdown = shutdown.clone();
+            let shutdown = WorkerShutdown::start(shutdown.clone());
             let connections = Connections::new(max_connections);
             let app = factory()
                 .into_factory()
@@ -345,10 +381,7 @@ where
                 .client_request_timeout(client_request_timeout)
                 .client_disconnect_timeout(client_disconnect_timeout)
                 .local_addr(address)
-                .graceful_shutdown_signal(move || {
-                    let shutdown = shutdown.clone();
-                    async move { shutdown.notified().await }
-                })
+                .graceful_shutdown_signal(move || Rc::clone(&shutdown).begun())
                 .on_connect_ext(|io: &LimitedStream, data| {
                     data.insert(io.limit.clone());
                     data.insert(io.gone.clone());

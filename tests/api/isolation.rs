@@ -167,3 +167,48 @@ async fn an_applications_journal_threads_and_actors_end_when_it_stops() {
         "a closed journal takes nothing"
     );
 }
+
+/// The graceful stop reaches every worker's connections: an idle keep-alive client is let go at
+/// once, rather than holding the stop until its keep-alive (here ten minutes) or the stop's
+/// 30 s limit runs out.
+#[actix_web::test]
+async fn a_stop_lets_idle_keep_alive_clients_go_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut settings = test_settings();
+    settings.keep_alive = std::time::Duration::from_secs(600);
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(settings, clock)
+        .await
+        .expect("the app builds");
+    let port = app.port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = actix_web::rt::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let mut idle = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connected");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: botlist\r\n\r\n")
+        .await
+        .expect("sent");
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains(r#"{"status":"ok"}"#) {
+        let mut buffer = [0; 1024];
+        let read = idle.read(&mut buffer).await.expect("read");
+        assert!(read > 0, "the connection stays open after its answer");
+        answer.extend_from_slice(&buffer[..read]);
+    }
+    stop.send(()).expect("the application is serving");
+    let limit = std::time::Duration::from_secs(10);
+    tokio::time::timeout(limit, serving)
+        .await
+        .expect("the stop did not wait for the idle client")
+        .expect("run_until ran to its end")
+        .expect("the application stopped cleanly");
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(limit, idle.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(closed, Ok(Ok(_)) | Ok(Err(_))),
+        "the idle connection was closed"
+    );
+}
