@@ -17,6 +17,7 @@ use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Publis
 use crate::domain::bot::BotView;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 use crate::domain::profile::Profile;
+use crate::domain::render::push_hex;
 use crate::domain::search::{Search, SearchPage};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::history::Retention;
@@ -42,12 +43,15 @@ impl VersionedPage {
         // The query only keeps answers to different URLs apart; the version is what changes.
         let mut hasher = rustc_hash::FxHasher::default();
         query.hash(&mut hasher);
-        format!(
-            "\"{:016x}-{:x}-{:016x}\"",
-            self.seed,
-            self.version,
-            hasher.finish()
-        )
+        let mut tag = String::with_capacity(40);
+        tag.push('"');
+        push_hex(&mut tag, self.seed.into(), 16);
+        tag.push('-');
+        push_hex(&mut tag, self.version.into(), 0);
+        tag.push('-');
+        push_hex(&mut tag, hasher.finish().into(), 16);
+        tag.push('"');
+        tag
     }
 }
 
@@ -110,13 +114,18 @@ impl BotHandle {
     }
 }
 
+/// A directory map. Every key in one is made by the server (ids, token digests) or by an admin
+/// (platform ids); clients only look keys up, so a keyed fast hash does what SipHash did, for a
+/// fraction of a read's cost (docs/PERFORMANCE.md, session 12).
+type ByKey<K, V> = DashMap<K, V, foldhash::fast::RandomState>;
+
 /// What readers see of the directory. Every write here is a publication: it runs once the change
 /// is durable (see [`crate::persist::journal::Publish`]), so nothing unacknowledged is ever shown.
 pub struct Directory {
-    bots: DashMap<BotId, Arc<BotHandle>>,
-    platform_ids: DashMap<Snowflake, BotId>,
-    tokens: DashMap<TokenHash, BotId>,
-    profiles: DashMap<ProfileId, Arc<Profile>>,
+    bots: ByKey<BotId, Arc<BotHandle>>,
+    platform_ids: ByKey<Snowflake, BotId>,
+    tokens: ByKey<TokenHash, BotId>,
+    profiles: ByKey<ProfileId, Arc<Profile>>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
     /// Counts the index's changes: written only under the index's write guard, so a reader
@@ -135,10 +144,10 @@ pub struct Directory {
 impl Directory {
     pub fn new(now: Timestamp) -> Self {
         Self {
-            bots: DashMap::new(),
-            platform_ids: DashMap::new(),
-            tokens: DashMap::new(),
-            profiles: DashMap::new(),
+            bots: ByKey::default(),
+            platform_ids: ByKey::default(),
+            tokens: ByKey::default(),
+            profiles: ByKey::default(),
             index: RwLock::new(SearchIndex::new(now.month())),
             index_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),

@@ -465,16 +465,18 @@ impl FromRequest for Admin {
 
 /// One query parameter that must be a snowflake (`userId` of the check routes).
 pub fn snowflake_param(query_string: &str, name: &str) -> Result<Snowflake, ApiError> {
-    let mut found = None;
-    let pairs =
-        crate::domain::query::pairs(query_string).map_err(|e| Code::BadRequest.with(e.0))?;
-    for (key, value) in pairs {
+    let (mut found, mut again) = (None, false);
+    // Every pair is decoded before anything else is said: a malformed one is the answer, as
+    // when the whole query is refused.
+    for pair in crate::domain::query::each_pair(query_string) {
+        let (key, value) = pair.map_err(|e| Code::BadRequest.with(e.0))?;
         if key == name {
-            if found.is_some() {
-                return Err(Code::BadRequest.with(format!("`{name}` is given more than once")));
-            }
+            again |= found.is_some();
             found = Some(value);
         }
+    }
+    if again {
+        return Err(Code::BadRequest.with(format!("`{name}` is given more than once")));
     }
     let value = found.ok_or_else(|| Code::BadRequest.with(format!("`{name}` is required")))?;
     Snowflake::parse(&value).ok_or_else(|| {

@@ -59,10 +59,11 @@ pub async fn get_stats(PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> 
     })
     .map_err(|_| Code::Internal.with("a response did not serialize".into()))?;
     // The body is the count and nothing else: the count is its validator.
-    Ok(reply::tagged_json(
-        body,
-        &format!("\"servers-{servers:016x}\""),
-    ))
+    let mut tag = String::with_capacity(26);
+    tag.push_str("\"servers-");
+    crate::domain::render::push_hex(&mut tag, servers.into(), 16);
+    tag.push('"');
+    Ok(reply::tagged_json(body, &tag))
 }
 
 /// Post the bot's server count (its own token).

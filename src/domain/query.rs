@@ -17,19 +17,29 @@ const QUOTED_CHARS: usize = 40;
 /// digits, and each decoded name and value must be UTF-8 (no overlong forms, no surrogates).
 /// A name or value with nothing to decode is borrowed from the query string, as most are.
 pub fn pairs(query_string: &str) -> Result<Vec<Pair<'_>>, QueryStringError> {
-    let mut pairs = Vec::new();
-    for pair in query_string.split('&').filter(|p| !p.is_empty()) {
-        let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = decode(raw_name).map_err(|why| {
-            QueryStringError(format!(
-                "the query parameter name `{}` {why}",
-                quoted(raw_name)
-            ))
-        })?;
-        let value = decode(raw_value).map_err(|why| QueryStringError(format!("`{name}` {why}")))?;
-        pairs.push((name, value));
-    }
-    Ok(pairs)
+    each_pair(query_string).collect()
+}
+
+/// [`pairs`] one at a time, for a reader that needs no list of them: the first refusal ends
+/// the walk, as it ends [`pairs`].
+pub fn each_pair(
+    query_string: &str,
+) -> impl Iterator<Item = Result<Pair<'_>, QueryStringError>> + '_ {
+    query_string
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = decode(raw_name).map_err(|why| {
+                QueryStringError(format!(
+                    "the query parameter name `{}` {why}",
+                    quoted(raw_name)
+                ))
+            })?;
+            let value =
+                decode(raw_value).map_err(|why| QueryStringError(format!("`{name}` {why}")))?;
+            Ok((name, value))
+        })
 }
 
 fn quoted(raw: &str) -> String {

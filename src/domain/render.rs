@@ -154,19 +154,19 @@ impl RenderedListing {
         monthly_vote_count: u64,
         server_count: Option<ServerCount>,
     ) -> String {
-        use fmt::Write;
         let mut tag = String::with_capacity(72);
-        let _ = write!(
-            tag,
-            "\"{:032x}-{vote_count:x}-{monthly_vote_count:x}-",
-            self.digest
-        );
-        match server_count {
-            Some(servers) => {
-                let _ = write!(tag, "{:x}\"", servers.get());
-            }
-            None => tag.push_str("n\""),
+        tag.push('"');
+        push_hex(&mut tag, self.digest, 32);
+        for count in [vote_count, monthly_vote_count] {
+            tag.push('-');
+            push_hex(&mut tag, count.into(), 0);
         }
+        tag.push('-');
+        match server_count {
+            Some(servers) => push_hex(&mut tag, servers.get().into(), 0),
+            None => tag.push('n'),
+        }
+        tag.push('"');
         tag
     }
 }
@@ -252,6 +252,54 @@ mod erased {
         fn write(&self, out: &mut Vec<u8>) {
             // Our own types always serialize (into memory, nothing can fail).
             let _ = serde_json::to_writer(&mut *out, self);
+        }
+    }
+}
+
+/// Appends `n` in lower-case hex, at least `width` digits: what `{:x}` (or `{:0width$x}`)
+/// writes, without the formatting machinery, for the validators every read makes.
+pub fn push_hex(out: &mut String, n: u128, width: usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [b'0'; 32];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = HEX[(rest & 0xf) as usize];
+        rest >>= 4;
+        if rest == 0 {
+            break;
+        }
+    }
+    let start = at.min(digits.len() - width.min(digits.len()));
+    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod hex_tests {
+    use super::push_hex;
+
+    #[test]
+    fn hex_is_what_the_formatter_writes() {
+        let numbers = [
+            0_u128,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            4096,
+            u64::MAX as u128,
+            u128::MAX,
+            0xabc_def,
+        ];
+        for n in numbers {
+            for width in [0, 1, 16, 32] {
+                let mut ours = String::new();
+                push_hex(&mut ours, n, width);
+                assert_eq!(ours, format!("{n:0width$x}"), "{n} at {width}");
+            }
         }
     }
 }
