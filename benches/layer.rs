@@ -123,7 +123,7 @@ fn layer(c: &mut Criterion) {
         .collect();
     let mut next = 0;
     c.bench_function("limit: the token's bot", |b| {
-        b.iter(|| directory.authenticate(black_box("bl_0123456789abcdef0123456789abcdef")))
+        b.iter(|| directory.authenticate(black_box(b"bl_0123456789abcdef0123456789abcdef")))
     });
     c.bench_function("limit: the bucket", |b| {
         b.iter(|| {

@@ -178,7 +178,7 @@ impl Directory {
 
     /// The bot whose token this is. The map is keyed by the token's SHA-256, so the lookup
     /// compares hashes of the secret, never the secret itself.
-    pub fn authenticate(&self, presented: &str) -> Option<BotId> {
+    pub fn authenticate(&self, presented: &[u8]) -> Option<BotId> {
         let hash = TokenHash::of(presented);
         self.tokens.get(&hash).map(|entry| *entry.value())
     }

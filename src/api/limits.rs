@@ -263,8 +263,7 @@ pub fn limit_bots() -> Wrap<Limited> {
         let token_bot = request
             .headers()
             .get(actix_web::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|token| state.directory.authenticate(token));
+            .and_then(|token| state.directory.authenticate(token.as_bytes()));
         match token_bot {
             Some(bot) => RateKey::Bot(bot),
             None => RateKey::BotsByIp(client_ip(request.request(), client_source(state, request))),

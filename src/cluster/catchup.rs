@@ -284,7 +284,7 @@ pub(crate) mod ops {
                 .expect("a valid bot");
                 Record::BotListed {
                     state: Box::new(BotState::create(bot_id(b), new, start)),
-                    token: crate::domain::ids::TokenHash::of(&format!("t{b}")),
+                    token: crate::domain::ids::TokenHash::of(format!("t{b}")),
                 }
             }
             Op::Vote(b, u, m) => Record::Voted {

@@ -214,8 +214,8 @@ impl fmt::Debug for Token {
 pub struct TokenHash([u8; 32]);
 
 impl TokenHash {
-    pub fn of(presented: &str) -> Self {
-        Self(Sha256::digest(presented.as_bytes()).into())
+    pub fn of(presented: impl AsRef<[u8]>) -> Self {
+        Self(Sha256::digest(presented.as_ref()).into())
     }
 
     /// Compares in constant time, so the time taken says nothing of how much matched.

@@ -46,6 +46,42 @@ async fn a_missing_unknown_or_bearer_token_is_401() {
     }
 }
 
+/// Each way a token can be wrong has its own words, whichever the route.
+#[actix_web::test]
+async fn each_refused_token_says_what_is_wrong_with_it() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let mut not_text = reqwest::header::HeaderValue::from_bytes(b"blt_\xff\xfe")
+        .expect("obs-text is a valid header value");
+    not_text.set_sensitive(true);
+    for (method, path) in owner_routes(&bot.id) {
+        let cases: [(Option<reqwest::header::HeaderValue>, &str); 5] = [
+            (None, "missing Authorization header"),
+            (Some("".parse().expect("a value")), "is empty"),
+            (Some(not_text.clone()), "is not a valid token"),
+            (
+                Some(format!("bearer {}", bot.token).parse().expect("a value")),
+                "without the `Bearer ` prefix",
+            ),
+            (
+                Some("blt_unknown".parse().expect("a value")),
+                "unknown API token",
+            ),
+        ];
+        for (token, words) in cases {
+            let mut request = app
+                .request(method.clone(), &path, None)
+                .json(&json!({ "server_count": 1 }));
+            if let Some(token) = token {
+                request = request.header("Authorization", token);
+            }
+            let response = request.send().await.expect("request sent");
+            let message = assert_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+            assert!(message.contains(words), "{path}: {message}");
+        }
+    }
+}
+
 #[actix_web::test]
 async fn the_token_is_checked_before_the_bot_and_the_bot_before_ownership() {
     let app = spawn_app().await;
