@@ -58,7 +58,7 @@ fn layer(c: &mut Criterion) {
                 let burst = left.min(8_000);
                 let started = Instant::now();
                 for _ in 0..burst {
-                    log.answered(telemetry::Answer {
+                    log.answered(telemetry::AnsweredRequest {
                         method: "GET",
                         route: Cow::Borrowed(black_box(ROUTE)),
                         status: StatusCode::OK,

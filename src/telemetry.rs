@@ -342,7 +342,7 @@ impl AccessLog {
     /// thread's shard, for both.
     /// Public for `benches/layer.rs`.
     #[doc(hidden)]
-    pub fn answered(&self, answer: Answer<'_>) {
+    pub fn answered(&self, answer: AnsweredRequest<'_>) {
         let enabled = access_enabled(answer.status);
         let queue = enabled && self.running.load(Ordering::Acquire);
         let mut answers = self
@@ -379,7 +379,7 @@ impl AccessLog {
 
 /// A request as it is answered: what its line and its counts are made of.
 #[doc(hidden)]
-pub struct Answer<'a> {
+pub struct AnsweredRequest<'a> {
     pub method: &'static str,
     pub route: Cow<'static, str>,
     pub status: StatusCode,
@@ -1153,7 +1153,7 @@ impl Observation {
             Err(error) => (error.as_response_error().status_code(), None, None),
         };
         let at = Instant::now();
-        log.answered(Answer {
+        log.answered(AnsweredRequest {
             method: self.method,
             route: route.unwrap_or(Cow::Borrowed("unmatched")),
             status,
@@ -1229,7 +1229,7 @@ impl Latencies {
 
 impl RouteCounts {
     /// Counts `answer`, and gives the route's name for its line.
-    fn count(&mut self, answer: &Answer<'_>) -> RouteName {
+    fn count(&mut self, answer: &AnsweredRequest<'_>) -> RouteName {
         let seconds = answer.latency.as_secs_f64();
         let route = &answer.route;
         let at = match self.at.get(&**route) {
@@ -1500,7 +1500,7 @@ mod tests {
     fn request_families_are_summed_over_shards_with_cumulative_buckets() {
         let log = AccessLog::default();
         let id = HeaderValue::from_static("an-id");
-        let answer = |route: &'static str, status: u16, micros: u64| Answer {
+        let answer = |route: &'static str, status: u16, micros: u64| AnsweredRequest {
             method: "GET",
             route: Cow::Borrowed(route),
             status: StatusCode::from_u16(status).expect("a status"),
