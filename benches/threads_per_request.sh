@@ -47,7 +47,11 @@ measure() {
   else
     "$bin" serve --bind 127.0.0.1:$PORT --data-dir "$dir/data" --rate-limit 0 \
       --admin-token "$ADMIN" --snapshot-interval 0 "$@" > "$dir/out" 2> "$dir/log" &
-    until grep -q "listening on" "$dir/out" 2>/dev/null; do sleep 0.1; done
+    local started=$!
+    until grep -q "listening on" "$dir/out" 2>/dev/null; do
+      kill -0 $started 2>/dev/null || { echo "$name did not start:" >&2; cat "$dir/log" >&2; exit 1; }
+      sleep 0.1
+    done
     local api=http://127.0.0.1:$PORT/api/v1 made bot
     made=$(curl -sf -X POST "$api/admin/bots" -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
       -d '{"platform_id":"999999999123456789","name":"Threads Probe","username":"threads-probe","short_description":"The bot the threads benchmark reads.","tags":["music"],"language_code":"en"}')
