@@ -159,8 +159,9 @@ struct AccessRecord {
 
 /// A route's pattern as a request's line keeps it: the route table's patterns are static, and
 /// actix's are shared with the counts of its shard ([`RouteCounts`]). A line holds nothing the
-/// request allocated: what a worker allocates and the access-log thread frees costs both of
-/// them the allocator's locks (docs/PERFORMANCE.md, session 10).
+/// request allocated (but a client's over-long id, [`IdBytes`]): what a worker allocates and
+/// the access-log thread frees costs both of them the allocator's locks (docs/PERFORMANCE.md,
+/// session 10).
 #[doc(hidden)]
 #[derive(Clone, Debug)]
 pub enum RouteName {
@@ -178,7 +179,9 @@ impl RouteName {
 }
 
 /// A request id's bytes: in place when it is as long as the ids we make or shorter (nearly
-/// every id), so a line copies one cache line of id rather than [`MAX_REQUEST_ID`] bytes.
+/// every id), so a line copies one cache line of id rather than [`MAX_REQUEST_ID`] bytes. A
+/// longer one, a client's own, is boxed: the one thing a line may hold that its request
+/// allocated.
 enum IdBytes {
     Inline { len: u8, bytes: [u8; INLINE_ID] },
     Long(Box<[u8]>),
@@ -1275,53 +1278,44 @@ impl AccessLog {
     pub fn render_requests(&self) -> String {
         use std::collections::BTreeMap;
         use std::fmt::Write;
-        let mut all: BTreeMap<(String, &'static str, u16), Latencies> = BTreeMap::new();
+        let mut all: BTreeMap<(std::sync::Arc<str>, &'static str, u16), Latencies> =
+            BTreeMap::new();
         for shard in &self.shards {
             let answers = shard.answers.lock().unwrap_or_else(|p| p.into_inner());
             for entry in &answers.counts.routes {
                 for (method, status, latencies) in &entry.by {
-                    all.entry((entry.name.to_string(), method, status.as_u16()))
+                    all.entry((std::sync::Arc::clone(&entry.name), method, status.as_u16()))
                         .or_default()
                         .add(latencies);
                 }
             }
         }
-        let labels = |(route, method, status): &(String, &str, u16)| {
-            format!(
+        // The two families side by side, each sample's labels written once for both.
+        let mut counts = format!("# HELP {REQUESTS} {REQUESTS_HELP}\n# TYPE {REQUESTS} counter\n");
+        let mut durations =
+            format!("# HELP {DURATION} {DURATION_HELP}\n# TYPE {DURATION} histogram\n");
+        for ((route, method, status), latencies) in &all {
+            let labels = format!(
                 "route=\"{}\",method=\"{method}\",status=\"{status}\"",
                 label_value(route)
-            )
-        };
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP {REQUESTS} {REQUESTS_HELP}\n# TYPE {REQUESTS} counter"
-        );
-        for (key, latencies) in &all {
-            let _ = writeln!(out, "{REQUESTS}{{{}}} {}", labels(key), latencies.count);
-        }
-        let _ = writeln!(
-            out,
-            "# HELP {DURATION} {DURATION_HELP}\n# TYPE {DURATION} histogram"
-        );
-        for (key, latencies) in &all {
-            let labels = labels(key);
+            );
+            let count = latencies.count;
+            let _ = writeln!(counts, "{REQUESTS}{{{labels}}} {count}");
             let mut cumulative = 0;
-            for (bound, count) in LATENCY_BUCKETS.iter().zip(latencies.buckets) {
-                cumulative += count;
+            for (bound, in_bucket) in LATENCY_BUCKETS.iter().zip(latencies.buckets) {
+                cumulative += in_bucket;
                 let _ = writeln!(
-                    out,
+                    durations,
                     "{DURATION}_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
                 );
             }
             let _ = writeln!(
-                out,
+                durations,
                 "{DURATION}_bucket{{{labels},le=\"+Inf\"}} {count}\n{DURATION}_sum{{{labels}}} {sum}\n{DURATION}_count{{{labels}}} {count}",
-                count = latencies.count,
                 sum = latencies.sum,
             );
         }
-        out
+        counts + &durations
     }
 }
 
