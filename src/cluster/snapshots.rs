@@ -22,7 +22,7 @@ use super::catchup::CatchUp;
 use super::view::{ClusterView, NodeRole};
 use super::{nats_error, ClusterError, ClusterSettings, Nats};
 use crate::persist::snapshot::{self, Written};
-use crate::persist::state::Replayer;
+use crate::persist::state::{Replayer, SavedState};
 use crate::persist::{Replication, StreamMark};
 
 /// Uploaded snapshots kept; the stream is kept from the older one's mark on.
@@ -194,23 +194,11 @@ pub async fn base(
         }
     }
     let store = store.clone();
-    let newest = nats
+    let (found, damaged) = nats
         .runtime
-        .run(async move {
-            let mut found = uploaded(&store).await?;
-            found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
-            let Some(&(seq, mark)) = found.iter().find(|(_, mark)| continues(mark)) else {
-                return Ok(None);
-            };
-            let mut object = store.get(object_name(seq)).await.map_err(nats_error)?;
-            let mut bytes = Vec::new();
-            object.read_to_end(&mut bytes).await.map_err(nats_error)?;
-            Ok::<_, ClusterError>(Some((mark, bytes)))
-        })
+        .run(async move { newest_uploaded(&store, continues).await })
         .await?;
-    if let Some((mark, bytes)) = newest {
-        let state = snapshot::decode(&bytes)
-            .map_err(|error| ClusterError::Refused(format!("the uploaded snapshot {error}")))?;
+    if let Some((mark, state)) = found {
         tracing::info!(
             seq = state.seq,
             stream_seq = mark.stream_seq,
@@ -221,6 +209,15 @@ pub async fn base(
     if first <= 1 {
         return Ok(CatchUp::default());
     }
+    if !damaged.is_empty() {
+        // The stream was purged below these: without one of them, acknowledged records are gone.
+        return Err(ClusterError::Refused(format!(
+            "no uploaded snapshot that the stream continues from can be read ({}) and the stream \
+             starts at message {first}; restore the snapshot bucket {} from a backup",
+            damaged.join("; "),
+            cluster.snapshot_bucket()
+        )));
+    }
     Err(ClusterError::Refused(format!(
         "the stream starts at message {first} and no snapshot continues to it; restore the \
          snapshot bucket {} or seed a new cluster with `botlist cluster init`",
@@ -228,21 +225,71 @@ pub async fn base(
     )))
 }
 
-/// This node's newest snapshot that has a mark and reads.
-fn newest_local(dir: &Path) -> Option<(StreamMark, crate::persist::state::SavedState)> {
+/// The newest uploaded snapshot that the stream continues from and that reads; a damaged one is
+/// named and the next older tried (the stream is kept from the older one's mark on). Also the
+/// damaged ones, for a refusal when none reads.
+async fn newest_uploaded(
+    store: &ObjectStore,
+    continues: impl Fn(&StreamMark) -> bool,
+) -> Result<(Option<(StreamMark, SavedState)>, Vec<String>), ClusterError> {
+    let mut found = uploaded(store).await?;
+    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+    let mut damaged = Vec::new();
+    for (seq, mark) in found.into_iter().filter(|(_, mark)| continues(mark)) {
+        let name = object_name(seq);
+        let mut bytes = Vec::new();
+        let read = match store.get(&name).await {
+            Ok(mut object) => object
+                .read_to_end(&mut bytes)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match read.and_then(|_| snapshot::decode(&bytes).map_err(|e| e.to_string())) {
+            Ok(state) => return Ok((Some((mark, state)), damaged)),
+            Err(why) => {
+                tracing::warn!(
+                    "the uploaded snapshot {name} cannot be used: {why}; trying an older one"
+                );
+                damaged.push(format!("{name}: {why}"));
+            }
+        }
+    }
+    Ok((None, damaged))
+}
+
+/// This node's newest snapshot that has a mark and reads. A damaged one is set aside as
+/// `*.corrupt` (never deleted by the retention of later snapshots) and an older one tried.
+fn newest_local(dir: &Path) -> Option<(StreamMark, SavedState)> {
     for (seq, path) in snapshot::list(dir).ok()? {
         let Some(mark) = snapshot::read_mark(dir, seq) else {
             continue;
         };
         match snapshot::read(&path) {
             Ok(state) => return Some((mark, state)),
-            Err(error) => tracing::warn!("{} {error}; trying an older one", path.display()),
+            Err(error) => {
+                tracing::warn!("{} {error}; trying an older one", path.display());
+                set_aside(&path);
+            }
         }
     }
     None
 }
 
-fn from_state(state: crate::persist::state::SavedState, mark: StreamMark) -> CatchUp {
+fn set_aside(path: &Path) {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".corrupt");
+    match std::fs::rename(path, &aside) {
+        Ok(()) => tracing::warn!(
+            "moved {} aside as {}",
+            path.display(),
+            Path::new(&aside).display()
+        ),
+        Err(error) => tracing::warn!(%error, "could not move {} aside", path.display()),
+    }
+}
+
+fn from_state(state: SavedState, mark: StreamMark) -> CatchUp {
     CatchUp {
         replayer: Replayer::new(state),
         stream_seq: mark.stream_seq,

@@ -9,7 +9,8 @@
 //! CRC covering `len`, `seq` and the payload. docs/PERSISTENCE.md has the details.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -18,10 +19,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::files::{self, HeaderFault, Numbered};
+use super::head;
 use super::state::Record;
 use super::{sync_dir, FORMAT_VERSION};
 
 pub const MAGIC: &[u8; 8] = b"BLJOURNL";
+/// The first format version whose segments are made ahead with zeros and named by the head.
+pub const ZEROED_AHEAD: u32 = 5;
 pub const HEADER_LEN: usize = 8 + 4 + 8;
 pub const FRAME_HEADER_LEN: usize = 4 + 4 + 8;
 /// No record is near this; a length above it is damage, not data.
@@ -486,13 +490,26 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The length a new segment is made to: its header, then zeros. A segment is written ahead of
+/// its records so that its length says how far it was made (the journal's head keeps that
+/// length, `super::head`): a start then tells a segment cut short from one that was never
+/// longer. It also spares each batch's fdatasync the write of the file's size.
+const SEGMENT_START_LENGTH: u64 = 1 << 20;
+/// A segment grows by its own length each time, up to this much at once.
+const MAX_GROWTH: u64 = 8 << 20;
+
 struct Segment {
     file: BufWriter<File>,
+    first_seq: u64,
+    /// Bytes of header and records; the rest of the file, up to `length`, is zeros.
     bytes: u64,
+    length: u64,
     records: u64,
 }
 
 impl Segment {
+    /// Makes the segment to its first length, durably, then names it the newest in the head:
+    /// no record is written into a segment the head does not name yet.
     fn create(dir: &Path, first_seq: u64) -> io::Result<Self> {
         let path: PathBuf = dir.join(segment_name(first_seq));
         // A segment of this name exists when the last run wrote no record after starting it
@@ -504,22 +521,67 @@ impl Segment {
             ));
         }
         // 0600 and never through a symlink (see `super::private`).
-        let file = super::private::options()
+        let mut file = super::private::options()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&path)?;
-        let mut file = BufWriter::with_capacity(1 << 20, file);
         file.write_all(&segment_header(first_seq))?;
-        file.flush()?;
-        file.get_ref().sync_all()?;
+        write_zeros(&file, HEADER_LEN as u64, SEGMENT_START_LENGTH)?;
+        file.sync_all()?;
         sync_dir(dir)?;
+        head::Head {
+            newest: first_seq,
+            length: SEGMENT_START_LENGTH,
+            closed: None,
+        }
+        .write(dir)?;
+        file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
         Ok(Self {
-            file,
+            file: BufWriter::with_capacity(1 << 20, file),
+            first_seq,
             bytes: HEADER_LEN as u64,
+            length: SEGMENT_START_LENGTH,
             records: 0,
         })
     }
+
+    /// Grows the file by zeros, durably, before the head says its new length, so that a crash
+    /// at any point leaves the file at least as long as the head says.
+    fn make_room(&mut self, dir: &Path, more: u64) -> io::Result<()> {
+        let needed = self.bytes + more;
+        if needed <= self.length {
+            return Ok(());
+        }
+        let grown = needed.max(self.length + self.length.min(MAX_GROWTH));
+        write_zeros(self.file.get_ref(), self.length, grown)?;
+        self.file.get_ref().sync_data()?;
+        head::Head {
+            newest: self.first_seq,
+            length: grown,
+            closed: None,
+        }
+        .write(dir)?;
+        self.length = grown;
+        Ok(())
+    }
+
+    /// The last record written into this segment (the one before it when there is none).
+    fn last_seq(&self) -> u64 {
+        (self.first_seq + self.records).saturating_sub(1)
+    }
+}
+
+/// Writes zeros from `from` up to `to` without moving the file's cursor.
+fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 64 << 10];
+    let mut at = from;
+    while at < to {
+        let n = zeros.len().min((to - at) as usize);
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Where the writer thread puts each batch of frames. A batch is acknowledged only once
@@ -538,6 +600,11 @@ pub trait Sink: Send + 'static {
 
     /// Makes everything written so far durable.
     fn sync(&mut self) -> Result<(), JournalError>;
+
+    /// The journal stops cleanly: everything written is durable and nothing follows it.
+    fn close(&mut self) -> Result<(), JournalError> {
+        self.sync()
+    }
 
     /// When batches must be durable: decides how the writer groups and syncs them.
     fn mode(&self) -> FsyncMode {
@@ -573,8 +640,16 @@ impl Sink for FileSink {
         let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);
         if rotate {
             self.sync()?;
-            self.segment = Segment::create(&self.dir, first_seq).map_err(io_error)?;
+            let old = std::mem::replace(
+                &mut self.segment,
+                Segment::create(&self.dir, first_seq).map_err(io_error)?,
+            );
+            // No longer the newest: the next segment's first number says where it ends, so its
+            // zeros are only taken space.
+            let _ = old.file.get_ref().set_len(old.bytes);
         }
+        let more: u64 = frames.iter().map(|f| f.len() as u64).sum();
+        self.segment.make_room(&self.dir, more).map_err(io_error)?;
         for frame in frames {
             self.segment.file.write_all(frame).map_err(io_error)?;
             self.segment.bytes += frame.len() as u64;
@@ -590,6 +665,20 @@ impl Sink for FileSink {
 
     fn sync(&mut self) -> Result<(), JournalError> {
         crate::telemetry::timed_fsync(|| self.segment.file.get_ref().sync_data()).map_err(io_error)
+    }
+
+    /// Says in the head where the journal ends, so that a next start can tell the newest
+    /// segment's last records from records that were never written.
+    fn close(&mut self) -> Result<(), JournalError> {
+        self.segment.file.flush().map_err(io_error)?;
+        self.sync()?;
+        head::Head {
+            newest: self.segment.first_seq,
+            length: self.segment.length,
+            closed: Some(self.segment.last_seq()),
+        }
+        .write(&self.dir)
+        .map_err(io_error)
     }
 
     fn mode(&self) -> FsyncMode {
@@ -684,7 +773,13 @@ impl Writer {
                 publish_batch(&self.shared, written);
             }
         }
-        if unsynced {
+        // A journal that failed says nothing more: its head stays open, and the next start
+        // reads the segment for what it holds.
+        if lock(&self.shared.failed).is_none() {
+            if let Err(error) = self.sink.close() {
+                self.fail(error);
+            }
+        } else if unsynced {
             let _ = self.sink.sync();
         }
     }
@@ -732,11 +827,19 @@ pub enum SegmentEnd {
     /// The last record was cut short by a crash mid-write: never acknowledged, dropped.
     Torn {
         offset: u64,
+        /// The bytes of the torn record that were dropped.
+        dropped: u64,
     },
     /// Damage followed by more data: never skipped silently.
     Corrupt {
         offset: u64,
         reason: String,
+        /// The highest record number in a good frame after the damage (the one before the
+        /// damage when none is found), so that a start knows which numbers were used.
+        beyond: u64,
+        /// Bytes from the damage to the segment's last byte that is not zero: how many
+        /// records could be there that no frame shows.
+        unread: u64,
     },
     /// Written by a newer botlist: refused, never passed over.
     NewerVersion(u32),
@@ -745,6 +848,10 @@ pub enum SegmentEnd {
 #[derive(Debug)]
 pub struct SegmentScan {
     pub path: PathBuf,
+    /// The format version in its header (0 when the header is unreadable).
+    pub version: u32,
+    /// The file's length in bytes.
+    pub length: u64,
     pub first_seq: u64,
     pub records: Vec<(u64, Record)>,
     pub end: SegmentEnd,
@@ -765,18 +872,31 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
         .unwrap_or(0);
     let mut scan = SegmentScan {
         path: path.to_path_buf(),
+        version: 0,
+        length: bytes.len() as u64,
         first_seq: name_seq,
         records: Vec::new(),
         end: SegmentEnd::Clean,
     };
-    let corrupt = |offset: u64, reason: String| SegmentEnd::Corrupt { offset, reason };
+    let corrupt = |offset: u64, reason: String| SegmentEnd::Corrupt {
+        offset,
+        reason,
+        beyond: name_seq.saturating_sub(1),
+        unread: (held(bytes) as u64).saturating_sub(offset),
+    };
     let first = match files::read_header(bytes, MAGIC) {
-        Ok((_, first)) => first,
+        Ok((version, first)) => {
+            scan.version = version;
+            first
+        }
         Err(fault) => {
             scan.end = match fault {
                 // A crash between creating the file and writing its header: nothing was
                 // acknowledged.
-                HeaderFault::CutShort => SegmentEnd::Torn { offset: 0 },
+                HeaderFault::CutShort => SegmentEnd::Torn {
+                    offset: 0,
+                    dropped: bytes.len() as u64,
+                },
                 HeaderFault::BadMagic => {
                     corrupt(0, "not a botlist journal (bad magic bytes)".into())
                 }
@@ -810,13 +930,26 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
                 expected = seq + 1;
             }
             Err(reason) => {
+                let rest = &bytes[offset..];
+                let written = held(rest);
+                // A segment is made ahead with zeros (version 5 on): where they start, the
+                // records end.
+                if written == 0 && scan.version >= ZEROED_AHEAD {
+                    break;
+                }
                 // A crash tears only the end: a good record anywhere after the bad bytes means
                 // the damage is in the middle, and what follows was acknowledged.
-                scan.end = if later_record(&bytes[offset + 1..], expected) {
-                    corrupt(offset as u64, reason)
+                scan.end = if later_record(&rest[1..], expected).is_some() {
+                    SegmentEnd::Corrupt {
+                        offset: offset as u64,
+                        reason,
+                        beyond: highest_after(&rest[1..], expected).unwrap_or(expected - 1),
+                        unread: written as u64,
+                    }
                 } else {
                     SegmentEnd::Torn {
                         offset: offset as u64,
+                        dropped: written as u64,
                     }
                 };
                 break;
@@ -826,14 +959,39 @@ pub fn scan_segment(path: &Path, bytes: &[u8]) -> SegmentScan {
     scan
 }
 
-/// Whether a valid frame of one of the next few records starts anywhere in `rest`.
-fn later_record(rest: &[u8], expected: u64) -> bool {
-    (0..rest.len().saturating_sub(FRAME_HEADER_LEN)).any(|at| {
+/// Where a valid frame of one of the next few records starts in `rest`, if anywhere.
+fn later_record(rest: &[u8], expected: u64) -> Option<usize> {
+    (0..rest.len().saturating_sub(FRAME_HEADER_LEN)).find(|&at| {
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&rest[at + 8..at + 16]);
         let seq = u64::from_le_bytes(seq);
         (expected..expected.saturating_add(64)).contains(&seq) && read_frame(&rest[at..]).is_ok()
     })
+}
+
+/// The highest record number in the good frames of `rest`: each run of frames is followed
+/// frame by frame, and the bytes after a run searched for the next.
+fn highest_after(rest: &[u8], mut expected: u64) -> Option<u64> {
+    let mut highest = None;
+    let mut at = 0;
+    while let Some(found) = rest.get(at..).and_then(|r| later_record(r, expected)) {
+        at += found;
+        while let Ok((seq, _, used)) = read_frame(&rest[at..]) {
+            highest = Some(seq);
+            expected = seq + 1;
+            at += used;
+        }
+        at += 1;
+    }
+    highest
+}
+
+/// How many bytes of `bytes` are not the zeros a segment is made ahead with.
+fn held(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |last| last + 1)
 }
 
 /// One frame: its sequence number, record and length in bytes.

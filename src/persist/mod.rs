@@ -3,7 +3,9 @@
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
 pub mod codec;
+pub mod continuity;
 pub mod files;
+pub mod head;
 pub mod journal;
 pub mod lock;
 pub mod private;
@@ -70,8 +72,11 @@ pub enum SnapshotFailed {
 /// of a vote that queues a webhook delivery (`VotedWithDelivery`) and stores deliveries by what
 /// their bodies are made of instead of the bodies (a snapshot's layout is version 3's). Files
 /// of versions 1 to 3 read as they are; a build of version 3 refuses files of version 4 as
-/// written by a newer botlist instead of reading them as damaged.
-pub const FORMAT_VERSION: u32 = 4;
+/// written by a newer botlist instead of reading them as damaged. Version 5 makes journal
+/// segments ahead with zeros and names the newest in the journal's head (`head`), so that a
+/// start can prove the newest segment whole; its frames and its snapshots are version 4's, and
+/// a build of version 4 refuses them rather than miss a cut or removed newest segment.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.
@@ -284,16 +289,22 @@ async fn abandon(writer: SnapshotWriter) {
 }
 
 /// Keeps the newest [`snapshot::KEEP`] snapshots and every journal segment with a record after
-/// the oldest of them, so a damaged newest snapshot can fall back to an older one.
+/// the oldest of them, so a damaged newest snapshot can fall back to an older one. While there
+/// is only one snapshot the journal is kept from its start: a damaged only snapshot then falls
+/// back to the journal alone instead of refusing the start.
 fn retire(dir: &Path) -> io::Result<()> {
     let snapshots = snapshot::list(dir)?;
     for (seq, path) in snapshots.iter().skip(snapshot::KEEP) {
         fs::remove_file(path)?;
         snapshot::remove_mark(dir, *seq)?;
     }
-    let Some(&(oldest_kept, _)) = snapshots.iter().take(snapshot::KEEP).next_back() else {
+    let kept = &snapshots[..snapshots.len().min(snapshot::KEEP)];
+    let [.., (oldest_kept, _)] = kept else {
         return Ok(());
     };
+    if kept.len() < 2 {
+        return sync_dir(dir);
+    }
     let segments = journal::list(dir)?;
     // A segment's records all come before the next segment's first; the newest is never retired.
     for pair in segments.windows(2) {

@@ -3,6 +3,7 @@
 mod connections;
 mod corruption;
 mod crash;
+mod damage;
 mod hardening;
 mod history;
 mod lifecycle;
