@@ -236,6 +236,25 @@ impl Node {
     }
 
     fn start_in(name: &str, args: Vec<String>, dir: TempDir) -> Node {
+        Self::try_start_in(name, args, dir)
+            .unwrap_or_else(|(status, log)| panic!("node {name} did not start ({status}): {log}"))
+    }
+
+    /// Starts a node with the harness's arguments on `dir` (a damaged copy of another node's
+    /// data directory, say), or gives how it exited and what it logged.
+    pub fn try_start_on(
+        name: &str,
+        nats: &str,
+        dir: TempDir,
+    ) -> Result<Node, (ExitStatus, String)> {
+        Self::try_start_in(name, Self::args(name, nats, &[]), dir)
+    }
+
+    fn try_start_in(
+        name: &str,
+        args: Vec<String>,
+        dir: TempDir,
+    ) -> Result<Node, (ExitStatus, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_botlist"))
             .args(&args)
             .arg("--data-dir")
@@ -267,10 +286,8 @@ impl Node {
                 _ => {
                     let status = child.wait().expect("waited");
                     std::thread::sleep(Duration::from_millis(100));
-                    panic!(
-                        "node {name} did not start ({status}): {}",
-                        log.lock().unwrap_or_else(|p| p.into_inner())
-                    );
+                    let said = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    return Err((status, said));
                 }
             }
         };
@@ -279,7 +296,7 @@ impl Node {
             .strip_suffix("/api/v1")
             .expect("the default base path")
             .to_owned();
-        Node {
+        Ok(Node {
             child,
             name: name.to_owned(),
             base,
@@ -291,7 +308,12 @@ impl Node {
             log,
             args,
             _dir: dir,
-        }
+        })
+    }
+
+    /// The node's data directory.
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
     }
 
     pub fn pid(&self) -> u32 {

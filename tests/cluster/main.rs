@@ -1,6 +1,7 @@
 //! Cluster mode: three nats-servers and three botlist nodes on loopback, as real processes,
 //! killed, stopped and restarted. See harness.rs for how a missing nats-server is handled.
 
+mod damage;
 mod followers;
 mod harness;
 mod load;
