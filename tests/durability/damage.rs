@@ -305,8 +305,7 @@ fn a_newest_segment_cut_at_a_record_boundary_is_refused() {
     let copy = copy_of(scene.dir.path());
     let newest = files(copy.path())
         .into_iter()
-        .filter(|p| name(p).starts_with("journal-") && name(p).ends_with(".log"))
-        .next_back()
+        .rfind(|p| name(p).starts_with("journal-") && name(p).ends_with(".log"))
         .expect("a segment");
     let bytes = fs::read(&newest).expect("readable");
     // Walk the frames to the start of the last one.
