@@ -177,28 +177,10 @@ fn account_for_newest(
     extent: &mut Extent,
     reading: &mut Reading,
 ) -> Result<u64, RecoveryRefused> {
-    let head_path = head::path(dir);
     let head = match found {
         Found::Good(head) => *head,
         Found::Missing | Found::Damaged(_) | Found::Newer(_) => {
-            // Only a journal whose segments are made ahead has a head; one that holds records
-            // had its head written before the first of them.
-            let written = journal
-                .iter()
-                .any(|s| s.version >= journal::ZEROED_AHEAD && !s.records.is_empty());
-            if written {
-                let why = match found {
-                    Found::Damaged(why) => format!("is damaged ({why})"),
-                    _ => "is missing".into(),
-                };
-                reading.loses(format!(
-                    "the journal's head {} {why}: without it a newest segment cut short or removed cannot be told from one that was whole",
-                    head_path.display()
-                ))?;
-                if matches!(found, Found::Damaged(_)) {
-                    reading.aside.insert(head_path);
-                }
-            }
+            no_head(dir, journal, found, reading)?;
             return Ok(0);
         }
     };
@@ -223,7 +205,7 @@ fn account_for_newest(
                 held_from(head.newest, closed)
             ))?;
             // It names what is gone; a new head is written with the next segment.
-            reading.aside.insert(head_path);
+            reading.aside.insert(head::path(dir));
             if closed.is_some() {
                 0
             } else {
@@ -260,6 +242,35 @@ fn account_for_newest(
         (Some(_), None) => 0,
     };
     Ok(unknown)
+}
+
+/// Without a readable head, nothing proves the newest segment whole: refused when the journal
+/// is of a format that has one and holds records (its head was written before the first).
+fn no_head(
+    dir: &Path,
+    journal: &[SegmentScan],
+    found: &Found,
+    reading: &mut Reading,
+) -> Result<(), RecoveryRefused> {
+    let written = journal
+        .iter()
+        .any(|s| s.version >= journal::ZEROED_AHEAD && !s.records.is_empty());
+    if !written {
+        return Ok(());
+    }
+    let why = match found {
+        Found::Damaged(why) => format!("is damaged ({why})"),
+        _ => "is missing".into(),
+    };
+    let path = head::path(dir);
+    reading.loses(format!(
+        "the journal's head {} {why}: without it a newest segment cut short or removed cannot be told from one that was whole",
+        path.display()
+    ))?;
+    if matches!(found, Found::Damaged(_)) {
+        reading.aside.insert(path);
+    }
+    Ok(())
 }
 
 /// What a lost stretch of the newest segment held, as far as the head says.

@@ -1,0 +1,184 @@
+//! The single-node sink: segment files in the data directory, made ahead with zeros and named
+//! by the journal's head (`persist::head`).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::frames::{segment_header, segment_name, HEADER_LEN};
+use super::scan::read_segment;
+use super::writer::io_error;
+use super::{FsyncMode, JournalError, Sink};
+use crate::persist::{head, sync_dir};
+
+/// A segment past this size is closed and a new one started.
+const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The length a new segment is made to: its header, then zeros. A segment is written ahead of
+/// its records so that its length says how far it was made (the journal's head keeps that
+/// length, `super::head`): a start then tells a segment cut short from one that was never
+/// longer. It also spares each batch's fdatasync the write of the file's size.
+const SEGMENT_START_LENGTH: u64 = 1 << 20;
+/// A segment grows by its own length each time, up to this much at once.
+const MAX_GROWTH: u64 = 8 << 20;
+
+struct Segment {
+    file: BufWriter<File>,
+    first_seq: u64,
+    /// Bytes of header and records; the rest of the file, up to `length`, is zeros.
+    bytes: u64,
+    length: u64,
+    records: u64,
+}
+
+impl Segment {
+    /// Makes the segment to its first length, durably, then names it the newest in the head:
+    /// no record is written into a segment the head does not name yet.
+    fn create(dir: &Path, first_seq: u64) -> io::Result<Self> {
+        let path: PathBuf = dir.join(segment_name(first_seq));
+        // A segment of this name exists when the last run wrote no record after starting it
+        // (or only a torn one): it holds nothing acknowledged, so it is started over.
+        if path.exists() && !read_segment(&path)?.records.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already holds records", path.display()),
+            ));
+        }
+        // 0600 and never through a symlink (see `super::private`).
+        let mut file = crate::persist::private::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?;
+        file.write_all(&segment_header(first_seq))?;
+        write_zeros(&file, HEADER_LEN as u64, SEGMENT_START_LENGTH)?;
+        file.sync_all()?;
+        sync_dir(dir)?;
+        head::Head {
+            newest: first_seq,
+            length: SEGMENT_START_LENGTH,
+            closed: None,
+        }
+        .write(dir)?;
+        file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+        Ok(Self {
+            file: BufWriter::with_capacity(1 << 20, file),
+            first_seq,
+            bytes: HEADER_LEN as u64,
+            length: SEGMENT_START_LENGTH,
+            records: 0,
+        })
+    }
+
+    /// Grows the file by zeros, durably, before the head says its new length, so that a crash
+    /// at any point leaves the file at least as long as the head says.
+    fn make_room(&mut self, dir: &Path, more: u64) -> io::Result<()> {
+        let needed = self.bytes + more;
+        if needed <= self.length {
+            return Ok(());
+        }
+        let grown = needed.max(self.length + self.length.min(MAX_GROWTH));
+        write_zeros(self.file.get_ref(), self.length, grown)?;
+        self.file.get_ref().sync_data()?;
+        head::Head {
+            newest: self.first_seq,
+            length: grown,
+            closed: None,
+        }
+        .write(dir)?;
+        self.length = grown;
+        Ok(())
+    }
+
+    /// The last record written into this segment (the one before it when there is none).
+    fn last_seq(&self) -> u64 {
+        (self.first_seq + self.records).saturating_sub(1)
+    }
+}
+
+/// Writes zeros from `from` up to `to` without moving the file's cursor.
+fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 64 << 10];
+    let mut at = from;
+    while at < to {
+        let n = zeros.len().min((to - at) as usize);
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// The single-node sink: segment files in the data directory, rotated past 64 MiB or on request.
+pub struct FileSink {
+    dir: PathBuf,
+    segment: Segment,
+    mode: FsyncMode,
+}
+
+impl FileSink {
+    pub fn create(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            segment: Segment::create(dir, next_seq)?,
+            mode,
+        })
+    }
+}
+
+impl Sink for FileSink {
+    fn commit(
+        &mut self,
+        frames: &[&[u8]],
+        first_seq: u64,
+        requested: bool,
+        sync: bool,
+    ) -> Result<(), JournalError> {
+        let rotate = self.segment.records > 0 && (requested || self.segment.bytes >= SEGMENT_BYTES);
+        if rotate {
+            self.sync()?;
+            let old = std::mem::replace(
+                &mut self.segment,
+                Segment::create(&self.dir, first_seq).map_err(io_error)?,
+            );
+            // No longer the newest: the next segment's first number says where it ends, so its
+            // zeros are only taken space.
+            let _ = old.file.get_ref().set_len(old.bytes);
+        }
+        let more: u64 = frames.iter().map(|f| f.len() as u64).sum();
+        self.segment.make_room(&self.dir, more).map_err(io_error)?;
+        for frame in frames {
+            self.segment.file.write_all(frame).map_err(io_error)?;
+            self.segment.bytes += frame.len() as u64;
+            crate::telemetry::journal_written(frame.len());
+            self.segment.records += 1;
+        }
+        self.segment.file.flush().map_err(io_error)?;
+        if sync {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        crate::telemetry::timed_fsync(|| self.segment.file.get_ref().sync_data()).map_err(io_error)
+    }
+
+    /// Says in the head where the journal ends, so that a next start can tell the newest
+    /// segment's last records from records that were never written.
+    fn close(&mut self) -> Result<(), JournalError> {
+        self.segment.file.flush().map_err(io_error)?;
+        self.sync()?;
+        head::Head {
+            newest: self.segment.first_seq,
+            length: self.segment.length,
+            closed: Some(self.segment.last_seq()),
+        }
+        .write(&self.dir)
+        .map_err(io_error)
+    }
+
+    fn mode(&self) -> FsyncMode {
+        self.mode
+    }
+}

@@ -1,0 +1,444 @@
+//! The journal: every acknowledged change, appended before its 2xx is sent.
+//!
+//! Writers hand records to one writer thread and wait; the thread writes whatever has queued up
+//! and makes it durable with one fsync for the whole batch (group commit), so concurrent writers
+//! share an fsync instead of queueing for one each.
+//!
+//! A segment file is a header (magic, format version, first sequence number) and frames:
+//! `len: u32 LE | crc32: u32 LE | seq: u64 LE | payload (MessagePack Record, len bytes)`, the
+//! CRC covering `len`, `seq` and the payload. docs/PERSISTENCE.md has the details.
+
+mod file_sink;
+mod frames;
+mod scan;
+mod writer;
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::state::Record;
+
+pub use file_sink::FileSink;
+pub use frames::{
+    frame, list, parse_segment_name, read_frame, segment_header, segment_name, FRAME_HEADER_LEN,
+    HEADER_LEN, MAGIC, MAX_RECORD_BYTES, SEGMENTS, ZEROED_AHEAD,
+};
+pub use scan::{read_segment, scan_segment, SegmentEnd, SegmentScan};
+use writer::spawn_threads;
+
+/// When acknowledged means on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsyncMode {
+    /// fsync before every acknowledgement, shared by the writes that arrive together.
+    Always,
+    /// fsync every 50 ms: a power cut may lose the last 50 ms; a crash of the process does not.
+    Batch,
+    /// Never fsync: the operating system decides when data reaches the disk.
+    Never,
+}
+
+/// A storage fault put into the journal's writes on purpose, so that tests on the real binary
+/// can show what the service does while its disk is slow or failing (`--inject-journal-fault`,
+/// hidden from `--help`; docs/PERSISTENCE.md). Never set in production.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JournalFault {
+    #[default]
+    None,
+    /// Every batch waits this long before anything of it is written: a slow (or frozen) disk.
+    Delay(Duration),
+    /// Every batch holding a record numbered this or later fails with this OS error, as a
+    /// failing (EIO), full (ENOSPC) or read-only (EROFS) disk would.
+    FailFrom(u64, i32),
+}
+
+impl std::str::FromStr for JournalFault {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>[:eio|enospc|erofs]"
+            )
+        };
+        let mut parts = text.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("delay"), Some(ms), None, None) => Ok(Self::Delay(Duration::from_millis(
+                ms.parse().map_err(|_| bad())?,
+            ))),
+            (Some("fail-from"), Some(seq), errno, None) => {
+                let errno = match errno.unwrap_or("eio") {
+                    "eio" => libc::EIO,
+                    "enospc" => libc::ENOSPC,
+                    "erofs" => libc::EROFS,
+                    _ => return Err(bad()),
+                };
+                Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?, errno))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// Why the journal refused a record. Cloned to every write waiting on the batch that failed;
+/// the I/O error is kept as the cause, for the log.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal write failed: {0}")]
+    Write(#[source] Arc<io::Error>),
+    #[error("a record did not encode: {0}")]
+    Encode(String),
+    #[error("the journal writer stopped")]
+    Stopped,
+    /// Cluster mode: the replicated log refused or could not confirm a batch (another writer
+    /// took over, or the deadline passed). Nothing after it is acknowledged by this node.
+    #[error("this node is no longer the writer: {0}")]
+    Fenced(String),
+    /// Cluster mode: this node follows the stream and makes no records of its own.
+    #[error("this node does not write; writes go to the writer")]
+    NotWriter,
+}
+
+/// What a change shows readers, run once its record is durable: never for a record that failed,
+/// and always in record order, so a reader never sees a write that was not acknowledged and never
+/// sees an older state after a newer one.
+pub type Publish = Box<dyn FnOnce() + Send>;
+
+/// What a record's writer is told once the record is durable, or that it never will be: run
+/// by the journal's publisher after the record's [`Publish`] (or at once, when the record is
+/// refused). A [`Durable`] is one; a write's answer sent straight to the asker is another
+/// (`actors::Answer`), so that the asker is woken by the publisher and by nobody before it.
+pub type Settle = Box<dyn FnOnce(Result<(), JournalError>) + Send>;
+
+struct Pending {
+    frame: Vec<u8>,
+    seq: u64,
+    publish: Option<Publish>,
+    done: Settle,
+}
+
+struct Submitter {
+    next_seq: u64,
+    queue: Option<mpsc::Sender<Pending>>,
+    /// Cluster mode, on a node that does not write: records come from the stream
+    /// ([`Journal::advance`]) and none is made here until [`Journal::promote`].
+    follows: bool,
+    /// Set by [`Journal::close`]: every record is refused from then on.
+    closed: bool,
+}
+
+struct Shared {
+    submitter: Mutex<Submitter>,
+    failed: Mutex<Option<JournalError>>,
+    rotate: AtomicBool,
+    /// Every record numbered up to this one is durable.
+    durable_seq: AtomicU64,
+    /// The writer and publisher threads, joined by [`Journal::close`].
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+/// A handle to the journal; cheap to clone, one per actor.
+#[derive(Clone)]
+pub struct Journal {
+    shared: Arc<Shared>,
+}
+
+/// Resolves when the record is as durable as the fsync mode promises.
+pub struct Durable(Result<oneshot::Receiver<Result<(), JournalError>>, JournalError>);
+
+impl Durable {
+    /// A `Durable` and the [`Settle`] that resolves it.
+    fn settled_by() -> (Settle, Self) {
+        let (tx, rx) = oneshot::channel();
+        let settle: Settle = Box::new(move |result| {
+            let _ = tx.send(result);
+        });
+        (settle, Self(Ok(rx)))
+    }
+
+    pub fn done() -> Self {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Ok(()));
+        Self(Ok(rx))
+    }
+
+    pub async fn wait(self) -> Result<(), JournalError> {
+        match self.0 {
+            Err(error) => Err(error),
+            Ok(rx) => rx.await.unwrap_or(Err(JournalError::Stopped)),
+        }
+    }
+}
+
+impl Journal {
+    /// A journal that numbers records and keeps nothing: the service without a data directory.
+    pub fn in_memory(next_seq: u64) -> Self {
+        Self::with_queue(next_seq, None)
+    }
+
+    /// Cluster mode, on a node that does not write: it numbers nothing and refuses every
+    /// record; [`Journal::advance`] says how far the stream has been applied, and
+    /// [`Journal::promote`] makes it the writer's journal.
+    pub fn follower(next_seq: u64) -> Self {
+        let journal = Self::with_queue(next_seq, None);
+        lock(&journal.shared.submitter).follows = true;
+        journal
+    }
+
+    /// Whether this journal only follows the stream (see [`Journal::follower`]).
+    pub fn follows(&self) -> bool {
+        lock(&self.shared.submitter).follows
+    }
+
+    /// On a follower: every record up to `seq` has been applied from the stream, and is shown.
+    pub fn advance(&self, seq: u64) {
+        let mut submitter = lock(&self.shared.submitter);
+        if submitter.follows {
+            submitter.next_seq = submitter.next_seq.max(seq + 1);
+            self.shared.durable_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+    }
+
+    /// Makes a follower's journal the writer's: records from `next_seq` on go to `sink`. Every
+    /// actor holding this journal writes through it from now on.
+    pub fn promote(&self, sink: Box<dyn Sink>, next_seq: u64) -> io::Result<()> {
+        let mut submitter = lock(&self.shared.submitter);
+        if !submitter.follows {
+            return Err(io::Error::other("the journal already writes"));
+        }
+        let queue = spawn_threads(Arc::clone(&self.shared), sink, JournalFault::None)?;
+        submitter.queue = Some(queue);
+        submitter.next_seq = next_seq;
+        submitter.follows = false;
+        self.shared
+            .durable_seq
+            .store(next_seq.saturating_sub(1), Ordering::Release);
+        Ok(())
+    }
+
+    fn with_queue(next_seq: u64, queue: Option<mpsc::Sender<Pending>>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                submitter: Mutex::new(Submitter {
+                    next_seq,
+                    queue,
+                    follows: false,
+                    closed: false,
+                }),
+                failed: Mutex::new(None),
+                rotate: AtomicBool::new(false),
+                durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
+                threads: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Starts a new segment at `next_seq` in `dir` and the thread that writes it.
+    pub fn open(dir: &Path, next_seq: u64, mode: FsyncMode) -> io::Result<Self> {
+        Self::open_with_fault(dir, next_seq, mode, JournalFault::None)
+    }
+
+    /// As [`Journal::open`], with a storage fault put into every write (tests only).
+    pub fn open_with_fault(
+        dir: &Path,
+        next_seq: u64,
+        mode: FsyncMode,
+        fault: JournalFault,
+    ) -> io::Result<Self> {
+        let sink = FileSink::create(dir, next_seq, mode)?;
+        Self::start_writer(Box::new(sink), next_seq, fault)
+    }
+
+    /// Starts the writer thread over `sink`: the journal's seam. Batching, the order of
+    /// publications, `durable_seq` and the answers stay here; only where batches go changes
+    /// (files in single-node mode, the replicated log in cluster mode).
+    pub fn with_sink(sink: Box<dyn Sink>, next_seq: u64) -> io::Result<Self> {
+        Self::start_writer(sink, next_seq, JournalFault::None)
+    }
+
+    fn start_writer(sink: Box<dyn Sink>, next_seq: u64, fault: JournalFault) -> io::Result<Self> {
+        let journal = Self::with_queue(next_seq, None);
+        let queue = spawn_threads(Arc::clone(&journal.shared), sink, fault)?;
+        lock(&journal.shared.submitter).queue = Some(queue);
+        Ok(journal)
+    }
+
+    /// Numbers the record and queues it; the order of numbers is the order of calls.
+    pub fn submit(&self, record: &Record) -> (u64, Durable) {
+        self.submit_then(record, None)
+    }
+
+    /// As [`Journal::submit`], and runs `publish` once the record is durable, before the
+    /// record's [`Durable`] resolves and after every earlier record's `publish`.
+    pub fn submit_then(&self, record: &Record, publish: Option<Publish>) -> (u64, Durable) {
+        let (settle, durable) = Durable::settled_by();
+        (self.submit_settled(record, publish, settle), durable)
+    }
+
+    /// As [`Journal::submit_then`], and runs `settle` once the record is durable (after its
+    /// `publish`), or at once with the error when it is refused; 0 for a refused record.
+    pub fn submit_settled(&self, record: &Record, publish: Option<Publish>, settle: Settle) -> u64 {
+        let payload = match rmp_serde::to_vec(record) {
+            Ok(payload) => payload,
+            Err(error) => {
+                settle(Err(JournalError::Encode(error.to_string())));
+                return 0;
+            }
+        };
+        if let Some(error) = self.failure() {
+            settle(Err(error));
+            return 0;
+        }
+        let mut submitter = lock(&self.shared.submitter);
+        let refused = if submitter.closed {
+            Some(JournalError::Stopped)
+        } else if submitter.follows {
+            Some(JournalError::NotWriter)
+        } else {
+            None
+        };
+        if let Some(error) = refused {
+            drop(submitter);
+            settle(Err(error));
+            return 0;
+        }
+        let seq = submitter.next_seq;
+        submitter.next_seq += 1;
+        let Some(queue) = &submitter.queue else {
+            // Kept nowhere: published at once, still in order under the lock.
+            if let Some(publish) = publish {
+                publish();
+            }
+            self.shared.durable_seq.store(seq, Ordering::Release);
+            drop(submitter);
+            settle(Ok(()));
+            return seq;
+        };
+        let pending = Pending {
+            frame: frame(seq, &payload),
+            seq,
+            publish,
+            done: settle,
+        };
+        if let Err(mpsc::SendError(pending)) = queue.send(pending) {
+            drop(submitter);
+            (pending.done)(Err(JournalError::Stopped));
+        }
+        seq
+    }
+
+    /// Resolves once every record submitted before it is as durable as the fsync mode promises.
+    pub fn barrier(&self) -> Durable {
+        if let Some(error) = self.failure() {
+            return Durable(Err(error));
+        }
+        let submitter = lock(&self.shared.submitter);
+        if submitter.closed {
+            return Durable(Err(JournalError::Stopped));
+        }
+        let Some(queue) = &submitter.queue else {
+            return Durable::done();
+        };
+        let (settle, durable) = Durable::settled_by();
+        let barrier = Pending {
+            frame: Vec::new(),
+            seq: submitter.next_seq,
+            publish: None,
+            done: settle,
+        };
+        match queue.send(barrier) {
+            Ok(()) => durable,
+            Err(_) => Durable(Err(JournalError::Stopped)),
+        }
+    }
+
+    /// The number of the last record known durable: every record up to it is.
+    pub fn durable_seq(&self) -> u64 {
+        self.shared.durable_seq.load(Ordering::Acquire)
+    }
+
+    /// The number of the last record submitted.
+    pub fn last_seq(&self) -> u64 {
+        lock(&self.shared.submitter).next_seq - 1
+    }
+
+    /// Refuses every record from now on, lets the writer finish what was queued, and waits for
+    /// its threads to end (blocking): the application's stop, after its last snapshot.
+    pub fn close(&self) {
+        let threads = {
+            let mut submitter = lock(&self.shared.submitter);
+            submitter.closed = true;
+            // The writer ends once its queue is empty and closed; the publisher after it.
+            submitter.queue = None;
+            std::mem::take(&mut *lock(&self.shared.threads))
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+
+    /// The journal's threads still running (none once [`Journal::close`] has returned).
+    pub fn threads_running(&self) -> usize {
+        lock(&self.shared.threads)
+            .iter()
+            .filter(|thread| !thread.is_finished())
+            .count()
+    }
+
+    /// Starts a new segment with the next batch, so older ones can be retired sooner.
+    pub fn request_rotation(&self) {
+        self.shared.rotate.store(true, Ordering::Relaxed);
+    }
+
+    /// Refuses every write from now on (cluster mode: the node lost the writer's role).
+    pub fn fence(&self, error: JournalError) {
+        let mut failed = lock(&self.shared.failed);
+        if failed.is_none() {
+            *failed = Some(error);
+        }
+    }
+
+    /// Set once a write or fsync failed: from then on every write is refused, because the
+    /// service can no longer promise that what it acknowledges is kept.
+    pub fn failure(&self) -> Option<JournalError> {
+        lock(&self.shared.failed).clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Where the writer thread puts each batch of frames. A batch is acknowledged only once
+/// `commit` returned `Ok` for it (and, for a sink that syncs lazily, as the mode promises).
+pub trait Sink: Send + 'static {
+    /// Writes the batch's frames in order. `first_seq` is the first frame's sequence number;
+    /// `rotate` asks a file sink to start a new segment with this batch; `sync` asks for the
+    /// batch to be durable before returning. An empty batch (a barrier) only syncs.
+    fn commit(
+        &mut self,
+        frames: &[&[u8]],
+        first_seq: u64,
+        rotate: bool,
+        sync: bool,
+    ) -> Result<(), JournalError>;
+
+    /// Makes everything written so far durable.
+    fn sync(&mut self) -> Result<(), JournalError>;
+
+    /// The journal stops cleanly: everything written is durable and nothing follows it.
+    fn close(&mut self) -> Result<(), JournalError> {
+        self.sync()
+    }
+
+    /// When batches must be durable: decides how the writer groups and syncs them.
+    fn mode(&self) -> FsyncMode {
+        FsyncMode::Always
+    }
+}
