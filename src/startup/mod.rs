@@ -2,8 +2,8 @@
 //!
 //! Two paths build an application: [`Application::build`] for a single node over its data
 //! directory, and [`Application::build_replicated`] for a cluster node, whose lifecycle
-//! ([`node`]) catches up with the stream first. Both start the actors ([`actors`]) and serve
-//! them ([`serve`]); what touches the data directory is in [`data_dir`].
+//! ([`node`]) catches up with the stream first. Both start the actors (`actors`) and serve
+//! them (`serve`); what touches the data directory is in `data_dir`.
 
 mod actors;
 mod data_dir;

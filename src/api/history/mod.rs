@@ -1,6 +1,6 @@
 //! `GET /bots/:id/votes/history` and `GET /bots/:id/votes/stream` (and their forms without an
-//! id): every vote with its time, a page at a time ([`page`], its cursors signed in
-//! [`cursor`]), and live as Server-Sent Events ([`stream`], fed by [`feed`]).
+//! id): every vote with its time, a page at a time (`page`, its cursors signed in
+//! `cursor`), and live as Server-Sent Events (`stream`, fed by `feed`).
 
 mod cursor;
 mod feed;

@@ -1,9 +1,9 @@
 //! A cluster node's lifecycle, in one place: connect and check NATS, catch up with the stream
-//! ([`catch_up`]), start the actors over that state and follow the stream live ([`follow`]:
+//! (`catch_up`), start the actors over that state and follow the stream live (`follow`:
 //! serving reads, forwarding writes to the writer), take the lease when it is free, promote
 //! (apply the stream to its end, claim the next slot with an epoch message, turn the follower's
-//! journal into the writer's) and write until stopped or fenced ([`writer`]), then leave
-//! ([`leave`]).
+//! journal into the writer's) and write until stopped or fenced (`writer`), then leave
+//! (`leave`).
 //!
 //! Demotion is crash-only: a writer that loses its role stops taking writes, lets requests in
 //! flight finish, writes no snapshot and exits with code 5, to be restarted as a follower.
