@@ -4,14 +4,13 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use botlist::cluster::node::{self, Ended};
-use botlist::cluster::ClusterSettings;
-use botlist::config::Settings;
 use botlist::config::{Cli, ClusterCommand, ClusterInitArgs, Command, GenerateArgs, ServeArgs};
+use botlist::config::{ClusterSettings, Role, Settings};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
+use botlist::startup::node::{self, Ended};
 use botlist::startup::{stop_signal, Application, StartError, StoppedAfterJournalFailure};
 use botlist::telemetry::{self, LogFormat};
 
@@ -134,7 +133,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// Cluster mode: the node's lifecycle is in `cluster::node`.
+/// Cluster mode: the node's lifecycle is in `startup::node`.
 async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitCode {
     match node::run(settings, cluster, Arc::new(SystemClock)).await {
         Ended::Stopped => ExitCode::SUCCESS,
@@ -164,7 +163,7 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
         prefix: args.cluster_prefix,
         lease_ttl: std::time::Duration::from_secs(args.lease_ttl),
         token: botlist::config::Secret::from("unused"),
-        role: botlist::cluster::Role::Follower,
+        role: Role::Follower,
         publish_deadline: std::time::Duration::from_secs(10),
         min_seq_wait: std::time::Duration::from_secs(1),
     };

@@ -36,7 +36,6 @@ use crate::actors::directory::Directory;
 use crate::actors::registry::Registry;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
-use crate::persist::Persistence;
 use routes::{Limit, Route};
 
 /// What every handler can reach.
@@ -49,7 +48,7 @@ pub struct AppState {
     /// The OpenAPI document, rendered once.
     pub openapi_json: web::Bytes,
     /// `None` when the service keeps its state in memory only.
-    pub persistence: Option<Arc<Persistence>>,
+    pub snapshots: Option<Arc<dyn admin::snapshot::TakeSnapshot>>,
     /// `None` with `--rate-limit 0`.
     pub limiter: Option<Arc<limits::RateLimiter>>,
     /// Where rate limits and failed admin authentications find the client's address.

@@ -4,14 +4,18 @@
 //! Nothing here is consensus: the order and durability of records come from JetStream (R3,
 //! `sync_interval: always`), and the writer is fenced by `Nats-Expected-Last-Sequence`. The
 //! lease only decides who tries to write.
+//!
+//! This is the replication core: the journal's sink, the lease, catch-up, following, the
+//! snapshots' bucket and the node's view. It knows the persist traits and the actors'
+//! `replicated` messages and nothing above them: the node's lifecycle, which puts these parts
+//! together, is start-up's (`startup::node`), and the cluster's HTTP face is the API's
+//! (`api::cluster`).
 
 pub mod catchup;
 pub mod digest;
 pub mod follow;
-pub mod forward;
 pub mod init;
 pub mod lease;
-pub mod node;
 pub mod sink;
 pub mod snapshots;
 pub mod view;
@@ -21,6 +25,8 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
 
+use crate::config::ClusterSettings;
+
 /// The oldest nats-server botlist accepts: `sync_interval: always` exists from 2.10.0, and
 /// 2.10.23 fixes acknowledged data lost in crashes.
 pub const MIN_SERVER_VERSION: (u64, u64, u64) = (2, 10, 23);
@@ -29,67 +35,6 @@ pub const MIN_SERVER_VERSION: (u64, u64, u64) = (2, 10, 23);
 pub const BATCH_BYTES: usize = 1024 * 1024;
 /// The header that carries the writer's epoch on every journal message.
 pub const EPOCH_HEADER: &str = "Botlist-Epoch";
-/// The header a follower puts on a forwarded write.
-pub const TOKEN_HEADER: &str = "X-Botlist-Cluster-Token";
-
-/// What `--replicate` and its companions set.
-#[derive(Clone, Debug)]
-pub struct ClusterSettings {
-    pub servers: String,
-    pub node_id: Option<String>,
-    pub advertise_url: Option<String>,
-    pub prefix: String,
-    pub lease_ttl: Duration,
-    pub token: crate::config::Secret,
-    pub role: Role,
-    /// How long a batch is retried (same message, same headers) before the writer gives up
-    /// (`--publish-deadline`).
-    pub publish_deadline: Duration,
-    /// How long a waiting read waits for this node to apply the sequence it asks for
-    /// (`--min-seq-wait-ms`).
-    pub min_seq_wait: Duration,
-}
-
-/// `--role`: `auto` takes the lease when it is free; `follower` never does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Role {
-    Auto,
-    Follower,
-}
-
-impl ClusterSettings {
-    /// `None` without `--replicate` (single-node mode).
-    pub fn from_args(args: &crate::config::ServeArgs) -> Option<Self> {
-        let servers = args.replicate.clone()?;
-        Some(Self {
-            servers,
-            node_id: args.node_id.clone(),
-            advertise_url: args.advertise_url.clone(),
-            prefix: args.cluster_prefix.clone(),
-            lease_ttl: Duration::from_secs(args.lease_ttl),
-            token: args.cluster_token.clone()?,
-            role: args.role,
-            publish_deadline: Duration::from_secs(args.publish_deadline),
-            min_seq_wait: Duration::from_millis(args.min_seq_wait_ms),
-        })
-    }
-
-    pub fn stream_name(&self) -> String {
-        format!("{}_journal", self.prefix)
-    }
-
-    pub fn subject(&self) -> String {
-        format!("{}.journal", self.prefix)
-    }
-
-    pub fn lease_bucket(&self) -> String {
-        format!("{}_lease", self.prefix)
-    }
-
-    pub fn snapshot_bucket(&self) -> String {
-        format!("{}_snapshots", self.prefix)
-    }
-}
 
 /// Why cluster mode could not start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -337,6 +282,7 @@ pub fn config_differences(want: &stream::Config, have: &stream::Config) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Role;
 
     #[test]
     fn versions_before_2_10_23_are_refused() {

@@ -1,4 +1,12 @@
-//! Command line and environment: every flag also reads `BOTLIST_<FLAG>`.
+//! Command line and environment: every flag also reads `BOTLIST_<FLAG>`. The settings of
+//! cluster mode and of the vote history are in their own files; start-up, the API and the
+//! cluster read them all from here, and this module reads none of them.
+
+mod cluster;
+mod history;
+
+pub use cluster::{ClusterSettings, Role};
+pub use history::{HistorySettings, STREAM_BUFFER, WRITE_INTERVAL_MS};
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -83,14 +91,6 @@ impl Cli {
     /// The command to run; plain `botlist` serves.
     pub fn into_command(self) -> Command {
         self.command.unwrap_or(Command::Serve(self.serve))
-    }
-
-    #[cfg(test)]
-    fn into_serve_args(self) -> ServeArgs {
-        match self.into_command() {
-            Command::Serve(args) => args,
-            Command::Generate(_) | Command::Cluster(_) => panic!("not serve"),
-        }
     }
 }
 
@@ -203,7 +203,7 @@ pub struct ServeArgs {
 
     /// Least milliseconds between two writes of votes to one live vote stream (0: every vote
     /// as soon as it is durable): the votes of that time go out in one write.
-    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = crate::api::history::WRITE_INTERVAL_MS,
+    #[arg(long, env = "BOTLIST_STREAM_WRITE_INTERVAL_MS", default_value_t = WRITE_INTERVAL_MS,
           value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub stream_write_interval_ms: u32,
 
@@ -246,7 +246,7 @@ pub struct ServeArgs {
 
     /// Cluster mode: auto takes the writer's role when it is free; follower never does.
     #[arg(long, env = "BOTLIST_ROLE", value_enum, default_value = "auto")]
-    pub role: crate::cluster::Role,
+    pub role: Role,
 
     /// Cluster mode: seconds the writer resends a batch the stream has not acknowledged before
     /// it gives up its role.
@@ -261,6 +261,9 @@ pub struct ServeArgs {
     pub min_seq_wait_ms: u64,
 }
 
+/// Where the API reference is served (`GET /docs`): no base path may be it.
+pub const DOCS_PATH: &str = "/docs";
+
 /// `/api/v1`, `api/v1/` and `/api/v1` are one prefix; `/` or empty means none.
 fn parse_base_path(raw: &str) -> Result<String, String> {
     let trimmed = raw.trim_matches('/');
@@ -274,7 +277,7 @@ fn parse_base_path(raw: &str) -> Result<String, String> {
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
     });
     let base_path = format!("/{trimmed}");
-    if base_path == crate::api::docs::PATH {
+    if base_path == DOCS_PATH {
         // The API's scope would take every path of the reference, which could then not be read.
         return Err(format!(
             "`{raw}` is where the API reference is served: choose another prefix, like /api/v1"
@@ -412,7 +415,7 @@ pub struct Settings {
     /// Origins browsers may call the API from (`*`: any); empty: no CORS headers at all.
     pub cors_origins: Vec<String>,
     /// Vote history retention and the live vote stream.
-    pub vote_history: crate::api::history::HistorySettings,
+    pub vote_history: HistorySettings,
     /// What a vote counts on a weekend (1: no weekend).
     pub weekend_multiplier: u32,
 }
@@ -445,7 +448,7 @@ impl Settings {
             allow_private_webhooks: args.allow_private_webhooks,
             webhook_timeout: Duration::from_secs(5),
             cors_origins: args.cors_origins.clone(),
-            vote_history: crate::api::history::HistorySettings {
+            vote_history: HistorySettings {
                 retention: args
                     .vote_history_days
                     .map(|days| chrono::Duration::days(i64::from(days))),
@@ -461,6 +464,15 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Cli {
+        fn into_serve_args(self) -> ServeArgs {
+            match self.into_command() {
+                Command::Serve(args) => args,
+                Command::Generate(_) | Command::Cluster(_) => panic!("not serve"),
+            }
+        }
+    }
 
     #[test]
     fn plain_botlist_serves_with_the_contract_defaults() {
@@ -560,16 +572,15 @@ mod tests {
             "250",
         ])
         .into_serve_args();
-        let cluster = crate::cluster::ClusterSettings::from_args(&args).expect("cluster mode");
-        assert_eq!(cluster.role, crate::cluster::Role::Follower);
+        let cluster = ClusterSettings::from_args(&args).expect("cluster mode");
+        assert_eq!(cluster.role, Role::Follower);
         assert_eq!(cluster.lease_ttl, Duration::from_secs(3));
         assert_eq!(cluster.publish_deadline, Duration::from_secs(4));
         assert_eq!(cluster.min_seq_wait, Duration::from_millis(250));
         assert_eq!(cluster.prefix, "botlist");
-        assert!(crate::cluster::ClusterSettings::from_args(
-            &Cli::parse_from(["botlist"]).into_serve_args()
-        )
-        .is_none());
+        assert!(
+            ClusterSettings::from_args(&Cli::parse_from(["botlist"]).into_serve_args()).is_none()
+        );
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! The live vote feed: a bot's votes as Server-Sent Events, from the `Last-Event-ID` on.
+
+use std::sync::Arc;
+
+use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
+use actix_web::http::StatusCode;
+use actix_web::web;
+use actix_web::{HttpRequest, HttpResponse};
+use futures_util::Stream as _;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+
+use super::feed::Feed;
+use super::VoteEntry;
+use crate::actors::bot::OpenStream;
+use crate::actors::directory::BotHandle;
+use crate::api::connection::{Busy, PeerGone};
+use crate::api::error::{ApiError, Code};
+use crate::api::extract::OwnBot;
+use crate::api::limits::RetryAfter;
+use crate::api::{reply, AppState};
+
+/// The bot's votes as Server-Sent Events, as they are accepted (its own token).
+///
+/// Each accepted vote is one `vote` event whose `id` is the vote's position in the bot's
+/// history and whose `data` is the history entry. A comment line is sent every 15 s when no
+/// vote is. Reconnect with `Last-Event-ID` to get every vote after that id from history first,
+/// then live ones. A reader too slow for the votes is sent an `overflow` event and the stream
+/// ends; it reconnects with its last id. Past the bot's limit of open streams (5 unless the
+/// operator sets `--max-streams-per-bot`) the answer is 429 with `Retry-After`, as for a rate limit.
+#[utoipa::path(
+    get, path = "/bots/{id}/votes/stream", tag = "votes",
+    params(
+        ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the votes after it. Without it, the stream starts with the next vote"),
+    ),
+    responses(
+        (status = 200, description = "A `text/event-stream` of `vote` events (data: a history entry) and, last, possibly one `overflow` event", content_type = "text/event-stream", body = VoteEntry),
+    )
+)]
+pub async fn stream(
+    bot: OwnBot,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    open_stream(bot.0, &state, &request).await
+}
+
+/// The stream's OpenAPI entry: `Last-Event-ID` is a vote's id (digits), and each Server-Sent
+/// Event is an object of its `event`, `id` and `data` lines, `data` holding the history entry as
+/// JSON.
+pub(super) fn stream_events(get: &mut Operation) {
+    for parameter in get.parameters.iter_mut().flatten() {
+        if parameter.name == "Last-Event-ID" {
+            parameter.schema = Some(RefOr::T(Schema::Object(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some("^[0-9]*$"))
+                    .build(),
+            )));
+        }
+    }
+    let event = ObjectBuilder::new()
+        .property(
+            "event",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["vote", "overflow"])),
+        )
+        .property(
+            "id",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[0-9]+$"))
+                .description(Some("A vote's position in the bot's history")),
+        )
+        .property(
+            "data",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(
+                    "For `vote`: the vote as a history entry (`VoteEntry`) in JSON; for \
+                 `overflow`: `{\"message\": ...}`",
+                )),
+        )
+        .required("data")
+        .build();
+    if let Some(RefOr::T(ok)) = get.responses.responses.get_mut("200") {
+        if let Some(content) = ok.content.get_mut("text/event-stream") {
+            content.schema = Some(RefOr::T(Schema::Object(event)));
+        }
+    }
+}
+
+/// Seconds a client refused for too many streams is told to wait.
+const STREAM_RETRY_AFTER: u64 = 5;
+
+async fn open_stream(
+    bot: Arc<BotHandle>,
+    state: &AppState,
+    request: &HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    // Digits only, as the schema says; a number past u64 is past every vote there will be.
+    let last = match request.headers().get("last-event-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(text)) if text.trim().is_empty() => None,
+        Some(Ok(text)) if text.trim().bytes().all(|b| b.is_ascii_digit()) => {
+            Some(text.trim().parse::<u64>().unwrap_or(u64::MAX))
+        }
+        Some(text) => {
+            let shown: String = text.unwrap_or("").chars().take(40).collect();
+            return Err(Code::BadRequest.with(format!(
+                "Last-Event-ID must be the id of a vote event (a whole number), got `{shown}`"
+            )));
+        }
+    };
+    let settings = &state.history.settings;
+    let Some(slot) = bot.ask(OpenStream(settings.max_streams_per_bot)).await? else {
+        let mut response = reply::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            &RetryAfter {
+                retry_after: STREAM_RETRY_AFTER,
+            },
+        );
+        response.headers_mut().insert(
+            actix_web::http::header::RETRY_AFTER,
+            STREAM_RETRY_AFTER.into(),
+        );
+        return Ok(response);
+    };
+    let mut body = Box::pin(Feed::open(bot, slot, last, settings).chunks());
+    // The connection polls its body again whenever it reads, the end of the client's input
+    // included: a stream whose client has left ends then, not at its next write.
+    let gone = PeerGone::of(request);
+    // A connection with a stream open is never closed to make room for a new client.
+    let busy = Busy::of(request);
+    let body = futures_util::stream::poll_fn(move |cx| {
+        let _busy = &busy;
+        if gone.is_gone() {
+            return std::task::Poll::Ready(None);
+        }
+        body.as_mut().poll_next(cx)
+    });
+    Ok(HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("text/event-stream")))
+        .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        // Not compressed: a compressor holds back what it has until it has enough.
+        .insert_header((CONTENT_ENCODING, HeaderValue::from_static("identity")))
+        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")))
+        .streaming(body))
+}

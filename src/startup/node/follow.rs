@@ -1,0 +1,175 @@
+//! Following the stream: who writes, how far the stream is, and every message applied by the
+//! actors as it arrives. One ordered consumer follows the stream live (a new one from where the
+//! actors are, after any failure), so a follower is behind by about one round trip.
+
+use std::sync::Arc;
+
+use async_nats::jetstream::consumer::pull::Ordered;
+use async_nats::jetstream::Message;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::{Node, POLL};
+use crate::cluster::catchup;
+use crate::cluster::follow::Applier;
+use crate::cluster::lease;
+use crate::cluster::view::NodeRole;
+use crate::config::Role;
+
+/// What became of one message.
+enum Applied {
+    /// Applied (or applied before): on to the next.
+    Next,
+    /// Follow the stream anew, from the state.
+    Again,
+    /// The node stops following.
+    Stop,
+}
+
+/// Follows until `stop` is set (the node takes the writer's role) or the stream is purged
+/// past this node, which `overtaken` is told.
+pub(super) async fn follow(
+    node: Node,
+    applier: Arc<tokio::sync::Mutex<Applier>>,
+    stop: watch::Receiver<bool>,
+    overtaken: mpsc::UnboundedSender<String>,
+) {
+    let mut messages: Option<Ordered> = None;
+    let mut looked = Instant::now() - POLL;
+    // The stream's end as last looked up, and when a message last arrived: a consumer that
+    // delivers nothing while the stream is ahead (its server died) is replaced.
+    let mut stream_last = 0;
+    let mut last_message = Instant::now();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        if looked.elapsed() >= POLL {
+            looked = Instant::now();
+            match look_around(&node, &stop).await {
+                None => return,
+                Some(Some(last)) => stream_last = last,
+                Some(None) => {}
+            }
+        }
+        let Some(reader) = messages.as_mut() else {
+            messages = open_reader(&node, &applier).await;
+            continue;
+        };
+        let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
+            Err(_) => {
+                let behind = applier.lock().await.position.stream_seq < stream_last;
+                if behind && last_message.elapsed() >= POLL * 2 {
+                    tracing::warn!("the stream's consumer stalled; following it anew");
+                    messages = None;
+                }
+                continue;
+            }
+            Ok(Some(Ok(message))) => message,
+            Ok(Some(Err(error))) => {
+                tracing::warn!(%error, "following the stream failed; starting over from the state");
+                messages = None;
+                continue;
+            }
+            Ok(None) => {
+                messages = None;
+                continue;
+            }
+        };
+        last_message = Instant::now();
+        match apply(&node, &applier, &stop, &next, &overtaken).await {
+            Applied::Next => {}
+            Applied::Again => messages = None,
+            Applied::Stop => return,
+        }
+    }
+}
+
+/// Who writes (this node is a candidate while no one does, if it may take over), and the
+/// stream's last message when it could be read. `None` once the node stops following.
+async fn look_around(node: &Node, stop: &watch::Receiver<bool>) -> Option<Option<u64>> {
+    let writer = lease::holder(&node.store).await;
+    // Following a writer; a candidate while there is none and this node may take over.
+    let role = match (&writer, node.cluster.role) {
+        (None, Role::Auto) => NodeRole::Candidate,
+        _ => NodeRole::Follower,
+    };
+    node.view.set_writer(writer);
+    if *stop.borrow() {
+        return None;
+    }
+    node.view.set_role(role);
+    let last = catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name())
+        .await
+        .ok();
+    if let Some(last) = last {
+        node.view.set_stream_last_seq(last);
+    }
+    Some(last)
+}
+
+/// A consumer from the message after the actors' state; `None` after a failure (and a pause).
+async fn open_reader(node: &Node, applier: &tokio::sync::Mutex<Applier>) -> Option<Ordered> {
+    let from = applier.lock().await.position.stream_seq;
+    match catchup::follow(&node.nats.js, &node.cluster.stream_name(), from).await {
+        Ok(reader) => Some(reader),
+        Err(error) => {
+            tracing::warn!(%error, "cannot follow the stream; retrying");
+            tokio::time::sleep(POLL).await;
+            None
+        }
+    }
+}
+
+/// Applies `next` when it is the message after the state.
+async fn apply(
+    node: &Node,
+    applier: &tokio::sync::Mutex<Applier>,
+    stop: &watch::Receiver<bool>,
+    next: &Message,
+    overtaken: &mpsc::UnboundedSender<String>,
+) -> Applied {
+    let Ok(info) = next.info() else {
+        return Applied::Again;
+    };
+    let (stream_seq, pending) = (info.stream_sequence, info.pending);
+    let epoch = catchup::epoch_of(next);
+    // The promotion takes the applier between messages, never in the middle of one.
+    if *stop.borrow() {
+        return Applied::Stop;
+    }
+    let mut applying = applier.lock().await;
+    let applied = if stream_seq <= applying.position.stream_seq {
+        Ok(())
+    } else if stream_seq != applying.position.stream_seq + 1 {
+        // The consumer skipped ahead (it should not): read again from the state.
+        Err(None)
+    } else {
+        applying
+            .apply_message(stream_seq, epoch, &next.payload)
+            .await
+            .map_err(Some)
+    };
+    drop(applying);
+    let Err(error) = applied else {
+        node.view.set_stream_last_seq(stream_seq + pending);
+        return Applied::Next;
+    };
+    if let Some(error) = error {
+        // The stream was purged past this node (it fell behind the oldest uploaded
+        // snapshot): it restarts from that snapshot.
+        let at = applier.lock().await.position.stream_seq;
+        let name = node.cluster.stream_name();
+        if let Ok(first) = catchup::first_stream_seq(&node.nats.js, &name).await {
+            if first > at + 1 {
+                let _ = overtaken.send(format!(
+                    "the stream was purged below message {first}, past this node's {at}"
+                ));
+                return Applied::Stop;
+            }
+        }
+        tracing::error!(%error, "a stream message cannot be applied; retrying from the state");
+        tokio::time::sleep(POLL).await;
+    }
+    Applied::Again
+}

@@ -1,0 +1,178 @@
+//! The HTTP side of start-up: the application's state as handlers see it, the router with its
+//! middleware, the API's listener and the metrics listener.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{web, App};
+
+use super::actors::Started;
+use crate::api::admin::snapshot::TakeSnapshot;
+use crate::api::admin_failures::AdminFailures;
+use crate::api::around::Optional;
+use crate::api::cluster::{self, ClusterHttp};
+use crate::api::connection::{self, ServerOptions};
+use crate::api::error::envelope_errors;
+use crate::api::history::History;
+use crate::api::http::{self, AllowedMethods};
+use crate::api::layer::Layer;
+use crate::api::limits::{self, ClientAddress, RateLimiter};
+use crate::api::{openapi, routes, AppState};
+use crate::config::Settings;
+use crate::domain::ids::TokenHash;
+use crate::domain::time::Clock;
+use crate::shutdown::Shutdown;
+use crate::telemetry;
+
+/// The metrics listener, when there is one: its address and its server.
+type MetricsServer = Option<(SocketAddr, Server)>;
+
+/// What [`serve`] binds: the address, the API's server, the metrics listener and the telemetry
+/// threads.
+pub(super) type Served = (SocketAddr, Server, MetricsServer, telemetry::Threads);
+
+/// What the HTTP server is built over beside the started actors.
+pub(super) struct Serving {
+    /// The listener a cluster node already holds; `None` binds `--bind`.
+    pub listener: Option<TcpListener>,
+    /// Cluster mode's HTTP face.
+    pub cluster: Option<web::Data<ClusterHttp>>,
+    /// The key that signs vote history cursors.
+    pub history_key: [u8; 32],
+}
+
+/// Binds the listener (and the metrics listener) and builds the HTTP server over the started
+/// actors.
+pub(super) fn serve(
+    settings: &Settings,
+    started: &Started,
+    clock: Arc<dyn Clock>,
+    loops: Shutdown,
+    serving: Serving,
+) -> std::io::Result<Served> {
+    let Serving {
+        listener,
+        cluster,
+        history_key,
+    } = serving;
+    let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
+    if let Some(limiter) = &limiter {
+        limits::spawn_sweeper(Arc::clone(limiter), loops.clone());
+    }
+    let history = Arc::new(History::new(settings.vote_history.clone(), history_key));
+    let listener = match listener {
+        Some(listener) => listener,
+        None => TcpListener::bind(settings.bind)?,
+    };
+    let address = listener.local_addr()?;
+    // This application's access-log and metrics threads, which end when it stops.
+    let access_log = Arc::new(telemetry::AccessLog::default());
+    let telemetry = telemetry::Threads::start(&access_log, address.port(), &loops);
+    let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
+        .map_err(std::io::Error::other)?;
+    let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
+    let layer = Layer::new(
+        Arc::clone(&access_log),
+        Arc::new(AllowedMethods::from_openapi(&openapi_document)),
+    );
+    let state = web::Data::new(AppState {
+        directory: Arc::clone(&started.directory),
+        registry: started.registry.clone(),
+        clock: Arc::clone(&clock),
+        admin_token: started
+            .admin_token
+            .as_ref()
+            .map(|token| TokenHash::of(token.expose())),
+        openapi_json: openapi_json.into(),
+        snapshots: started
+            .persistence
+            .clone()
+            .map(|persistence| persistence as Arc<dyn TakeSnapshot>),
+        limiter,
+        client_address: ClientAddress::new(settings.trust_forwarded_for, settings.trusted_proxies),
+        admin_failures: AdminFailures::new(Arc::clone(&clock)),
+        request_timeout: settings.request_timeout,
+        allow_private_webhooks: settings.allow_private_webhooks,
+        history,
+        access_log,
+    });
+    let metrics = match settings.metrics_bind {
+        Some(bind) => Some(serve_metrics(bind, state.clone())?),
+        None => None,
+    };
+    let server = serve_api(settings, listener, state, layer, cluster, metrics.is_none())?;
+    Ok((address, server, metrics, telemetry))
+}
+
+/// The API's server: actix-web's HttpServer, but over connections that stop reading a refused
+/// body; signals are ours: actix's own would stop the whole actor system before the last
+/// snapshot.
+fn serve_api(
+    settings: &Settings,
+    listener: TcpListener,
+    state: web::Data<AppState>,
+    layer: Layer,
+    cluster: Option<web::Data<ClusterHttp>>,
+    metrics_on_api: bool,
+) -> std::io::Result<Server> {
+    let base_path = settings.base_path.clone();
+    let cors_origins = settings.cors_origins.clone();
+    let cors_on = !cors_origins.is_empty();
+    let cluster_on = cluster.is_some();
+    connection::serve(
+        listener,
+        ServerOptions {
+            workers: settings.workers,
+            max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
+            client_request_timeout: settings.request_timeout,
+            client_disconnect_timeout: Duration::from_secs(1),
+            keep_alive: settings.keep_alive,
+        },
+        move || {
+            // Innermost first: each `wrap` goes around all the ones before it.
+            App::new()
+                .app_data(state.clone())
+                .wrap(Optional::new(cluster_on, || from_fn(cluster::consistency)))
+                .wrap(Optional::new(cors_on, || {
+                    http::cors(&cors_origins).unwrap_or_default()
+                }))
+                .wrap(Optional::new(cors_on, || from_fn(http::cors_refusals)))
+                .wrap(Optional::new(cluster_on, || {
+                    from_fn(cluster::forward_writes)
+                }))
+                .wrap(layer.clone())
+                .configure(|cfg| {
+                    if let Some(cluster) = &cluster {
+                        cfg.app_data(cluster.clone())
+                            .configure(cluster::routes(&base_path));
+                    }
+                })
+                .configure(routes(&base_path, metrics_on_api))
+        },
+    )
+}
+
+/// `GET /metrics` alone on its own address (`--metrics-bind`), so an operator can keep it on a
+/// private interface; everything else there is 404.
+fn serve_metrics(
+    bind: SocketAddr,
+    state: web::Data<AppState>,
+) -> std::io::Result<(SocketAddr, Server)> {
+    let listener = TcpListener::bind(bind)?;
+    let address = listener.local_addr()?;
+    let server = actix_web::HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .route("/metrics", web::get().to(crate::api::health::metrics))
+            .default_service(web::to(crate::api::routes::no_route))
+            .wrap(from_fn(envelope_errors))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)?
+    .run();
+    Ok((address, server))
+}
