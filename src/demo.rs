@@ -188,50 +188,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
             .expect("a new bot has no voters to move");
     }
 
-    let voter = |id: u64, rng: &mut Rng| Voter {
-        id: Snowflake::from_u64(300_000_000_000_000_000 + id * 7_919),
-        username: VoterName::parse(format!("voter{id}")).expect("valid demo name"),
-        avatar: rng.chance(0.7).then(|| {
-            url(format!(
-                "https://cdn.botlist.example/avatars/{}.png",
-                300_000_000_000_000_000 + id * 7_919
-            ))
-        }),
-    };
-
-    // Votes over the last 45 days, most of them for a few popular bots (index skewed by a cube),
-    // applied in time order so the 12-hour rule holds as it would have live.
-    let mut votes: Vec<(Timestamp, usize, u64)> = (0..size.votes + size.votes * 3 / 10)
-        .map(|_| {
-            let bot = ((size.bots as f64) * rng.unit().powi(3)) as usize;
-            let at = now.minus(Duration::milliseconds(
-                rng.below(45 * 24 * 3_600_000) as i64 + 60_000,
-            ));
-            (at, bot.min(size.bots - 1), rng.below(size.voters))
-        })
-        .collect();
-    votes.sort_unstable();
-    let mut accepted = 0;
-    for (at, bot, user) in votes {
-        if accepted == size.votes {
-            break;
-        }
-        let v = voter(user, &mut rng);
-        if bots[bot].0.votes.vote(v, at).is_ok() {
-            accepted += 1;
-        }
-    }
-    // One vote a minute before start, so the README's check example answers 1.
-    let recent_voter = voter(size.voters, &mut rng);
-    let recent_id = recent_voter.id;
-    if bots[0]
-        .0
-        .votes
-        .vote(recent_voter, now.minus(Duration::minutes(1)))
-        .is_ok()
-    {
-        accepted += 1;
-    }
+    let (accepted, recent_id) = cast_votes(&mut rng, now, size, &mut bots);
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
         // What a snapshot's reader does to every bot: the lookups and the check window that
@@ -265,6 +222,64 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
         info,
         accepted_votes: accepted,
     }
+}
+
+/// Voter `id` of the demo: the same id, name and avatar address each time, the avatar drawn.
+fn voter(id: u64, rng: &mut Rng) -> Voter {
+    Voter {
+        id: Snowflake::from_u64(300_000_000_000_000_000 + id * 7_919),
+        username: VoterName::parse(format!("voter{id}")).expect("valid demo name"),
+        avatar: rng.chance(0.7).then(|| {
+            url(format!(
+                "https://cdn.botlist.example/avatars/{}.png",
+                300_000_000_000_000_000 + id * 7_919
+            ))
+        }),
+    }
+}
+
+/// Casts the demo's votes: `size.votes` of them accepted, then one a minute before `now`.
+/// Gives how many were accepted and who cast the last.
+fn cast_votes(
+    rng: &mut Rng,
+    now: Timestamp,
+    size: &DemoSize,
+    bots: &mut [(BotState, Token)],
+) -> (usize, Snowflake) {
+    // Votes over the last 45 days, most of them for a few popular bots (index skewed by a cube),
+    // applied in time order so the 12-hour rule holds as it would have live.
+    let mut votes: Vec<(Timestamp, usize, u64)> = (0..size.votes + size.votes * 3 / 10)
+        .map(|_| {
+            let bot = ((size.bots as f64) * rng.unit().powi(3)) as usize;
+            let at = now.minus(Duration::milliseconds(
+                rng.below(45 * 24 * 3_600_000) as i64 + 60_000,
+            ));
+            (at, bot.min(size.bots - 1), rng.below(size.voters))
+        })
+        .collect();
+    votes.sort_unstable();
+    let mut accepted = 0;
+    for (at, bot, user) in votes {
+        if accepted == size.votes {
+            break;
+        }
+        let v = voter(user, rng);
+        if bots[bot].0.votes.vote(v, at).is_ok() {
+            accepted += 1;
+        }
+    }
+    // One vote a minute before start, so the README's check example answers 1.
+    let recent_voter = voter(size.voters, rng);
+    let recent_id = recent_voter.id;
+    if bots[0]
+        .0
+        .votes
+        .vote(recent_voter, now.minus(Duration::minutes(1)))
+        .is_ok()
+    {
+        accepted += 1;
+    }
+    (accepted, recent_id)
 }
 
 fn profiles(rng: &mut Rng, now: Timestamp, count: usize) -> Vec<Profile> {

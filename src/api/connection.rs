@@ -224,6 +224,21 @@ pub struct LimitedStream {
     connections: Rc<Connections>,
 }
 
+impl LimitedStream {
+    /// A connection just accepted, counted among its worker's (which may choose an idle one to
+    /// end for it).
+    fn accepted(io: TcpStream, connections: Rc<Connections>) -> Self {
+        let activity = connections.opened();
+        Self {
+            io,
+            limit: ReadLimit::default(),
+            gone: PeerGone::default(),
+            activity,
+            connections,
+        }
+    }
+}
+
 impl Drop for LimitedStream {
     fn drop(&mut self) {
         self.connections.closed();
@@ -392,15 +407,11 @@ where
                 let connections = Rc::clone(&connections);
                 async move {
                     let peer = io.peer_addr().ok();
-                    let activity = connections.opened();
-                    let stream = LimitedStream {
-                        io,
-                        limit: ReadLimit::default(),
-                        gone: PeerGone::default(),
-                        activity,
-                        connections,
-                    };
-                    Ok((stream, Protocol::Http1, peer))
+                    Ok((
+                        LimitedStream::accepted(io, connections),
+                        Protocol::Http1,
+                        peer,
+                    ))
                 }
             })
             .and_then(http)

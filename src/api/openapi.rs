@@ -394,53 +394,8 @@ pub fn complete(route: &Route, operation: &mut Operation) {
     if let Some(subject) = properties.subject {
         name_the_subject(&route.path, subject, operation);
     }
-    if properties.token {
-        operation.security = Some(vec![SecurityRequirement::new(
-            "token",
-            Vec::<String>::new(),
-        )]);
-    }
-    let mut common = Vec::new();
-    if properties.admin {
-        operation.security = Some(vec![SecurityRequirement::new(
-            "admin_token",
-            Vec::<String>::new(),
-        )]);
-        common.push(Common::LockedOut);
-        if operation.request_body.is_some() {
-            common.push(Common::BadAdminBody);
-        }
-    }
-    common.extend([
-        Common::HeadersTooLarge,
-        Common::NotAcceptable,
-        Common::Internal,
-    ]);
-    if !properties.operational {
-        common.push(Common::BadRequest);
-    }
-    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
-        common.push(Common::Unauthorized);
-    }
-    match properties.subject {
-        Some(Subject::Bot) => common.push(Common::NoSuchBot),
-        Some(Subject::Profile) => common.push(Common::NoSuchProfile),
-        None if properties.admin => common.push(Common::NoAdminApi),
-        None => {}
-    }
-    if properties.own_bot {
-        common.push(Common::OtherBot);
-    }
-    if operation.request_body.is_some() {
-        common.extend([
-            Common::RequestTimeout,
-            Common::PayloadTooLarge,
-            Common::UnsupportedMediaType,
-        ]);
-    }
-    if write {
-        common.push(Common::Unavailable);
-    }
+    secure(properties, operation);
+    let mut common = common_responses(properties, write, operation);
     operation
         .parameters
         .get_or_insert_with(Vec::new)
@@ -481,19 +436,89 @@ pub fn complete(route: &Route, operation: &mut Operation) {
             .or_insert_with(|| c.reference());
     }
     if limited {
-        // A reference cannot take headers, so limited routes hold their own copies.
-        for response in responses.values_mut() {
-            let mut inline = match response {
-                RefOr::T(response) => response.clone(),
-                RefOr::Ref(reference) => Common::ALL
-                    .into_iter()
-                    .find(|c| reference.ref_location.ends_with(&format!("/{}", c.name())))
-                    .map(Common::response)
-                    .unwrap_or_else(|| Response::new("")),
-            };
-            add_rate_limit_headers(&mut inline);
-            *response = RefOr::T(inline);
+        add_rate_limit_headers_to_all(responses);
+    }
+}
+
+/// The token a route takes, if any: the admin token for an admin route.
+fn secure(properties: &super::routes::Properties, operation: &mut Operation) {
+    if properties.token {
+        operation.security = Some(vec![SecurityRequirement::new(
+            "token",
+            Vec::<String>::new(),
+        )]);
+    }
+    if properties.admin {
+        operation.security = Some(vec![SecurityRequirement::new(
+            "admin_token",
+            Vec::<String>::new(),
+        )]);
+    }
+}
+
+/// The shared responses a route gives from what it is, but 429 (added with the rate limit's
+/// headers): in this order, since the first of one status is the one documented.
+fn common_responses(
+    properties: &super::routes::Properties,
+    write: bool,
+    operation: &Operation,
+) -> Vec<Common> {
+    let mut common = Vec::new();
+    if properties.admin {
+        common.push(Common::LockedOut);
+        if operation.request_body.is_some() {
+            common.push(Common::BadAdminBody);
         }
+    }
+    common.extend([
+        Common::HeadersTooLarge,
+        Common::NotAcceptable,
+        Common::Internal,
+    ]);
+    if !properties.operational {
+        common.push(Common::BadRequest);
+    }
+    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
+        common.push(Common::Unauthorized);
+    }
+    match properties.subject {
+        Some(Subject::Bot) => common.push(Common::NoSuchBot),
+        Some(Subject::Profile) => common.push(Common::NoSuchProfile),
+        None if properties.admin => common.push(Common::NoAdminApi),
+        None => {}
+    }
+    if properties.own_bot {
+        common.push(Common::OtherBot);
+    }
+    if operation.request_body.is_some() {
+        common.extend([
+            Common::RequestTimeout,
+            Common::PayloadTooLarge,
+            Common::UnsupportedMediaType,
+        ]);
+    }
+    if write {
+        common.push(Common::Unavailable);
+    }
+    common
+}
+
+/// The rate limit's headers on every response of a limited route. A reference cannot take
+/// headers, so limited routes hold their own copies.
+fn add_rate_limit_headers_to_all(
+    responses: &mut std::collections::BTreeMap<String, RefOr<Response>>,
+) {
+    for response in responses.values_mut() {
+        let mut inline = match response {
+            RefOr::T(response) => response.clone(),
+            RefOr::Ref(reference) => Common::ALL
+                .into_iter()
+                .find(|c| reference.ref_location.ends_with(&format!("/{}", c.name())))
+                .map(Common::response)
+                .unwrap_or_else(|| Response::new("")),
+        };
+        add_rate_limit_headers(&mut inline);
+        *response = RefOr::T(inline);
     }
 }
 

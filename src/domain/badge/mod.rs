@@ -253,21 +253,11 @@ impl Badge<'_> {
         let (label_width, label_length) = part(self.label);
         let (value_width, value_length) = part(self.value);
         let width = label_width + value_width;
-        let mut title = String::new();
-        escape_xml(self.title, &mut title);
-        if !title.is_empty() {
-            title.push_str(" \u{b7} ");
-        }
-        if !self.label.is_empty() {
-            escape_xml(self.label, &mut title);
-            title.push_str(": ");
-        }
-        escape_xml(self.value, &mut title);
+        let title = self.title();
         let mut label = String::new();
         escape_xml(self.label, &mut label);
         let mut value = String::new();
         escape_xml(self.value, &mut value);
-        let color = self.color.as_str();
         let (text_fill, shadow_fill) = if self.color.is_light() {
             ("#333", "#ccc")
         } else {
@@ -281,6 +271,53 @@ impl Badge<'_> {
             svg,
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="20" role="img" aria-label="{title}"><title>{title}</title>"#
         );
+        self.background(&mut svg, label_width, value_width);
+        svg.push_str(r##"</g><g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" text-rendering="geometricPrecision" font-size="110">"##);
+        if label_width > 0 {
+            text(
+                &mut svg,
+                flat,
+                label_width * 5,
+                label_length,
+                &label,
+                "#fff",
+                "#010101",
+            );
+        }
+        text(
+            &mut svg,
+            flat,
+            label_width * 10 + value_width * 5,
+            value_length,
+            &value,
+            text_fill,
+            shadow_fill,
+        );
+        svg.push_str("</g></svg>");
+        svg
+    }
+
+    /// What the badge says to a screen reader, escaped: the title, the label and the value.
+    fn title(&self) -> String {
+        let mut title = String::new();
+        escape_xml(self.title, &mut title);
+        if !title.is_empty() {
+            title.push_str(" \u{b7} ");
+        }
+        if !self.label.is_empty() {
+            escape_xml(self.label, &mut title);
+            title.push_str(": ");
+        }
+        escape_xml(self.value, &mut title);
+        title
+    }
+
+    /// The group of the two boxes, left open for the texts: the flat style's rounded corners
+    /// and gradient, or square edges.
+    fn background(&self, svg: &mut String, label_width: u64, value_width: u64) {
+        let width = label_width + value_width;
+        let color = self.color.as_str();
+        let flat = self.style == BadgeStyle::Flat;
         if flat {
             let _ = write!(
                 svg,
@@ -302,45 +339,30 @@ impl Badge<'_> {
         if flat {
             let _ = write!(svg, r#"<rect width="{width}" height="20" fill="url(#s)"/>"#);
         }
-        svg.push_str(r##"</g><g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" text-rendering="geometricPrecision" font-size="110">"##);
-        let text = |svg: &mut String,
-                    x: u64,
-                    length: u64,
-                    content: &str,
-                    fill: &str,
-                    shadow: &str| {
-            if flat {
-                let _ = write!(
-                    svg,
-                    r#"<text aria-hidden="true" x="{x}" y="150" fill="{shadow}" fill-opacity=".3" transform="scale(.1)" textLength="{length}">{content}</text>"#
-                );
-            }
-            let _ = write!(
-                svg,
-                r#"<text x="{x}" y="140" transform="scale(.1)" fill="{fill}" textLength="{length}">{content}</text>"#
-            );
-        };
-        if label_width > 0 {
-            text(
-                &mut svg,
-                label_width * 5,
-                label_length,
-                &label,
-                "#fff",
-                "#010101",
-            );
-        }
-        text(
-            &mut svg,
-            label_width * 10 + value_width * 5,
-            value_length,
-            &value,
-            text_fill,
-            shadow_fill,
-        );
-        svg.push_str("</g></svg>");
-        svg
     }
+}
+
+/// One of the badge's texts, centred on `x` and `length` wide (both scaled by 10), over its
+/// shadow in the flat style.
+fn text(
+    svg: &mut String,
+    flat: bool,
+    x: u64,
+    length: u64,
+    content: &str,
+    fill: &str,
+    shadow: &str,
+) {
+    if flat {
+        let _ = write!(
+            svg,
+            r#"<text aria-hidden="true" x="{x}" y="150" fill="{shadow}" fill-opacity=".3" transform="scale(.1)" textLength="{length}">{content}</text>"#
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{x}" y="140" transform="scale(.1)" fill="{fill}" textLength="{length}">{content}</text>"#
+    );
 }
 
 #[cfg(test)]

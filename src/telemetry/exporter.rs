@@ -1,0 +1,181 @@
+//! The process-wide Prometheus recorder behind the `metrics` facade, its families described
+//! and registered at zero, and the text exposition a scrape reads.
+
+use std::sync::OnceLock;
+
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use super::access_log::AccessLog;
+
+/// Seconds, for request and search latency.
+pub(super) const LATENCY_BUCKETS: [f64; 14] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+/// Seconds, for snapshots of large directories.
+const SNAPSHOT_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0];
+
+pub(super) struct Exporter {
+    pub(super) handle: PrometheusHandle,
+    process: metrics_process::Collector,
+}
+
+static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
+
+/// Installs the process-wide recorder once (later calls, as from a second app in one test
+/// process, share it). `None` if another recorder was installed first. The `metrics` facade
+/// has one recorder per process; the thread that keeps it is each application's
+/// ([`Threads::start`](super::Threads::start)).
+pub(super) fn exporter() -> Option<&'static Exporter> {
+    EXPORTER
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets(&LATENCY_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("botlist_snapshot_duration_seconds".into()),
+                        &SNAPSHOT_BUCKETS,
+                    )
+                })
+                .ok()?;
+            let handle = builder.install_recorder().ok()?;
+            let process = metrics_process::Collector::default();
+            process.describe();
+            describe_all();
+            register_all();
+            gauge!("botlist_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            Some(Exporter { handle, process })
+        })
+        .as_ref()
+}
+
+/// Installs the recorder; call before serving so every family exists from the start.
+pub fn install_metrics() {
+    let _ = exporter();
+}
+
+fn describe_all() {
+    use metrics::Unit;
+    describe_gauge!(
+        "botlist_http_requests_in_flight",
+        "Requests being answered now."
+    );
+    describe_counter!(
+        "botlist_votes_total",
+        "Votes recorded (outcome=accepted) and refused because the user voted in the last 12 hours (outcome=refused_cooldown)."
+    );
+    describe_counter!("botlist_stats_posts_total", "Server-count posts stored.");
+    describe_counter!(
+        "botlist_rate_limit_refusals_total",
+        "Requests refused with 429, by key kind."
+    );
+    describe_gauge!(
+        "botlist_rate_limit_keys",
+        "Rate-limit keys the limiter holds."
+    );
+    describe_histogram!(
+        "botlist_journal_fsync_duration_seconds",
+        Unit::Seconds,
+        "Time of one journal fsync."
+    );
+    describe_counter!(
+        "botlist_journal_written_bytes_total",
+        Unit::Bytes,
+        "Bytes of records appended to the journal."
+    );
+    describe_counter!(
+        "botlist_journal_fsync_failures_total",
+        "Journal fsyncs that failed (writes are refused after the first)."
+    );
+    describe_histogram!(
+        "botlist_snapshot_duration_seconds",
+        Unit::Seconds,
+        "Time to capture and write a snapshot."
+    );
+    describe_gauge!(
+        "botlist_snapshot_size_bytes",
+        Unit::Bytes,
+        "Size of the last snapshot written."
+    );
+    describe_gauge!(
+        "botlist_snapshot_last_success_timestamp_seconds",
+        Unit::Seconds,
+        "Unix time the last snapshot was written."
+    );
+    describe_counter!(
+        "botlist_webhook_deliveries_total",
+        "Webhook deliveries finished, by outcome (delivered, failed)."
+    );
+    describe_counter!(
+        "botlist_webhook_retries_total",
+        "Webhook attempts that failed and were scheduled again."
+    );
+    describe_gauge!(
+        "botlist_webhook_queue_depth",
+        "Webhook attempts scheduled and not yet started."
+    );
+    describe_histogram!(
+        "botlist_search_duration_seconds",
+        Unit::Seconds,
+        "Time to answer GET /bots (search and list)."
+    );
+    describe_gauge!("botlist_bots_listed", "Bots currently listed.");
+    describe_gauge!("botlist_profiles_listed", "User profiles currently held.");
+    describe_gauge!(
+        "botlist_build_info",
+        "Always 1; the labels say which build is running."
+    );
+}
+
+/// Every family shows from the first scrape, at zero, so dashboards and alerts never see a gap.
+fn register_all() {
+    for outcome in ["accepted", "refused_cooldown"] {
+        counter!("botlist_votes_total", "outcome" => outcome).absolute(0);
+    }
+    for kind in ["bot", "bots_ip", "users_ip"] {
+        counter!("botlist_rate_limit_refusals_total", "kind" => kind).absolute(0);
+    }
+    for outcome in ["delivered", "failed"] {
+        counter!("botlist_webhook_deliveries_total", "outcome" => outcome).absolute(0);
+    }
+    for name in [
+        "botlist_stats_posts_total",
+        "botlist_journal_written_bytes_total",
+        "botlist_journal_fsync_failures_total",
+        "botlist_webhook_retries_total",
+    ] {
+        counter!(name).absolute(0);
+    }
+    for name in [
+        "botlist_journal_fsync_duration_seconds",
+        "botlist_snapshot_duration_seconds",
+        "botlist_search_duration_seconds",
+    ] {
+        let _ = histogram!(name);
+    }
+    for name in [
+        "botlist_http_requests_in_flight",
+        "botlist_snapshot_size_bytes",
+        "botlist_snapshot_last_success_timestamp_seconds",
+        "botlist_webhook_queue_depth",
+        "botlist_profiles_listed",
+    ] {
+        let _ = gauge!(name);
+    }
+}
+
+/// The Prometheus text exposition, with gauges read at scrape time brought up to date, and
+/// the application's own request families from its access log.
+pub fn render(bots_listed: usize, limiter_keys: Option<usize>, log: &AccessLog) -> String {
+    let requests = log.render_requests();
+    let Some(exporter) = exporter() else {
+        return requests;
+    };
+    gauge!("botlist_http_requests_in_flight").set(log.in_flight() as f64);
+    gauge!("botlist_bots_listed").set(bots_listed as f64);
+    gauge!("botlist_rate_limit_keys").set(limiter_keys.unwrap_or(0) as f64);
+    exporter.process.collect();
+    let mut text = exporter.handle.render();
+    text.push_str(&requests);
+    text
+}
