@@ -97,118 +97,86 @@ impl Modify for Security {
     }
 }
 
-/// The responses many operations share, each written once under `components/responses`. The
-/// status and the code of each come from the error table (`error.rs`); what is said here is
-/// only when the route gives it.
-#[derive(Clone, Copy)]
-enum Common {
-    BadRequest,
+/// Declares the responses many operations share, each written once under
+/// `components/responses` by its name: a row is the name, the row of the error table it is
+/// (`None`: the rate limits' 429, which is not the envelope) and when a route gives it. The
+/// status and the code come from the error table; [`Common::ALL`] and every `match` are made
+/// from the rows, so a new shared response is one row.
+macro_rules! shared_responses {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $code:expr, $when:literal;
+    )*) => {
+        #[derive(Clone, Copy)]
+        enum Common {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Common {
+            const ALL: [Common; [$(Common::$name),*].len()] = [$(Common::$name),*];
+
+            /// The row of the error table the response is; `None` for the rate limits' 429.
+            fn code(self) -> Option<Code> {
+                match self {
+                    $(Self::$name => $code,)*
+                }
+            }
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$name => stringify!($name),)*
+                }
+            }
+
+            /// When the route gives this answer.
+            fn when(self) -> &'static str {
+                match self {
+                    $(Self::$name => $when,)*
+                }
+            }
+        }
+    };
+}
+
+shared_responses! {
+    BadRequest = Some(Code::BadRequest),
+        "a parameter or a body field is invalid, or the request could not be read";
     /// An admin body the route cannot read, unless the route says more.
-    BadAdminBody,
-    Unauthorized,
+    BadAdminBody = Some(Code::BadRequest),
+        "the body is not a JSON object, a field is missing or invalid, or a field is unknown";
+    Unauthorized = Some(Code::Unauthorized),
+        "the token is missing, empty, unknown, or sent with a `Bearer` prefix";
     /// The bot in the path is not the token's own.
-    OtherBot,
-    NoSuchBot,
-    NoSuchProfile,
-    NoAdminApi,
-    RequestTimeout,
-    PayloadTooLarge,
-    UnsupportedMediaType,
+    OtherBot = Some(Code::Forbidden), "the token belongs to another bot";
+    NoSuchBot = Some(Code::NotFound),
+        "no listed bot has this id (or, on an admin route, the server has no admin token)";
+    NoSuchProfile = Some(Code::NotFound),
+        "no profile has this id (or, on an admin route, the server has no admin token)";
+    NoAdminApi = Some(Code::NotFound), "the server has no admin token, so no admin API";
+    RequestTimeout = Some(Code::RequestTimeout),
+        "the body did not arrive in time after the headers";
+    PayloadTooLarge = Some(Code::PayloadTooLarge), "the body is over 64 KiB";
+    UnsupportedMediaType = Some(Code::UnsupportedMediaType),
+        "the body was not sent as `application/json`";
     /// The rate limits' 429, which is not the envelope (no row of the table).
-    TooManyRequests,
+    TooManyRequests = None,
+        "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope";
     /// An address locked out after failed admin authentications: the envelope.
-    LockedOut,
-    HeadersTooLarge,
-    NotAcceptable,
-    Internal,
-    Unavailable,
+    LockedOut = Some(Code::TooManyRequests),
+        "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed";
+    HeadersTooLarge = Some(Code::HeadersTooLarge),
+        "the request headers are over 16 KiB together";
+    NotAcceptable = Some(Code::NotAcceptable),
+        "`Accept-Encoding` refuses every encoding offered (`identity;q=0` and no `br`, `gzip` or `deflate`)";
+    InternalError = Some(Code::Internal), "a bug; the message tells nothing of internals";
+    Unavailable = Some(Code::Unavailable),
+        "the write could not be made durable, or the server is shutting down";
 }
 
 impl Common {
-    const ALL: [Common; 16] = [
-        Self::BadRequest,
-        Self::BadAdminBody,
-        Self::Unauthorized,
-        Self::OtherBot,
-        Self::NoSuchBot,
-        Self::NoSuchProfile,
-        Self::NoAdminApi,
-        Self::RequestTimeout,
-        Self::PayloadTooLarge,
-        Self::UnsupportedMediaType,
-        Self::TooManyRequests,
-        Self::LockedOut,
-        Self::HeadersTooLarge,
-        Self::NotAcceptable,
-        Self::Internal,
-        Self::Unavailable,
-    ];
-
-    /// The row of the error table the response is; `None` for the rate limits' 429.
-    fn code(self) -> Option<Code> {
-        Some(match self {
-            Self::BadRequest | Self::BadAdminBody => Code::BadRequest,
-            Self::Unauthorized => Code::Unauthorized,
-            Self::OtherBot => Code::Forbidden,
-            Self::NoSuchBot | Self::NoSuchProfile | Self::NoAdminApi => Code::NotFound,
-            Self::RequestTimeout => Code::RequestTimeout,
-            Self::PayloadTooLarge => Code::PayloadTooLarge,
-            Self::UnsupportedMediaType => Code::UnsupportedMediaType,
-            Self::TooManyRequests => return None,
-            Self::LockedOut => Code::TooManyRequests,
-            Self::HeadersTooLarge => Code::HeadersTooLarge,
-            Self::NotAcceptable => Code::NotAcceptable,
-            Self::Internal => Code::Internal,
-            Self::Unavailable => Code::Unavailable,
-        })
-    }
-
     fn status(self) -> StatusCode {
         self.code()
             .map_or(StatusCode::TOO_MANY_REQUESTS, |code| code.row().status)
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::BadRequest => "BadRequest",
-            Self::BadAdminBody => "BadAdminBody",
-            Self::Unauthorized => "Unauthorized",
-            Self::OtherBot => "OtherBot",
-            Self::NoSuchBot => "NoSuchBot",
-            Self::NoSuchProfile => "NoSuchProfile",
-            Self::NoAdminApi => "NoAdminApi",
-            Self::RequestTimeout => "RequestTimeout",
-            Self::PayloadTooLarge => "PayloadTooLarge",
-            Self::UnsupportedMediaType => "UnsupportedMediaType",
-            Self::TooManyRequests => "TooManyRequests",
-            Self::LockedOut => "LockedOut",
-            Self::HeadersTooLarge => "HeadersTooLarge",
-            Self::NotAcceptable => "NotAcceptable",
-            Self::Internal => "InternalError",
-            Self::Unavailable => "Unavailable",
-        }
-    }
-
-    /// When the route gives this answer.
-    fn when(self) -> &'static str {
-        match self {
-            Self::BadRequest => "a parameter or a body field is invalid, or the request could not be read",
-            Self::BadAdminBody => "the body is not a JSON object, a field is missing or invalid, or a field is unknown",
-            Self::Unauthorized => "the token is missing, empty, unknown, or sent with a `Bearer` prefix",
-            Self::OtherBot => "the token belongs to another bot",
-            Self::NoSuchBot => "no listed bot has this id (or, on an admin route, the server has no admin token)",
-            Self::NoSuchProfile => "no profile has this id (or, on an admin route, the server has no admin token)",
-            Self::NoAdminApi => "the server has no admin token, so no admin API",
-            Self::RequestTimeout => "the body did not arrive in time after the headers",
-            Self::PayloadTooLarge => "the body is over 64 KiB",
-            Self::UnsupportedMediaType => "the body was not sent as `application/json`",
-            Self::TooManyRequests => "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope",
-            Self::LockedOut => "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed",
-            Self::HeadersTooLarge => "the request headers are over 16 KiB together",
-            Self::NotAcceptable => "`Accept-Encoding` refuses every encoding offered (`identity;q=0` and no `br`, `gzip` or `deflate`)",
-            Self::Internal => "a bug; the message tells nothing of internals",
-            Self::Unavailable => "the write could not be made durable, or the server is shutting down",
-        }
     }
 
     fn description(self) -> String {
@@ -414,7 +382,7 @@ pub fn complete(route: &Route, operation: &mut Operation) {
     common.extend([
         Common::HeadersTooLarge,
         Common::NotAcceptable,
-        Common::Internal,
+        Common::InternalError,
     ]);
     if !properties.operational {
         common.push(Common::BadRequest);
