@@ -23,7 +23,7 @@ use actix_web::http::{Method, StatusCode};
 
 use super::error::{self, Code};
 use super::limits;
-use super::routes::{Route, Subject};
+use super::routes::{Limit, Route, Subject};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -36,8 +36,7 @@ On public routes a token is never required; a valid one only changes the rate-li
 stable and safe to branch on, `message` names the parameter or field at fault. A method a path \
 does not have answers 405 `method_not_allowed` with an `Allow` header listing the methods it has.
 
-**Rate limits.** Every route under `/bots` shares one bucket per key (the token's bot, else the \
-client address), and `/users/{user_id}` has a bucket per client address: a burst of 60 (the \
+**Rate limits.** {rate_limits}: a burst of 60 (the \
 operator's `--rate-limit`), one request back every 60/N seconds. Their responses carry \
 `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a refused request gets 429 \
 with `Retry-After` and `{\"retry_after\": N}`, not the error envelope. The admin API is not \
@@ -48,9 +47,7 @@ limited.
 **HEAD** is answered on every GET route exactly as GET is (status, headers, `Content-Length`), \
 without the body; it is not listed as an operation of its own.
 
-**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats`, `GET /users/{user_id}` and \
-the badges (`GET /bots/{id}/badge/{kind}.svg`, also `Cache-Control: public, max-age=60`) send an \
-`ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
+**Caching.** {tagged} send an `ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
 no body and the same headers, and still counts against the rate limit.
 
 **Request ids.** Every response carries `X-Request-Id`: the client's own when it sent one of 1 \
@@ -483,18 +480,62 @@ fn name_the_subject(path: &str, subject: Subject, operation: &mut Operation) {
     parameters.insert(0, string_parameter(name, ParameterIn::Path, description));
 }
 
+/// The items with `, ` between them, and `and` (after `, ` or ` `) before the last.
+fn listed(items: &[String], and: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{}{and}{last}", first.join(", ")),
+    }
+}
+
+/// The description, with what it says of the routes' rate limits and `ETag`s made from their
+/// declarations.
+fn description(routes: &[Route]) -> String {
+    let mut limits: Vec<(Limit, Vec<&str>)> = Vec::new();
+    for route in routes {
+        if let Some(limit) = route.properties.limit {
+            match limits.iter_mut().find(|(known, _)| *known == limit) {
+                Some((_, paths)) => paths.push(&route.path),
+                None => limits.push((limit, vec![&route.path])),
+            }
+        }
+    }
+    let limits: Vec<String> = limits
+        .into_iter()
+        .map(|(limit, paths)| match paths[..] {
+            [path] => format!("`{path}` has a bucket per {}", limit.keyed_by()),
+            _ => format!(
+                "Every route under `{}` shares one bucket per {}",
+                super::routes::common_scope(paths),
+                limit.keyed_by()
+            ),
+        })
+        .collect();
+    let tagged: Vec<String> = routes
+        .iter()
+        .filter(|route| route.properties.etag && route.method == Method::GET)
+        .map(|route| format!("`GET {}`", route.path))
+        .collect();
+    DESCRIPTION
+        .replace("{rate_limits}", &listed(&limits, ", and "))
+        .replace("{tagged}", &listed(&tagged, " and "))
+}
+
 /// The document of the routes the router serves (see [`super::routes`]), the API's under
 /// `base_path`.
 pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let mut paths = Paths::new();
     let mut schemas = Vec::new();
-    for route in super::root_routes()
-        .iter()
-        .chain(super::api_routes().iter())
-    {
+    let routes: Vec<Route> = super::root_routes()
+        .into_iter()
+        .chain(super::api_routes())
+        .collect();
+    for route in &routes {
         route.document(base_path, &mut paths, &mut schemas);
     }
+    doc.info.description = Some(description(&routes));
     doc.paths = paths;
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas {
