@@ -745,7 +745,11 @@ mod tests {
         let count = kinds.len();
         kinds.sort_unstable();
         kinds.dedup();
-        assert_eq!(kinds.len(), count, "two limits would share buckets: {kinds:?}");
+        assert_eq!(
+            kinds.len(),
+            count,
+            "two limits would share buckets: {kinds:?}"
+        );
         for limit in limits {
             let (limited, others): (Vec<&Route>, Vec<&Route>) = routes
                 .iter()

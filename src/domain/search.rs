@@ -246,7 +246,10 @@ impl Search {
         let sort = match params.get("sort") {
             None | Some(RELEVANCE) => Sort::DEFAULT,
             Some(s) => Sort::parse(s).ok_or_else(|| {
-                QueryError(format!("`sort` must be one of {}, got `{s}`", Sort::names()))
+                QueryError(format!(
+                    "`sort` must be one of {}, got `{s}`",
+                    Sort::names()
+                ))
             })?,
         };
         let invites = match params.get("invites") {

@@ -734,7 +734,10 @@ fn text_of(view: &BotView) -> Vec<u8> {
 /// ranks as 1970.
 fn rank_of(sort: Sort, view: &BotView, month: Month) -> u64 {
     let key = sort.key(view, month).max(0);
-    rank(view.listing.featured, u64::try_from(key).unwrap_or(u64::MAX))
+    rank(
+        view.listing.featured,
+        u64::try_from(key).unwrap_or(u64::MAX),
+    )
 }
 
 /// A set from documents in ascending order, appended without a search each.
