@@ -119,7 +119,7 @@ fn layer(c: &mut Criterion) {
     // far from empty, so every check is an allowed request.
     let limiter = RateLimiter::new(60_000, Arc::clone(&clock)).expect("limits on");
     let keys: Vec<RateKey> = (0..100_000)
-        .map(|_| RateKey::Bot(BotId::new_random()))
+        .map(|_| RateKey::Bot("bot", BotId::new_random()))
         .collect();
     let mut next = 0;
     c.bench_function("limit: the token's bot", |b| {

@@ -15,7 +15,7 @@ use super::routes::{Limit, Route, Subject};
 use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
 use crate::domain::bot::PublicBot;
-use crate::domain::search::Search;
+use crate::domain::search::{Search, Sort, RELEVANCE};
 
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
@@ -54,14 +54,7 @@ pub struct SortKey;
 
 impl utoipa::PartialSchema for SortKey {
     fn schema() -> RefOr<Schema> {
-        string_enum(&[
-            "votes",
-            "newest",
-            "monthly_votes",
-            "recently_updated",
-            "invites",
-            "relevance",
-        ])
+        string_enum(Sort::ALL.map(Sort::name).into_iter().chain([RELEVANCE]))
     }
 }
 
@@ -76,7 +69,7 @@ pub struct MatchMode;
 
 impl utoipa::PartialSchema for MatchMode {
     fn schema() -> RefOr<Schema> {
-        string_enum(&["substring", "words"])
+        string_enum(["substring", "words"])
     }
 }
 
@@ -91,7 +84,7 @@ pub struct InvitesBucket;
 
 impl utoipa::PartialSchema for InvitesBucket {
     fn schema() -> RefOr<Schema> {
-        string_enum(&["lt100", "100-1000", "1000-10000", "gt10000"])
+        string_enum(["lt100", "100-1000", "1000-10000", "gt10000"])
     }
 }
 
@@ -159,11 +152,31 @@ fn whole_number(minimum: u64, maximum: Option<u64>) -> RefOr<Schema> {
 }
 
 /// One of `values`, or the empty value that stands for leaving the parameter out.
-fn string_enum(values: &[&str]) -> RefOr<Schema> {
+fn string_enum(values: impl IntoIterator<Item = &'static str>) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .enum_values(Some(values.iter().copied().chain([""])))
+        .enum_values(Some(values.into_iter().chain([""])))
         .into()
+}
+
+/// The `sort` parameter's description: each order of the table with what it ranks by, then
+/// `relevance`.
+fn sort_description() -> String {
+    let mut text = String::new();
+    for sort in Sort::ALL {
+        let about = match (sort == Sort::DEFAULT, sort.about()) {
+            (true, "") => "the default".to_owned(),
+            (true, about) => format!("the default: {about}"),
+            (false, about) => about.to_owned(),
+        };
+        text.push_str(sort.name());
+        if !about.is_empty() {
+            text.push_str(&format!(" ({about})"));
+        }
+        text.push_str(", ");
+    }
+    text.push_str(&format!("{RELEVANCE} (with `q`: name equal to q, name starting with it, a word of the name starting with it, anywhere in the name, only in the description; then vote_count; without `q` it is {})", Sort::DEFAULT.name()));
+    text
 }
 
 /// The bot named by `:id`, a listing UUID or a platform snowflake.
@@ -189,7 +202,7 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
         ("language" = Option<String>, Query, description = "Comma-separated ISO 639-1 codes, trimmed and lowercased; a bot matches when its language is listed (a bot without one never does). Alias `langs`, used when `language` is not sent"),
         ("invites" = inline(Option<InvitesBucket>), Query, description = "Server-count bucket: lt100 [0, 100), 100-1000 [100, 1000), 1000-10000 [1000, 10000), gt10000 [10000, ...); a count never posted is 0"),
         ("votes" = inline(Option<Count>), Query, description = "Keeps bots with vote_count at least this"),
-        ("sort" = inline(Option<SortKey>), Query, description = "votes (the default: vote_count), newest (created_at), monthly_votes, recently_updated (last listing edit or stats post), invites (server_count), relevance (with `q`: name equal to q, name starting with it, a word of the name starting with it, anywhere in the name, only in the description; then vote_count; without `q` it is votes)"),
+        ("sort" = inline(Option<SortKey>), Query, description = sort_description()),
         ("match" = inline(Option<MatchMode>), Query, description = "substring (the default: `q` occurs as typed) or words (every whitespace-separated word of `q` occurs, in any order, in the name or the short description)"),
         ("limit" = inline(Option<AnyCount>), Query, description = "Bots per page, default 24; above 100 is 100; 0 gives no results but the true total"),
         ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page"),

@@ -14,37 +14,9 @@ use utoipa::ToSchema;
 use super::reply;
 use crate::domain::Rejection;
 
-/// Every error the API answers: one row each in [`ERRORS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    BadRequest,
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    MethodNotAllowed,
-    Conflict,
-    AlreadyVoted,
-    PayloadTooLarge,
-    RequestTimeout,
-    HeadersTooLarge,
-    UnsupportedMediaType,
-    /// `Accept-Encoding` refuses every encoding the API offers, identity among them.
-    NotAcceptable,
-    /// A bug. What went wrong is logged, never sent.
-    Internal,
-    Unavailable,
-    /// Too many failed admin authentications from one address; carries `Retry-After`. (The
-    /// rate limits' own 429 is not the envelope: CONTRACT section 3.)
-    TooManyRequests,
-    /// Cluster mode: this node has not applied the sequence a read asked for.
-    ReplicaBehind,
-    /// Cluster mode: no node holds the writer's role.
-    NoWriter,
-}
-
 /// One error code: what clients branch on, its HTTP status and the message it has when the
 /// place that raises it has nothing more to say.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct ErrorRow {
     pub kind: Code,
     /// `error.code`: stable, machine-readable
@@ -53,131 +25,73 @@ pub struct ErrorRow {
     pub message: &'static str,
 }
 
-const fn row(
-    kind: Code,
-    code: &'static str,
-    status: StatusCode,
-    message: &'static str,
-) -> ErrorRow {
-    ErrorRow {
-        kind,
-        code,
-        status,
-        message,
-    }
+/// Declares the table of errors: each row is a [`Code`] variant, its HTTP status, its
+/// `error.code` and its default message. The enum, [`ERRORS`] and [`Code::row`] (a `match`
+/// the compiler holds to every variant) are all made from the rows, so a new error is one row.
+macro_rules! errors {
+    ($(
+        $(#[$doc:meta])*
+        $kind:ident = $status:ident, $code:literal, $message:literal;
+    )*) => {
+        /// Every error the API answers: one row each in [`ERRORS`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Code {
+            $($(#[$doc])* $kind,)*
+        }
+
+        /// The table of errors, in the order they are declared.
+        pub const ERRORS: [ErrorRow; [$(Code::$kind),*].len()] = [$(*Code::$kind.row()),*];
+
+        impl Code {
+            /// This error's row of the table.
+            pub const fn row(self) -> &'static ErrorRow {
+                match self {
+                    $(Self::$kind => &ErrorRow {
+                        kind: Self::$kind,
+                        code: $code,
+                        status: StatusCode::$status,
+                        message: $message,
+                    },)*
+                }
+            }
+        }
+    };
 }
 
-/// The table of errors, in the order of [`Code`]. A new error is one row here.
-pub const ERRORS: [ErrorRow; 17] = [
-    row(
-        Code::BadRequest,
-        "bad_request",
-        StatusCode::BAD_REQUEST,
-        "the request could not be read",
-    ),
-    row(
-        Code::Unauthorized,
-        "unauthorized",
-        StatusCode::UNAUTHORIZED,
-        "a valid token is required",
-    ),
-    row(
-        Code::Forbidden,
-        "forbidden",
-        StatusCode::FORBIDDEN,
-        "this token may not do that",
-    ),
-    row(
-        Code::NotFound,
-        "not_found",
-        StatusCode::NOT_FOUND,
-        "not found",
-    ),
-    row(
-        Code::MethodNotAllowed,
-        "method_not_allowed",
-        StatusCode::METHOD_NOT_ALLOWED,
-        "this method is not allowed here",
-    ),
-    row(
-        Code::Conflict,
-        "conflict",
-        StatusCode::CONFLICT,
-        "this conflicts with what is stored",
-    ),
-    row(
-        Code::AlreadyVoted,
-        "already_voted",
-        StatusCode::CONFLICT,
-        "this user already voted for this bot in the last 12 hours",
-    ),
-    row(
-        Code::PayloadTooLarge,
-        "payload_too_large",
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "request body is over 64 KiB",
-    ),
-    row(
-        Code::RequestTimeout,
-        "request_timeout",
-        StatusCode::REQUEST_TIMEOUT,
-        "the request did not arrive in time",
-    ),
-    row(
-        Code::HeadersTooLarge,
-        "headers_too_large",
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-        "the request headers are too large",
-    ),
-    row(
-        Code::UnsupportedMediaType,
-        "unsupported_media_type",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "send the body with Content-Type: application/json",
-    ),
-    row(
-        Code::NotAcceptable,
-        "not_acceptable",
-        StatusCode::NOT_ACCEPTABLE,
-        "Accept-Encoding refuses every encoding offered: identity, br, gzip, deflate",
-    ),
-    row(
-        Code::Internal,
-        "internal_error",
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal error; it has been logged",
-    ),
-    row(
-        Code::Unavailable,
-        "unavailable",
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the service is shutting down",
-    ),
-    row(
-        Code::TooManyRequests,
-        "too_many_requests",
-        StatusCode::TOO_MANY_REQUESTS,
-        "too many failed admin authentications from this address; try again later",
-    ),
-    row(
-        Code::ReplicaBehind,
-        "replica_behind",
-        StatusCode::SERVICE_UNAVAILABLE,
-        "this node has not yet applied the sequence the request asks for; retry",
-    ),
-    row(
-        Code::NoWriter,
-        "no_writer",
-        StatusCode::SERVICE_UNAVAILABLE,
-        "no node of the cluster takes writes right now; retry",
-    ),
-];
+errors! {
+    BadRequest = BAD_REQUEST, "bad_request", "the request could not be read";
+    Unauthorized = UNAUTHORIZED, "unauthorized", "a valid token is required";
+    Forbidden = FORBIDDEN, "forbidden", "this token may not do that";
+    NotFound = NOT_FOUND, "not_found", "not found";
+    MethodNotAllowed = METHOD_NOT_ALLOWED, "method_not_allowed", "this method is not allowed here";
+    Conflict = CONFLICT, "conflict", "this conflicts with what is stored";
+    AlreadyVoted = CONFLICT, "already_voted",
+        "this user already voted for this bot in the last 12 hours";
+    PayloadTooLarge = PAYLOAD_TOO_LARGE, "payload_too_large", "request body is over 64 KiB";
+    RequestTimeout = REQUEST_TIMEOUT, "request_timeout", "the request did not arrive in time";
+    HeadersTooLarge = REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large",
+        "the request headers are too large";
+    UnsupportedMediaType = UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+        "send the body with Content-Type: application/json";
+    /// `Accept-Encoding` refuses every encoding the API offers, identity among them.
+    NotAcceptable = NOT_ACCEPTABLE, "not_acceptable",
+        "Accept-Encoding refuses every encoding offered: identity, br, gzip, deflate";
+    /// A bug. What went wrong is logged, never sent.
+    Internal = INTERNAL_SERVER_ERROR, "internal_error", "internal error; it has been logged";
+    Unavailable = SERVICE_UNAVAILABLE, "unavailable", "the service is shutting down";
+    /// Too many failed admin authentications from one address; carries `Retry-After`. (The
+    /// rate limits' own 429 is not the envelope: CONTRACT section 3.)
+    TooManyRequests = TOO_MANY_REQUESTS, "too_many_requests",
+        "too many failed admin authentications from this address; try again later";
+    /// Cluster mode: this node has not applied the sequence a read asked for.
+    ReplicaBehind = SERVICE_UNAVAILABLE, "replica_behind",
+        "this node has not yet applied the sequence the request asks for; retry";
+    /// Cluster mode: no node holds the writer's role.
+    NoWriter = SERVICE_UNAVAILABLE, "no_writer",
+        "no node of the cluster takes writes right now; retry";
+}
 
 impl Code {
-    pub fn row(self) -> &'static ErrorRow {
-        &ERRORS[self as usize]
-    }
-
     /// With the row's own message.
     pub fn error(self) -> ApiError {
         ApiError {

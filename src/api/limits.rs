@@ -1,6 +1,8 @@
-//! Rate limits: a GCRA bucket per key, burst N, one request back every
-//! 60/N seconds; `/bots` routes share one bucket per key, `/users` has its own, keyed by IP.
-//! The client address is also what failed admin authentications are counted by.
+//! Rate limits: a GCRA bucket per key, burst N, one request back every 60/N seconds. A limit
+//! is a property of the routes declared with it ([`Limit`], `Route::limited`): the router makes
+//! the routes of each limit a scope of their own, wrapped in [`Limited`], and the OpenAPI
+//! document describes them from the same declarations. The client address is also what
+//! failed admin authentications are counted by.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -22,24 +24,68 @@ use crate::domain::time::Clock;
 /// Keys kept before idle ones are evicted early; at about 80 bytes a key, some 20 MB.
 pub const MAX_KEYS: usize = 250_000;
 
-/// Which bucket a request draws from.
+/// A rate limit, declared with the routes it covers (`Route::limited`): whom its buckets are
+/// for, and the kind each key is counted under in metrics and the log, which also keeps the
+/// buckets of two limits apart. Every route of one limit shares its buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// Every `/bots` route: the token's bot (`bot`), else the client address (`bots_ip`).
+    PerBot,
+    /// A bucket per client address, counted as the kind given (`users_ip` for `/users`).
+    PerAddress(&'static str),
+    /// A bucket per token's bot, else per client address, each counted as the kind given.
+    PerToken {
+        token: &'static str,
+        address: &'static str,
+    },
+}
+
+impl Limit {
+    /// The kind of a key by a valid token's bot, when this limit counts by token.
+    pub fn token_kind(self) -> Option<&'static str> {
+        match self {
+            Self::PerBot => Some("bot"),
+            Self::PerAddress(_) => None,
+            Self::PerToken { token, .. } => Some(token),
+        }
+    }
+
+    /// The kind of a key by the client address.
+    pub fn address_kind(self) -> &'static str {
+        match self {
+            Self::PerBot => "bots_ip",
+            Self::PerAddress(address) | Self::PerToken { address, .. } => address,
+        }
+    }
+
+    /// Every kind this limit's keys are counted under.
+    pub fn kinds(self) -> impl Iterator<Item = &'static str> {
+        self.token_kind().into_iter().chain([self.address_kind()])
+    }
+
+    /// Whom a bucket is for, as the OpenAPI document says it.
+    pub fn keyed_by(self) -> &'static str {
+        match self.token_kind() {
+            Some(_) => "key (the token's bot, else the client address)",
+            None => "client address",
+        }
+    }
+}
+
+/// Which bucket a request draws from: its limit's kind, and whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RateKey {
-    /// Any `/bots` route with a valid token: the token's bot.
-    Bot(BotId),
-    /// Any `/bots` route without one: the client address (IPv6 by its /64).
-    BotsByIp(IpAddr),
-    /// `GET /users/:user_id`: always the client address.
-    UsersByIp(IpAddr),
+    /// A valid token's bot.
+    Bot(&'static str, BotId),
+    /// The client address (IPv6 by its /64).
+    Address(&'static str, IpAddr),
 }
 
 impl RateKey {
     /// The key's kind, for logs and metrics: never the token or the address itself.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Bot(_) => "bot",
-            Self::BotsByIp(_) => "bots_ip",
-            Self::UsersByIp(_) => "users_ip",
+            Self::Bot(kind, _) | Self::Address(kind, _) => kind,
         }
     }
 }
@@ -254,28 +300,31 @@ pub fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
     ]
 }
 
-/// A scope's rate limit ([`super::around`]): which key a request is counted under.
-pub struct Limited(fn(&AppState, &ServiceRequest) -> RateKey);
+/// A scope's rate limit ([`super::around`]): the routes of one [`Limit`].
+pub struct Limited(Limit);
 
-/// The `/bots` scope's: the bot whose token the request carries, else the client's address.
-pub fn limit_bots() -> Wrap<Limited> {
-    Wrap::new(Limited(|state, request| {
-        let token_bot = request
-            .headers()
-            .get(actix_web::http::header::AUTHORIZATION)
-            .and_then(|token| state.directory.authenticate(token.as_bytes()));
-        match token_bot {
-            Some(bot) => RateKey::Bot(bot),
-            None => RateKey::BotsByIp(client_ip(request.request(), client_source(state, request))),
+impl Limited {
+    pub fn wrap(limit: Limit) -> Wrap<Self> {
+        Wrap::new(Self(limit))
+    }
+
+    /// The key a request is counted under: the bot whose token it carries when the limit
+    /// counts by token and the token is valid, else the client's address.
+    fn key(&self, state: &AppState, request: &ServiceRequest) -> RateKey {
+        if let Some(kind) = self.0.token_kind() {
+            let token_bot = request
+                .headers()
+                .get(actix_web::http::header::AUTHORIZATION)
+                .and_then(|token| state.directory.authenticate(token.as_bytes()));
+            if let Some(bot) = token_bot {
+                return RateKey::Bot(kind, bot);
+            }
         }
-    }))
-}
-
-/// The `/users` scope's: the client's address.
-pub fn limit_users() -> Wrap<Limited> {
-    Wrap::new(Limited(|state, request| {
-        RateKey::UsersByIp(client_ip(request.request(), client_source(state, request)))
-    }))
+        RateKey::Address(
+            self.0.address_kind(),
+            client_ip(request.request(), client_source(state, request)),
+        )
+    }
 }
 
 impl Around for Limited {
@@ -289,7 +338,7 @@ impl Around for Limited {
         let Some(limiter) = &state.limiter else {
             return Ok(None);
         };
-        let key = (self.0)(state, request);
+        let key = self.key(state, request);
         let decision = limiter.check(key);
         crate::telemetry::rate_key(request, key.kind(), decision.allowed);
         if decision.allowed {
@@ -349,7 +398,7 @@ mod tests {
     }
 
     fn ip(n: u32) -> RateKey {
-        RateKey::BotsByIp(IpAddr::from(n.to_be_bytes()))
+        RateKey::Address("bots_ip", IpAddr::from(n.to_be_bytes()))
     }
 
     fn forwarded(values: &[&str], source: ClientAddress) -> IpAddr {

@@ -108,6 +108,22 @@ fn under(path: &str, scope: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// The routes of each rate limit, in the order they first come, and the routes of none.
+fn by_limit(routes: Vec<Route>) -> (Vec<(Limit, Vec<Route>)>, Vec<Route>) {
+    let mut limited: Vec<(Limit, Vec<Route>)> = Vec::new();
+    let mut rest = Vec::new();
+    for route in routes {
+        match route.properties.limit {
+            None => rest.push(route),
+            Some(limit) => match limited.iter_mut().find(|(known, _)| *known == limit) {
+                Some((_, routes)) => routes.push(route),
+                None => limited.push((limit, vec![route])),
+            },
+        }
+    }
+    (limited, rest)
+}
+
 /// The router, from the routes the resource modules declare. The routes of each rate limit
 /// are a scope of their own (the start their paths share: `/bots`, `/users`), wrapped in that
 /// limit, so that a path below it that no route has is limited too. The reference's files
@@ -122,14 +138,7 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
             .into_iter()
             .filter(|route| metrics_on_api || !route.properties.metrics)
             .collect();
-        let (per_bot, rest): (Vec<Route>, Vec<Route>) = api_routes()
-            .into_iter()
-            .partition(|route| route.properties.limit == Some(Limit::PerBot));
-        let (per_address, rest): (Vec<Route>, Vec<Route>) = rest
-            .into_iter()
-            .partition(|route| route.properties.limit == Some(Limit::PerAddress));
-        let bots = routes::common_scope(per_bot.iter().map(|route| route.path.as_str()));
-        let users = routes::common_scope(per_address.iter().map(|route| route.path.as_str()));
+        let (limited, rest) = by_limit(api_routes());
         let docs_first = base_path.is_empty();
         // actix tries its services in the order they are added, and every API request is one
         // the operational routes would refuse first: the API goes first when no operational
@@ -154,21 +163,12 @@ pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::Se
         cfg.service(
             web::scope(base_path)
                 .configure(|cfg| {
-                    // A scope of no route would take every path: none is mounted then.
-                    if !per_bot.is_empty() {
+                    for (limit, routes) in limited {
+                        let scope = routes::common_scope(routes.iter().map(|r| r.path.as_str()));
                         cfg.service(
-                            web::scope(&bots)
-                                .wrap(limits::limit_bots())
-                                .configure(|cfg| routes::mount(cfg, base_path, &bots, per_bot)),
-                        );
-                    }
-                    if !per_address.is_empty() {
-                        cfg.service(
-                            web::scope(&users)
-                                .wrap(limits::limit_users())
-                                .configure(|cfg| {
-                                    routes::mount(cfg, base_path, &users, per_address)
-                                }),
+                            web::scope(&scope)
+                                .wrap(limits::Limited::wrap(limit))
+                                .configure(|cfg| routes::mount(cfg, base_path, &scope, routes)),
                         );
                     }
                 })

@@ -23,7 +23,7 @@ use actix_web::http::{Method, StatusCode};
 
 use super::error::{self, Code};
 use super::limits;
-use super::routes::{Route, Subject};
+use super::routes::{Limit, Route, Subject};
 
 const DESCRIPTION: &str = "\
 A directory of chat-platform bots: search, votes, server-count stats and public profiles.
@@ -36,8 +36,7 @@ On public routes a token is never required; a valid one only changes the rate-li
 stable and safe to branch on, `message` names the parameter or field at fault. A method a path \
 does not have answers 405 `method_not_allowed` with an `Allow` header listing the methods it has.
 
-**Rate limits.** Every route under `/bots` shares one bucket per key (the token's bot, else the \
-client address), and `/users/{user_id}` has a bucket per client address: a burst of 60 (the \
+**Rate limits.** {rate_limits}: a burst of 60 (the \
 operator's `--rate-limit`), one request back every 60/N seconds. Their responses carry \
 `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a refused request gets 429 \
 with `Retry-After` and `{\"retry_after\": N}`, not the error envelope. The admin API is not \
@@ -48,9 +47,7 @@ limited.
 **HEAD** is answered on every GET route exactly as GET is (status, headers, `Content-Length`), \
 without the body; it is not listed as an operation of its own.
 
-**Caching.** `GET /bots`, `GET /bots/{id}`, `GET /bots/{id}/stats`, `GET /users/{user_id}` and \
-the badges (`GET /bots/{id}/badge/{kind}.svg`, also `Cache-Control: public, max-age=60`) send an \
-`ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
+**Caching.** {tagged} send an `ETag` with their 200; a request whose `If-None-Match` names it (or `*`) gets 304 with \
 no body and the same headers, and still counts against the rate limit.
 
 **Request ids.** Every response carries `X-Request-Id`: the client's own when it sent one of 1 \
@@ -97,118 +94,86 @@ impl Modify for Security {
     }
 }
 
-/// The responses many operations share, each written once under `components/responses`. The
-/// status and the code of each come from the error table (`error.rs`); what is said here is
-/// only when the route gives it.
-#[derive(Clone, Copy)]
-enum Common {
-    BadRequest,
+/// Declares the responses many operations share, each written once under
+/// `components/responses` by its name: a row is the name, the row of the error table it is
+/// (`None`: the rate limits' 429, which is not the envelope) and when a route gives it. The
+/// status and the code come from the error table; [`Common::ALL`] and every `match` are made
+/// from the rows, so a new shared response is one row.
+macro_rules! shared_responses {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $code:expr, $when:literal;
+    )*) => {
+        #[derive(Clone, Copy)]
+        enum Common {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Common {
+            const ALL: [Common; [$(Common::$name),*].len()] = [$(Common::$name),*];
+
+            /// The row of the error table the response is; `None` for the rate limits' 429.
+            fn code(self) -> Option<Code> {
+                match self {
+                    $(Self::$name => $code,)*
+                }
+            }
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$name => stringify!($name),)*
+                }
+            }
+
+            /// When the route gives this answer.
+            fn when(self) -> &'static str {
+                match self {
+                    $(Self::$name => $when,)*
+                }
+            }
+        }
+    };
+}
+
+shared_responses! {
+    BadRequest = Some(Code::BadRequest),
+        "a parameter or a body field is invalid, or the request could not be read";
     /// An admin body the route cannot read, unless the route says more.
-    BadAdminBody,
-    Unauthorized,
+    BadAdminBody = Some(Code::BadRequest),
+        "the body is not a JSON object, a field is missing or invalid, or a field is unknown";
+    Unauthorized = Some(Code::Unauthorized),
+        "the token is missing, empty, unknown, or sent with a `Bearer` prefix";
     /// The bot in the path is not the token's own.
-    OtherBot,
-    NoSuchBot,
-    NoSuchProfile,
-    NoAdminApi,
-    RequestTimeout,
-    PayloadTooLarge,
-    UnsupportedMediaType,
+    OtherBot = Some(Code::Forbidden), "the token belongs to another bot";
+    NoSuchBot = Some(Code::NotFound),
+        "no listed bot has this id (or, on an admin route, the server has no admin token)";
+    NoSuchProfile = Some(Code::NotFound),
+        "no profile has this id (or, on an admin route, the server has no admin token)";
+    NoAdminApi = Some(Code::NotFound), "the server has no admin token, so no admin API";
+    RequestTimeout = Some(Code::RequestTimeout),
+        "the body did not arrive in time after the headers";
+    PayloadTooLarge = Some(Code::PayloadTooLarge), "the body is over 64 KiB";
+    UnsupportedMediaType = Some(Code::UnsupportedMediaType),
+        "the body was not sent as `application/json`";
     /// The rate limits' 429, which is not the envelope (no row of the table).
-    TooManyRequests,
+    TooManyRequests = None,
+        "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope";
     /// An address locked out after failed admin authentications: the envelope.
-    LockedOut,
-    HeadersTooLarge,
-    NotAcceptable,
-    Internal,
-    Unavailable,
+    LockedOut = Some(Code::TooManyRequests),
+        "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed";
+    HeadersTooLarge = Some(Code::HeadersTooLarge),
+        "the request headers are over 16 KiB together";
+    NotAcceptable = Some(Code::NotAcceptable),
+        "`Accept-Encoding` refuses every encoding offered (`identity;q=0` and no `br`, `gzip` or `deflate`)";
+    InternalError = Some(Code::Internal), "a bug; the message tells nothing of internals";
+    Unavailable = Some(Code::Unavailable),
+        "the write could not be made durable, or the server is shutting down";
 }
 
 impl Common {
-    const ALL: [Common; 16] = [
-        Self::BadRequest,
-        Self::BadAdminBody,
-        Self::Unauthorized,
-        Self::OtherBot,
-        Self::NoSuchBot,
-        Self::NoSuchProfile,
-        Self::NoAdminApi,
-        Self::RequestTimeout,
-        Self::PayloadTooLarge,
-        Self::UnsupportedMediaType,
-        Self::TooManyRequests,
-        Self::LockedOut,
-        Self::HeadersTooLarge,
-        Self::NotAcceptable,
-        Self::Internal,
-        Self::Unavailable,
-    ];
-
-    /// The row of the error table the response is; `None` for the rate limits' 429.
-    fn code(self) -> Option<Code> {
-        Some(match self {
-            Self::BadRequest | Self::BadAdminBody => Code::BadRequest,
-            Self::Unauthorized => Code::Unauthorized,
-            Self::OtherBot => Code::Forbidden,
-            Self::NoSuchBot | Self::NoSuchProfile | Self::NoAdminApi => Code::NotFound,
-            Self::RequestTimeout => Code::RequestTimeout,
-            Self::PayloadTooLarge => Code::PayloadTooLarge,
-            Self::UnsupportedMediaType => Code::UnsupportedMediaType,
-            Self::TooManyRequests => return None,
-            Self::LockedOut => Code::TooManyRequests,
-            Self::HeadersTooLarge => Code::HeadersTooLarge,
-            Self::NotAcceptable => Code::NotAcceptable,
-            Self::Internal => Code::Internal,
-            Self::Unavailable => Code::Unavailable,
-        })
-    }
-
     fn status(self) -> StatusCode {
         self.code()
             .map_or(StatusCode::TOO_MANY_REQUESTS, |code| code.row().status)
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::BadRequest => "BadRequest",
-            Self::BadAdminBody => "BadAdminBody",
-            Self::Unauthorized => "Unauthorized",
-            Self::OtherBot => "OtherBot",
-            Self::NoSuchBot => "NoSuchBot",
-            Self::NoSuchProfile => "NoSuchProfile",
-            Self::NoAdminApi => "NoAdminApi",
-            Self::RequestTimeout => "RequestTimeout",
-            Self::PayloadTooLarge => "PayloadTooLarge",
-            Self::UnsupportedMediaType => "UnsupportedMediaType",
-            Self::TooManyRequests => "TooManyRequests",
-            Self::LockedOut => "LockedOut",
-            Self::HeadersTooLarge => "HeadersTooLarge",
-            Self::NotAcceptable => "NotAcceptable",
-            Self::Internal => "InternalError",
-            Self::Unavailable => "Unavailable",
-        }
-    }
-
-    /// When the route gives this answer.
-    fn when(self) -> &'static str {
-        match self {
-            Self::BadRequest => "a parameter or a body field is invalid, or the request could not be read",
-            Self::BadAdminBody => "the body is not a JSON object, a field is missing or invalid, or a field is unknown",
-            Self::Unauthorized => "the token is missing, empty, unknown, or sent with a `Bearer` prefix",
-            Self::OtherBot => "the token belongs to another bot",
-            Self::NoSuchBot => "no listed bot has this id (or, on an admin route, the server has no admin token)",
-            Self::NoSuchProfile => "no profile has this id (or, on an admin route, the server has no admin token)",
-            Self::NoAdminApi => "the server has no admin token, so no admin API",
-            Self::RequestTimeout => "the body did not arrive in time after the headers",
-            Self::PayloadTooLarge => "the body is over 64 KiB",
-            Self::UnsupportedMediaType => "the body was not sent as `application/json`",
-            Self::TooManyRequests => "Rate limited: wait `retry_after` seconds (the same as `Retry-After`). Not the error envelope",
-            Self::LockedOut => "10 failed admin authentications from this address within a minute; every admin request from it is refused until `Retry-After` seconds have passed",
-            Self::HeadersTooLarge => "the request headers are over 16 KiB together",
-            Self::NotAcceptable => "`Accept-Encoding` refuses every encoding offered (`identity;q=0` and no `br`, `gzip` or `deflate`)",
-            Self::Internal => "a bug; the message tells nothing of internals",
-            Self::Unavailable => "the write could not be made durable, or the server is shutting down",
-        }
     }
 
     fn description(self) -> String {
@@ -473,7 +438,7 @@ fn common_responses(
     common.extend([
         Common::HeadersTooLarge,
         Common::NotAcceptable,
-        Common::Internal,
+        Common::InternalError,
     ]);
     if !properties.operational {
         common.push(Common::BadRequest);
@@ -540,18 +505,62 @@ fn name_the_subject(path: &str, subject: Subject, operation: &mut Operation) {
     parameters.insert(0, string_parameter(name, ParameterIn::Path, description));
 }
 
+/// The items with `, ` between them, and `and` (after `, ` or ` `) before the last.
+fn listed(items: &[String], and: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{}{and}{last}", first.join(", ")),
+    }
+}
+
+/// The description, with what it says of the routes' rate limits and `ETag`s made from their
+/// declarations.
+fn description(routes: &[Route]) -> String {
+    let mut limits: Vec<(Limit, Vec<&str>)> = Vec::new();
+    for route in routes {
+        if let Some(limit) = route.properties.limit {
+            match limits.iter_mut().find(|(known, _)| *known == limit) {
+                Some((_, paths)) => paths.push(&route.path),
+                None => limits.push((limit, vec![&route.path])),
+            }
+        }
+    }
+    let limits: Vec<String> = limits
+        .into_iter()
+        .map(|(limit, paths)| match paths[..] {
+            [path] => format!("`{path}` has a bucket per {}", limit.keyed_by()),
+            _ => format!(
+                "Every route under `{}` shares one bucket per {}",
+                super::routes::common_scope(paths),
+                limit.keyed_by()
+            ),
+        })
+        .collect();
+    let tagged: Vec<String> = routes
+        .iter()
+        .filter(|route| route.properties.etag && route.method == Method::GET)
+        .map(|route| format!("`GET {}`", route.path))
+        .collect();
+    DESCRIPTION
+        .replace("{rate_limits}", &listed(&limits, ", and "))
+        .replace("{tagged}", &listed(&tagged, " and "))
+}
+
 /// The document of the routes the router serves (see [`super::routes`]), the API's under
 /// `base_path`.
 pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let mut paths = Paths::new();
     let mut schemas = Vec::new();
-    for route in super::root_routes()
-        .iter()
-        .chain(super::api_routes().iter())
-    {
+    let routes: Vec<Route> = super::root_routes()
+        .into_iter()
+        .chain(super::api_routes())
+        .collect();
+    for route in &routes {
         route.document(base_path, &mut paths, &mut schemas);
     }
+    doc.info.description = Some(description(&routes));
     doc.paths = paths;
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas {

@@ -39,16 +39,10 @@ impl<D> Declared for D where
 {
 }
 
-/// The rate-limit bucket a route draws from (`limits.rs`). The router puts the routes of one
-/// kind in a scope of their own (the fixed start of their paths), so that a path below that
-/// scope which no route has is limited too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// One bucket per key shared by every such route: the token's bot, else the client address.
-    PerBot,
-    /// A bucket per client address.
-    PerAddress,
-}
+/// The rate limit a route draws from: the router puts the routes of one limit in a scope of
+/// their own (the fixed start of their paths), so that a path below that scope which no route
+/// has is limited too.
+pub use super::limits::Limit;
 
 /// What the id in a route's path names: its 404 in the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -740,7 +734,23 @@ mod tests {
     #[test]
     fn each_rate_limit_is_the_scope_its_routes_share_and_no_other_route_is_in_it() {
         let routes = crate::api::api_routes();
-        for limit in [Limit::PerBot, Limit::PerAddress] {
+        let mut limits: Vec<Limit> = Vec::new();
+        for limit in routes.iter().filter_map(|route| route.properties.limit) {
+            if !limits.contains(&limit) {
+                limits.push(limit);
+            }
+        }
+        assert!(limits.contains(&Limit::PerBot));
+        let mut kinds: Vec<&str> = limits.iter().flat_map(|limit| limit.kinds()).collect();
+        let count = kinds.len();
+        kinds.sort_unstable();
+        kinds.dedup();
+        assert_eq!(
+            kinds.len(),
+            count,
+            "two limits would share buckets: {kinds:?}"
+        );
+        for limit in limits {
             let (limited, others): (Vec<&Route>, Vec<&Route>) = routes
                 .iter()
                 .partition(|route| route.properties.limit == Some(limit));

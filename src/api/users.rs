@@ -11,7 +11,7 @@ use crate::domain::profile::PublicProfile;
 /// This module's routes; see [`super::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_get_user, get_user)
-        .limited(Limit::PerAddress)
+        .limited(Limit::PerAddress("users_ip"))
         .about(Subject::Profile)
         .etag()]
 }

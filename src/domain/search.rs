@@ -7,31 +7,75 @@ use std::sync::Arc;
 use super::bot::BotView;
 use super::ids::BotId;
 use super::text::fold_case;
-use super::time::Timestamp;
+use super::time::{Month, Timestamp};
 
 pub const DEFAULT_LIMIT: u64 = 24;
 pub const MAX_LIMIT: u64 = 100;
 pub const MAX_QUERY_CHARS: usize = 256;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sort {
-    Votes,
-    Newest,
-    MonthlyVotes,
-    RecentlyUpdated,
-    Invites,
+/// Declares the sort orders: each row is a [`Sort`] variant, its name in `sort=`, what it ranks
+/// by (for the API's reference, empty when the name says it) and its key, from a bot and the
+/// month the monthly count is read in. The enum, [`Sort::ALL`], parsing, the names the API
+/// documents and the key both rankings use (the index's, and [`Search::run`] that the tests
+/// hold it to) are all made from the rows, so a new order is one row.
+macro_rules! sort_orders {
+    ($(
+        $(#[$doc:meta])*
+        $sort:ident = $name:literal, $about:literal, |$bot:pat_param, $month:pat_param| $key:expr;
+    )*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Sort {
+            $($(#[$doc])* $sort,)*
+        }
+
+        impl Sort {
+            pub const ALL: [Sort; [$(Sort::$sort),*].len()] = [$(Sort::$sort),*];
+
+            /// Its value of the `sort` parameter.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$sort => $name,)*
+                }
+            }
+
+            /// What it ranks by, for the reference; empty when its name says it.
+            pub fn about(self) -> &'static str {
+                match self {
+                    $(Self::$sort => $about,)*
+                }
+            }
+
+            /// The key bots are ranked by, descending, with monthly counts read in `month`.
+            /// Exact: counts and milliseconds (which may be before 1970) as they are.
+            pub fn key(self, bot: &BotView, month: Month) -> i128 {
+                match self {
+                    $(Self::$sort => {
+                        let $bot = bot;
+                        let $month = month;
+                        $key
+                    })*
+                }
+            }
+        }
+    };
 }
 
-impl Sort {
-    const NAMES: &'static str = "votes, newest, monthly_votes, recently_updated, invites";
+sort_orders! {
+    Votes = "votes", "vote_count", |bot, _| bot.vote_count.into();
+    Newest = "newest", "created_at", |bot, _| bot.listing.created_at.millis().into();
+    MonthlyVotes = "monthly_votes", "", |bot, month| bot.monthly.in_month(month).into();
+    RecentlyUpdated = "recently_updated", "last listing edit or stats post",
+        |bot, _| bot.updated_at.millis().into();
+    Invites = "invites", "server_count", |bot, _| bot.servers().into();
+}
 
-    pub const ALL: [Sort; 5] = [
-        Self::Votes,
-        Self::Newest,
-        Self::MonthlyVotes,
-        Self::RecentlyUpdated,
-        Self::Invites,
-    ];
+/// `sort=relevance`: with a `q`, ranks by how well the name matches it (see
+/// [`relevance_class`]) rather than by a key of the table; without one it is the default order.
+pub const RELEVANCE: &str = "relevance";
+
+impl Sort {
+    /// The order without a `sort` parameter.
+    pub const DEFAULT: Sort = Sort::Votes;
 
     /// This sort's place in [`Sort::ALL`].
     pub fn position(self) -> usize {
@@ -39,24 +83,12 @@ impl Sort {
     }
 
     fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "votes" => Self::Votes,
-            "newest" => Self::Newest,
-            "monthly_votes" => Self::MonthlyVotes,
-            "recently_updated" => Self::RecentlyUpdated,
-            "invites" => Self::Invites,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|sort| sort.name() == text)
     }
 
-    fn key(self, bot: &BotView, now: Timestamp) -> i128 {
-        match self {
-            Self::Votes => bot.vote_count.into(),
-            Self::Newest => bot.listing.created_at.millis().into(),
-            Self::MonthlyVotes => bot.monthly.at(now).into(),
-            Self::RecentlyUpdated => bot.updated_at.millis().into(),
-            Self::Invites => bot.servers().into(),
-        }
+    /// The names, for a message that lists them.
+    fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
     }
 }
 
@@ -210,11 +242,14 @@ impl Search {
             Some((_, q)) => Some(fold_case(q)),
             None => None,
         };
-        let relevance = params.get("sort") == Some("relevance");
+        let relevance = params.get("sort") == Some(RELEVANCE);
         let sort = match params.get("sort") {
-            None | Some("relevance") => Sort::Votes,
+            None | Some(RELEVANCE) => Sort::DEFAULT,
             Some(s) => Sort::parse(s).ok_or_else(|| {
-                QueryError(format!("`sort` must be one of {}, got `{s}`", Sort::NAMES))
+                QueryError(format!(
+                    "`sort` must be one of {}, got `{s}`",
+                    Sort::names()
+                ))
             })?,
         };
         let invites = match params.get("invites") {
@@ -350,7 +385,7 @@ impl Search {
                         let class = relevance_class(&bot.listing.search_text.name, q);
                         (i128::from(4 - class) << 64) | i128::from(bot.vote_count)
                     }
-                    None => self.sort.key(&bot, now),
+                    None => self.sort.key(&bot, now.month()),
                 },
                 id: bot.listing.id,
                 bot,
