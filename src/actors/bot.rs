@@ -81,6 +81,53 @@ struct Unacked {
     growth: Option<(Timestamp, GrowthChange)>,
 }
 
+impl Unacked {
+    /// What `record`, numbered `seq`, adds that reads through the actor would show (`last_vote`
+    /// being the history position of the vote it recorded, if it recorded one).
+    fn of(record: &Record, seq: u64, last_vote: u64) -> Self {
+        let nothing = Self {
+            seq,
+            vote: None,
+            delivery: None,
+            growth: None,
+        };
+        match record {
+            Record::Voted { at, weight, .. } => Self {
+                vote: Some(last_vote),
+                growth: Some((*at, GrowthChange::Vote(*weight))),
+                ..nothing
+            },
+            Record::VotedWithDelivery {
+                at,
+                weight,
+                delivery,
+                ..
+            } => Self {
+                vote: Some(last_vote),
+                delivery: Some(*delivery),
+                growth: Some((*at, GrowthChange::Vote(*weight))),
+                ..nothing
+            },
+            Record::StatsPosted { at, .. } | Record::StatsUpdated { at, .. } => Self {
+                growth: Some((*at, GrowthChange::Post)),
+                ..nothing
+            },
+            Record::DeliverySaved { delivery, .. } => Self {
+                delivery: Some(delivery.id),
+                ..nothing
+            },
+            Record::BotEdited { .. }
+            | Record::DeliveryProgressed { .. }
+            | Record::OutboxOverflowed { .. }
+            | Record::ProfileSaved(_)
+            | Record::ProfileDeleted(_)
+            | Record::BotListed { .. }
+            | Record::BotDelisted(_)
+            | Record::TokenRotated { .. } => nothing,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum GrowthChange {
     Vote(u32),
@@ -146,41 +193,60 @@ impl BotActor {
         }
     }
 
-    /// Applies a change that the published view does not show (a webhook delivery) and
-    /// journals it.
+    /// Applies a change and journals it.
     fn apply_and_journal(&mut self, record: Record) -> Durable {
         self.apply(&record);
-        self.journal(record)
+        self.commit(record).0
     }
 
-    /// Journals a change already applied in memory; its new view is published once the record
-    /// is durable, with `also` (a registry change that goes with it) published at the same
-    /// moment. The reply waits for durability while the actor goes on with its next message;
-    /// records are numbered in the order this actor applies them, which is the order replay
-    /// applies them in.
-    fn commit(&mut self, record: Record, also: Option<Publish>) -> (Durable, Arc<BotView>) {
-        let (publish, view) = self.publication(also);
-        (self.submit(record, Some(publish)), view)
+    /// Journals a change already applied in memory; what it shows readers
+    /// ([`BotActor::after_applied`]) is published once the record is durable. The reply waits
+    /// for durability while the actor goes on with its next message; records are numbered in
+    /// the order this actor applies them, which is the order replay applies them in.
+    fn commit(&mut self, record: Record) -> (Durable, Option<Arc<BotView>>) {
+        let (publish, view) = self.after_applied(&record).unzip();
+        (self.submit(record, publish), view)
     }
 
     /// As [`BotActor::commit`], with the write's answer sent by the journal once durable.
-    fn commit_answering<T: Send + 'static>(
-        &mut self,
-        record: Record,
-        also: Option<Publish>,
-        answer: Answer<T>,
-        reply: T,
-    ) {
-        let (publish, _) = self.publication(also);
+    fn commit_answering<T: Send + 'static>(&mut self, record: Record, answer: Answer<T>, reply: T) {
+        let publish = self.after_applied(&record).map(|(publish, _)| publish);
         let seq = self
             .journal
-            .submit_settled(&record, Some(publish), answer.once_durable(reply));
+            .submit_settled(&record, publish, answer.once_durable(reply));
         self.submitted(&record, seq);
     }
 
-    /// What readers see once a change is durable: the bot's new view, and `also` (a registry
-    /// change, or a vote's check and stream entry) at the same moment. One definition for the
-    /// changes this actor makes and those a follower applies from the stream.
+    /// What a record of this bot, just applied, changes beside the state, and what readers are
+    /// shown once it is durable (the publication and the view in it): the one decision per
+    /// record kind, for the changes this actor makes and for those a follower applies from the
+    /// stream alike.
+    fn after_applied(&mut self, record: &Record) -> Option<(Publish, Arc<BotView>)> {
+        match record {
+            Record::Voted { voter, at, .. } | Record::VotedWithDelivery { voter, at, .. } => {
+                self.prune_history(*at);
+                self.recent_voters = None;
+                let voted = self.vote_publication(voter.id, *at);
+                Some(self.publication(Some(voted)))
+            }
+            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
+                Some(self.publication(None))
+            }
+            // Deliveries are not shown to readers of the bot.
+            Record::DeliverySaved { .. }
+            | Record::DeliveryProgressed { .. }
+            | Record::OutboxOverflowed { .. } => None,
+            // The registry's records: never a bot's.
+            Record::ProfileSaved(_)
+            | Record::ProfileDeleted(_)
+            | Record::BotListed { .. }
+            | Record::BotDelisted(_)
+            | Record::TokenRotated { .. } => None,
+        }
+    }
+
+    /// What readers see once a change is durable: the bot's new view, and `also` (a vote's check
+    /// and stream entry) at the same moment.
     fn publication(&self, also: Option<Publish>) -> (Publish, Arc<BotView>) {
         let view = Arc::new(self.state.view());
         // An edited listing is rendered here, on the actor's thread, not by the journal's
@@ -220,11 +286,6 @@ impl BotActor {
         self.outbox.hand_over(Some(self.state.last_seq));
     }
 
-    /// Journals a change that the published view does not show (a webhook delivery).
-    fn journal(&mut self, record: Record) -> Durable {
-        self.submit(record, None)
-    }
-
     /// Every change this actor makes goes through here: numbered, queued for disk, and only
     /// then are the webhook attempts it scheduled handed over, carrying its number.
     fn submit(&mut self, record: Record, publish: Option<Publish>) -> Durable {
@@ -238,28 +299,8 @@ impl BotActor {
     /// over carrying its number.
     fn submitted(&mut self, record: &Record, seq: u64) {
         self.forget_acknowledged();
-        let unacked = Unacked {
-            seq: if seq == 0 { u64::MAX } else { seq },
-            vote: matches!(
-                record,
-                Record::Voted { .. } | Record::VotedWithDelivery { .. }
-            )
-            .then(|| self.state.votes.history.next_position().saturating_sub(1)),
-            delivery: match &record {
-                Record::VotedWithDelivery { delivery, .. } => Some(*delivery),
-                Record::DeliverySaved { delivery, .. } => Some(delivery.id),
-                _ => None,
-            },
-            growth: match &record {
-                Record::Voted { at, weight, .. } | Record::VotedWithDelivery { at, weight, .. } => {
-                    Some((*at, GrowthChange::Vote(*weight)))
-                }
-                Record::StatsPosted { at, .. } | Record::StatsUpdated { at, .. } => {
-                    Some((*at, GrowthChange::Post))
-                }
-                _ => None,
-            },
-        };
+        let last_vote = self.state.votes.history.next_position().saturating_sub(1);
+        let unacked = Unacked::of(record, if seq == 0 { u64::MAX } else { seq }, last_vote);
         if unacked.vote.is_some() || unacked.delivery.is_some() || unacked.growth.is_some() {
             self.unacked.push_back(unacked);
         }
@@ -370,7 +411,6 @@ impl Handler<RecordVote> for BotActor {
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
             return answer.refuse(Rejection::AlreadyVoted { retry_at });
         }
-        let user = voter.id;
         // The weight is decided here, once, and kept in the record: replay counts it again.
         let weight = self.directory.weekend().weight_at(at);
         let (record, queued) = self.outbox.vote_record(&self.state, voter, at, weight);
@@ -378,11 +418,8 @@ impl Handler<RecordVote> for BotActor {
         if let Some(queued) = queued {
             self.outbox.queued_by_vote(&self.state, queued);
         }
-        self.prune_history(at);
         let counts = self.state.votes.counts(at);
-        self.recent_voters = None;
-        let voted = self.vote_publication(user, at);
-        self.commit_answering(record, Some(voted), answer, counts);
+        self.commit_answering(record, answer, counts);
     }
 }
 
@@ -726,7 +763,7 @@ impl Handler<PostStats> for BotActor {
             update => Record::StatsUpdated { bot, update, at },
         };
         self.apply(&record);
-        self.commit_answering(record, None, answer, ());
+        self.commit_answering(record, answer, ());
     }
 }
 
@@ -749,7 +786,9 @@ impl Handler<ApplyPatch> for BotActor {
             at,
         };
         self.apply(&record);
-        let (durable, view) = self.commit(record, None);
+        let (durable, view) = self.commit(record);
+        // An edit always shows its view (`after_applied`).
+        let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
     }
 }
@@ -770,8 +809,9 @@ impl Handler<ReadState> for BotActor {
 impl Handler<ApplyReplicated> for BotActor {
     type Result = ();
 
-    /// Applies the writer's record through the one apply function, prunes history at the
-    /// record's time as the writer did, and hands back what readers are to see. Delivery
+    /// Applies the writer's record through the one apply function, and what follows it
+    /// through the one decision the writer made it with ([`BotActor::after_applied`]: history
+    /// pruned at the record's time, what readers are to see, handed back). Delivery
     /// records change only the outbox: no attempt is scheduled here (only the writer sends).
     fn handle(&mut self, replicated: ApplyReplicated, _: &mut Self::Context) {
         let ApplyReplicated { seq, record, reply } = replicated;
@@ -781,18 +821,7 @@ impl Handler<ApplyReplicated> for BotActor {
         }
         self.state.last_seq = seq;
         self.apply(&record);
-        let publication = match &record {
-            Record::Voted { voter, at, .. } | Record::VotedWithDelivery { voter, at, .. } => {
-                self.prune_history(*at);
-                self.recent_voters = None;
-                let voted = self.vote_publication(voter.id, *at);
-                Some(self.publication(Some(voted)).0)
-            }
-            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
-                Some(self.publication(None).0)
-            }
-            _ => None,
-        };
+        let publication = self.after_applied(&record).map(|(publish, _)| publish);
         let _ = reply.send(publication);
     }
 }

@@ -1,15 +1,17 @@
 //! A bot's webhook outbox: every delivery of one bot, from queueing to giving up.
 //!
 //! The bot's actor holds one [`Outbox`] and delegates every webhook matter to it: what record
-//! a vote makes (and which open deliveries it gives up to make room), a test event, a
-//! redelivery, what an attempt sends, what its outcome changes, and the delivery log. The
+//! a vote makes (and which open deliveries it gives up to make room), an event of any other
+//! kind ([`Outbox::queue`], generic over `EventKind`: a test event is one), a redelivery, what an attempt sends, what its outcome changes, and the delivery log. The
 //! deliveries themselves are part of the bot's state (`BotState::deliveries`), changed only by
 //! records, so replay rebuilds them; the outbox says which records to make and schedules each
 //! delivery's next attempt. The actor applies and journals the records, and hands the attempts
 //! over with the record's journal number ([`Outbox::hand_over`]): the dispatcher sends none
 //! before that record is durable.
 //!
-//! - the rules of one delivery (its tries, its state): `domain/webhook.rs`;
+//! - the rules of one delivery (its tries, its state): `domain/webhook/mod.rs`;
+//! - each kind of event (what it is made of and stores, its bodies, who receives it):
+//!   `domain/webhook/events.rs`;
 //! - its stored shape: `persist/codec/deliveries.rs`;
 //! - its bodies on the wire, and the sender: `webhooks/wire.rs`, `webhooks/mod.rs`.
 
@@ -22,7 +24,9 @@ use super::{receiver_key, Dispatcher, Job, Prepared, Target};
 use crate::domain::bot::BotState;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
-use crate::domain::webhook::{Attempt, Delivery, DeliveryState};
+use crate::domain::webhook::{
+    Attempt, Delivery, DeliveryState, EventKind, TestEvent, VoteCreated, Wants,
+};
 use crate::domain::weekend::Weight;
 use crate::domain::Rejection;
 use crate::persist::state::Record;
@@ -63,6 +67,13 @@ pub struct DeliveryLog {
     pub given_up_full: u64,
 }
 
+/// What the bot's webhook settings say about the events it is sent.
+fn wants(state: &BotState) -> Wants {
+    Wants {
+        url: state.webhook.url.is_some(),
+    }
+}
+
 fn no_webhook() -> Rejection {
     Rejection::Invalid("this bot has no webhook_url to send to".into())
 }
@@ -96,7 +107,7 @@ impl Outbox {
         weight: Weight,
     ) -> (Record, Option<QueuedByVote>) {
         let bot = state.listing.id;
-        if state.webhook.url.is_none() {
+        if !VoteCreated::receives(&wants(state)) {
             let record = Record::Voted {
                 bot,
                 voter,
@@ -134,16 +145,32 @@ impl Outbox {
         state: &BotState,
         now: Timestamp,
     ) -> Result<(Delivery, Record), Rejection> {
-        if state.webhook.url.is_none() {
-            return Err(no_webhook());
+        let test = TestEvent {
+            bot: state.listing.event_bot(),
+        };
+        self.queue(state, test, now, true).ok_or_else(no_webhook)
+    }
+
+    /// The delivery of an event of any kind, if the bot receives that kind: scheduled
+    /// (`forced` through a failing receiver's gate), and the record that keeps it whole. Once
+    /// that is applied, [`Self::overflowed`] says what it gave up.
+    pub fn queue<K: EventKind>(
+        &mut self,
+        state: &BotState,
+        kind: K,
+        now: Timestamp,
+        forced: bool,
+    ) -> Option<(Delivery, Record)> {
+        if !K::receives(&wants(state)) {
+            return None;
         }
-        let delivery = Delivery::test(Uuid::new_v4(), state.listing.event_bot(), now);
-        self.schedule(state, &delivery, true);
+        let delivery = Delivery::queued(Uuid::new_v4(), now, kind);
+        self.schedule(state, &delivery, forced);
         let record = Record::DeliverySaved {
             bot: state.listing.id,
             delivery: delivery.clone(),
         };
-        Ok((delivery, record))
+        Some((delivery, record))
     }
 
     /// The oldest open deliveries past the outbox's limit after a test event, given up by id.

@@ -1,13 +1,11 @@
-//! A delivery's bodies on the wire, beside the sender (`webhooks/mod.rs`) that sends them: the
-//! signed event and the legacy vote body, rendered from what the delivery is made of each time
-//! an attempt is sent (see `domain::webhook::Delivery`).
+//! A delivery's bodies on the wire, beside the sender (`webhooks/mod.rs`) that sends them,
+//! rendered from what the delivery is made of each time an attempt is sent (see
+//! `domain::webhook::Delivery`): written once for every kind of event, whose implementation
+//! (`domain/webhook/events.rs`) says what each format's body holds.
 
 use std::borrow::Cow;
 
-use serde_json::json;
-
-use crate::domain::votes::vote_window;
-use crate::domain::webhook::{Content, Delivery, Event, WebhookFormat};
+use crate::domain::webhook::{Delivery, EventKind, Head, KindVisitor, WebhookFormat};
 
 /// The body an attempt of `delivery` sends in this format: the same bytes every time.
 pub fn body(delivery: &Delivery, format: WebhookFormat) -> Cow<'_, str> {
@@ -22,68 +20,35 @@ pub trait Wire {
 
 impl Wire for Delivery {
     fn body(&self, format: WebhookFormat) -> Cow<'_, str> {
-        let bot = match &self.content {
-            Content::Rendered(bodies) => {
-                return Cow::Borrowed(match format {
-                    WebhookFormat::Signed => &bodies.signed,
-                    WebhookFormat::Legacy => &bodies.legacy,
-                })
-            }
-            Content::Vote { bot, .. } | Content::Test { bot } => bot,
-        };
-        let body = match (&self.content, format) {
-            (
-                Content::Vote {
-                    voter,
-                    counts,
-                    weight,
-                    ..
-                },
-                WebhookFormat::Signed,
-            ) => {
-                let voted_at = self.created_at;
-                let mut body = json!({
-                    "type": Event::VoteCreate.name(),
-                    "id": self.id,
-                    "created_at": voted_at,
-                    "data": {
-                        "bot": { "id": bot.id, "platform_id": bot.platform_id },
-                        "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
-                        "voted_at": voted_at,
-                        "expires_at": voted_at.plus(vote_window()),
-                        "vote_count": counts.vote_count,
-                        "monthly_vote_count": counts.monthly_vote_count,
-                    }
-                });
-                // Only a vote that counted more than once says so: every other body stays
-                // byte for byte what earlier builds sent (a retry after an upgrade included).
-                if *weight > 1 {
-                    body["data"]["weight"] = json!(weight);
-                }
-                body
-            }
-            (Content::Vote { voter, weight, .. }, WebhookFormat::Legacy) => json!({
-                "bot": bot.platform_id,
-                "user": voter.id,
-                "type": "upvote",
-                "isWeekend": *weight > 1,
-                "query": "",
+        let rendered = self.content.visit(Render {
+            head: self.head(),
+            format,
+        });
+        match rendered {
+            Ok(body) => Cow::Owned(body),
+            Err(bodies) => Cow::Borrowed(match format {
+                WebhookFormat::Signed => &bodies.signed,
+                WebhookFormat::Legacy => &bodies.legacy,
             }),
-            (_, WebhookFormat::Signed) => json!({
-                "type": Event::Test.name(),
-                "id": self.id,
-                "created_at": self.created_at,
-                "data": { "bot": { "id": bot.id, "platform_id": bot.platform_id } }
-            }),
-            (_, WebhookFormat::Legacy) => json!({
-                "bot": bot.platform_id,
-                "user": "0",
-                "type": "test",
-                "isWeekend": false,
-                "query": "",
-            }),
-        };
-        Cow::Owned(body.to_string())
+        }
+    }
+}
+
+/// A kind's body in one format.
+struct Render {
+    head: Head,
+    format: WebhookFormat,
+}
+
+impl KindVisitor for Render {
+    type Output = String;
+
+    fn visit<K: EventKind>(self, kind: &K) -> String {
+        match self.format {
+            WebhookFormat::Signed => kind.signed(self.head),
+            WebhookFormat::Legacy => kind.legacy(self.head),
+        }
+        .to_string()
     }
 }
 
@@ -98,7 +63,9 @@ mod rendering_tests {
     use crate::domain::text::{HttpUrl, VoterName};
     use crate::domain::time::Timestamp;
     use crate::domain::votes::{VoteCounts, Voter};
-    use crate::domain::webhook::{Attempt, DeliveryState, EventBot, MAX_PENDING, OUTBOX_FULL};
+    use crate::domain::webhook::{
+        Attempt, Content, DeliveryState, Event, EventBot, MAX_PENDING, OUTBOX_FULL,
+    };
     use serde::Serialize;
 
     fn bot() -> EventBot {
@@ -145,11 +112,11 @@ mod rendering_tests {
     #[test]
     fn a_weekend_vote_says_its_weight_in_both_formats_and_keeps_it_through_a_file() {
         let mut delivery = voted();
-        let Content::Vote { weight, counts, .. } = &mut delivery.content else {
+        let Content::VoteCreate(vote) = &mut delivery.content else {
             panic!("a vote");
         };
-        *weight = 2;
-        *counts = VoteCounts {
+        vote.weight = 2;
+        vote.counts = VoteCounts {
             vote_count: 2,
             monthly_vote_count: 2,
         };

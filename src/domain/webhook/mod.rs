@@ -1,7 +1,8 @@
-//! Vote webhooks' rules: the formats a receiver may ask for, one delivery and its retries, and
-//! the list of a bot's deliveries. Who queues and schedules them is the bot's outbox
-//! (`webhooks/outbox.rs`); their bodies on the wire are `webhooks/wire.rs`'s, their stored
-//! shape `persist/codec/deliveries.rs`'s.
+//! Webhooks' rules: the formats a receiver may ask for, one delivery and its retries, and the
+//! list of a bot's deliveries; the kinds of event, each one implementation, are `events.rs`'s.
+//! Who queues and schedules deliveries is the bot's outbox (`webhooks/outbox.rs`); their bodies
+//! on the wire are rendered by `webhooks/wire.rs`, their stored shape is
+//! `persist/codec/deliveries.rs`'s, both written once for every kind.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,6 +18,9 @@ use super::ids::{BotId, Snowflake};
 use super::time::Timestamp;
 use super::votes::{VoteCounts, Voter};
 use super::weekend::Weight;
+
+mod events;
+pub use events::*;
 
 /// The bot an event is about, as the event's bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,23 +87,6 @@ impl<'de> Deserialize<'de> for WebhookFormat {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub enum Event {
-    #[serde(rename = "vote.create")]
-    VoteCreate,
-    #[serde(rename = "webhook.test")]
-    Test,
-}
-
-impl Event {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::VoteCreate => "vote.create",
-            Self::Test => "webhook.test",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryState {
     /// Not tried yet.
@@ -153,41 +140,6 @@ pub struct Delivery {
     pub delivered_at: Option<Timestamp>,
 }
 
-/// What a delivery's bodies are made of.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Content {
-    /// A vote at the delivery's `created_at`, with the bot's counts just after it.
-    Vote {
-        bot: EventBot,
-        voter: Arc<Voter>,
-        counts: VoteCounts,
-        /// What the vote counted (more than 1 on a weekend with a multiplier).
-        weight: Weight,
-    },
-    /// An operator's test event.
-    Test { bot: EventBot },
-    /// Bodies rendered when the delivery was queued, by a build that stored them so (journals
-    /// and snapshots of format versions up to 3): sent as they are.
-    Rendered(Arc<RenderedBodies>),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RenderedBodies {
-    pub event: Event,
-    pub signed: String,
-    pub legacy: String,
-}
-
-impl Content {
-    pub fn event(&self) -> Event {
-        match self {
-            Content::Vote { .. } => Event::VoteCreate,
-            Content::Test { .. } => Event::Test,
-            Content::Rendered(bodies) => bodies.event,
-        }
-    }
-}
-
 /// What changes in a delivery after it is queued: journaled alone, without its content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -232,6 +184,11 @@ impl Delivery {
         }
     }
 
+    /// The delivery of an event of any kind, queued at `at`.
+    pub fn queued(id: Uuid, at: Timestamp, kind: impl EventKind) -> Self {
+        Self::new(id, at, kind.into())
+    }
+
     /// The delivery of a vote taken at `voted_at`, `counts` being the bot's just after it.
     pub fn vote(
         id: Uuid,
@@ -241,20 +198,25 @@ impl Delivery {
         counts: VoteCounts,
         weight: Weight,
     ) -> Self {
-        Self::new(
-            id,
-            voted_at,
-            Content::Vote {
-                bot,
-                voter,
-                counts,
-                weight,
-            },
-        )
+        let vote = VoteCreated {
+            bot,
+            voter,
+            counts,
+            weight,
+        };
+        Self::queued(id, voted_at, vote)
     }
 
     pub fn test(id: Uuid, bot: EventBot, now: Timestamp) -> Self {
-        Self::new(id, now, Content::Test { bot })
+        Self::queued(id, now, TestEvent { bot })
+    }
+
+    /// What every body of this delivery knows besides its kind.
+    pub fn head(&self) -> Head {
+        Head {
+            id: self.id,
+            created_at: self.created_at,
+        }
     }
 
     pub fn event(&self) -> Event {

@@ -1,0 +1,283 @@
+//! The kinds of webhook event. Each is one [`EventKind`] implementation (what it is made of, what
+//! it stores, what each wire format sends, which bots receive it) and one row of the
+//! `event_kinds!` table at the end of this file, which makes [`Event`] (the names) and
+//! [`Content`] (one arm per kind) and dispatches to the implementations. Nothing else names a
+//! kind: the outbox queues any kind (`Outbox::queue`), the stored shape
+//! (`persist/codec/deliveries.rs`) and the wire bodies (`webhooks/wire.rs`) are written once,
+//! generic over [`EventKind`], through [`KindVisitor`] and [`StoredReader`].
+//!
+//! The record that makes a kind's delivery is `Record::DeliverySaved`, which stores it whole
+//! (what `Outbox::queue` makes for any kind); only `vote.create` rides on its vote's own record
+//! (`Record::VotedWithDelivery`), so that a vote journals nothing more than itself.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::EventBot;
+use crate::domain::time::Timestamp;
+use crate::domain::votes::{vote_window, VoteCounts, Voter};
+use crate::domain::weekend::{self, Weight};
+
+/// What every body knows besides its kind: the delivery's id and when it was queued.
+#[derive(Clone, Copy, Debug)]
+pub struct Head {
+    pub id: Uuid,
+    pub created_at: Timestamp,
+}
+
+/// What a bot's webhook settings say about the events it is sent.
+#[derive(Clone, Copy, Debug)]
+pub struct Wants {
+    /// It has a `webhook_url`.
+    pub url: bool,
+}
+
+/// One kind of webhook event.
+///
+/// Its stored shape is `[bot, platform_id, stored]` (see `persist/codec/deliveries.rs`): what
+/// [`EventKind::stored`] gives is the third element, and the bytes of a kind already stored must
+/// never change (a delivery is rendered from them on every attempt, after any restart).
+pub trait EventKind: Clone + Debug + PartialEq + Into<Content> + Send + Sync + 'static {
+    /// What it stores beside the bot (`()` for nothing: MessagePack's nil).
+    type Stored: Serialize + DeserializeOwned;
+
+    /// The bot it is about, as its bodies name it.
+    fn bot(&self) -> EventBot;
+    fn stored(&self) -> Self::Stored;
+    fn from_stored(bot: EventBot, stored: Self::Stored) -> Self;
+
+    /// The body of the `signed` format (botlist's event).
+    fn signed(&self, head: Head) -> Value;
+    /// The body of the `legacy` format (the classic bot-list body).
+    fn legacy(&self, head: Head) -> Value;
+
+    /// Whether a bot with these settings is sent this kind of event.
+    fn receives(wants: &Wants) -> bool;
+}
+
+/// `vote.create`: a vote at the delivery's `created_at`, with the bot's counts just after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VoteCreated {
+    pub bot: EventBot,
+    pub voter: Arc<Voter>,
+    pub counts: VoteCounts,
+    /// What the vote counted (more than 1 on a weekend with a multiplier).
+    pub weight: Weight,
+}
+
+/// A vote's delivery as files store it.
+#[derive(Serialize, Deserialize)]
+pub struct StoredVote {
+    voter: Arc<Voter>,
+    vote_count: u64,
+    monthly_vote_count: u64,
+    /// Left out when 1 (and read as 1 from files of earlier builds).
+    #[serde(
+        default = "weekend::single",
+        skip_serializing_if = "weekend::is_single"
+    )]
+    weight: Weight,
+}
+
+impl EventKind for VoteCreated {
+    type Stored = StoredVote;
+
+    fn bot(&self) -> EventBot {
+        self.bot
+    }
+
+    fn stored(&self) -> StoredVote {
+        StoredVote {
+            voter: Arc::clone(&self.voter),
+            vote_count: self.counts.vote_count,
+            monthly_vote_count: self.counts.monthly_vote_count,
+            weight: self.weight,
+        }
+    }
+
+    fn from_stored(bot: EventBot, stored: StoredVote) -> Self {
+        Self {
+            bot,
+            voter: stored.voter,
+            counts: VoteCounts {
+                vote_count: stored.vote_count,
+                monthly_vote_count: stored.monthly_vote_count,
+            },
+            weight: stored.weight,
+        }
+    }
+
+    fn signed(&self, head: Head) -> Value {
+        let (bot, voter, voted_at) = (&self.bot, &self.voter, head.created_at);
+        let mut body = json!({
+            "type": Event::VoteCreate.name(),
+            "id": head.id,
+            "created_at": voted_at,
+            "data": {
+                "bot": { "id": bot.id, "platform_id": bot.platform_id },
+                "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
+                "voted_at": voted_at,
+                "expires_at": voted_at.plus(vote_window()),
+                "vote_count": self.counts.vote_count,
+                "monthly_vote_count": self.counts.monthly_vote_count,
+            }
+        });
+        // Only a vote that counted more than once says so: every other body stays byte for
+        // byte what earlier builds sent (a retry after an upgrade included).
+        if self.weight > 1 {
+            body["data"]["weight"] = json!(self.weight);
+        }
+        body
+    }
+
+    fn legacy(&self, _: Head) -> Value {
+        json!({
+            "bot": self.bot.platform_id,
+            "user": self.voter.id,
+            "type": "upvote",
+            "isWeekend": self.weight > 1,
+            "query": "",
+        })
+    }
+
+    fn receives(wants: &Wants) -> bool {
+        wants.url
+    }
+}
+
+/// `webhook.test`: an operator's test event, naming the bot only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestEvent {
+    pub bot: EventBot,
+}
+
+impl EventKind for TestEvent {
+    type Stored = ();
+
+    fn bot(&self) -> EventBot {
+        self.bot
+    }
+
+    fn stored(&self) {}
+
+    fn from_stored(bot: EventBot, (): ()) -> Self {
+        Self { bot }
+    }
+
+    fn signed(&self, head: Head) -> Value {
+        json!({
+            "type": Event::Test.name(),
+            "id": head.id,
+            "created_at": head.created_at,
+            "data": { "bot": { "id": self.bot.id, "platform_id": self.bot.platform_id } }
+        })
+    }
+
+    fn legacy(&self, _: Head) -> Value {
+        json!({
+            "bot": self.bot.platform_id,
+            "user": "0",
+            "type": "test",
+            "isWeekend": false,
+            "query": "",
+        })
+    }
+
+    fn receives(wants: &Wants) -> bool {
+        wants.url
+    }
+}
+
+/// Bodies rendered when the delivery was queued, by a build that stored them so (journals and
+/// snapshots of format versions up to 3): sent as they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedBodies {
+    pub event: Event,
+    pub signed: String,
+    pub legacy: String,
+}
+
+/// Code written once for every kind: called with the kind a [`Content`] holds.
+pub trait KindVisitor {
+    type Output;
+    fn visit<K: EventKind>(self, kind: &K) -> Self::Output;
+}
+
+/// Reads what a kind stores, for [`Content::read_stored`].
+pub trait StoredReader<E> {
+    fn read<T: DeserializeOwned>(self) -> Result<T, E>;
+}
+
+/// The table of kinds: `Variant(Kind) = "name"`. `Variant` names both the [`Event`] and the
+/// [`Content`] arm; the name is what bodies, headers, files and the admin API say.
+macro_rules! event_kinds {
+    ($($variant:ident($kind:ty) = $name:literal,)+) => {
+        /// A kind of event, by name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+        pub enum Event {
+            $(#[serde(rename = $name)] $variant,)+
+        }
+
+        impl Event {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+        }
+
+        /// What a delivery's bodies are made of: one arm per kind, or the bodies an earlier
+        /// build rendered.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Content {
+            $($variant($kind),)+
+            Rendered(Arc<RenderedBodies>),
+        }
+
+        $(impl From<$kind> for Content {
+            fn from(kind: $kind) -> Self {
+                Self::$variant(kind)
+            }
+        })+
+
+        impl Content {
+            pub fn event(&self) -> Event {
+                match self {
+                    $(Self::$variant(_) => Event::$variant,)+
+                    Self::Rendered(bodies) => bodies.event,
+                }
+            }
+
+            /// `visitor` with the kind this holds; the bodies of an earlier build otherwise.
+            pub fn visit<V: KindVisitor>(&self, visitor: V) -> Result<V::Output, &RenderedBodies> {
+                match self {
+                    $(Self::$variant(kind) => Ok(visitor.visit(kind)),)+
+                    Self::Rendered(bodies) => Err(bodies),
+                }
+            }
+
+            /// The content of a stored delivery of `event` about `bot`, whose kind's stored
+            /// part `reader` reads.
+            pub fn read_stored<E, R: StoredReader<E>>(
+                event: Event,
+                bot: EventBot,
+                reader: R,
+            ) -> Result<Self, E> {
+                Ok(match event {
+                    $(Event::$variant => Self::$variant(<$kind>::from_stored(bot, reader.read()?)),)+
+                })
+            }
+        }
+    };
+}
+
+event_kinds! {
+    VoteCreate(VoteCreated) = "vote.create",
+    Test(TestEvent) = "webhook.test",
+}
