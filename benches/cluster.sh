@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cluster mode on one machine (docs/CLUSTER.md, docs/PERFORMANCE.md section `cluster`): three
+# Cluster mode on one machine (docs/CLUSTER.md, docs/PERFORMANCE.md, "Cluster mode"): three
 # nats-servers (R3, sync_interval: always) and three botlist nodes on loopback. Prints:
 #   - votes/s and latency percentiles through the writer (wrk -t2 -c32, benches/votes.lua),
 #     beside the same through one single-node server with --fsync always on this machine;

@@ -5,7 +5,8 @@
 # runs S seconds per route against the bare handler, then each build in turn, for R rounds.
 # Printed per route and round: req/s and the server process's CPU (user + system, from
 # /proc/PID/stat) divided by the requests it answered. Steadier than req/s on a shared machine,
-# and what docs/PERFORMANCE.md ("Session 10") compares builds with, ablations included.
+# and what docs/PERFORMANCE.md ("CPU per request, and what the layer costs") compares builds with,
+# ablations included.
 #
 #   benches/cpu_per_request.sh ROUNDS SECONDS NAME=BINARY [NAME=BINARY ...]
 #   e.g. benches/cpu_per_request.sh 2 4 before=/tmp/botlist-before after=target/release/botlist

@@ -1,7 +1,7 @@
 //! What the per-request layer costs, piece by piece, on the calling thread: the request id, the
 //! metrics and the log line (what the request pays to count itself and queue its line, and
 //! what the access-log thread pays to write it) and the rate limit (the token's bot, the bucket, the three headers).
-//! docs/PERFORMANCE.md ("perf branch, session 9") states them per request.
+//! docs/PERFORMANCE.md ("CPU per request, and what the layer costs") states them per request.
 //!
 //!   cargo bench --bench layer 2>/dev/null
 //!

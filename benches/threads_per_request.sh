@@ -4,7 +4,7 @@
 # /proc/PID/task/*/{stat,status} before and after. Printed per server and round: req/s, user
 # and system CPU a request (µs), the CPU a request of each thread group that used more than
 # 0.2 µs, and the voluntary and involuntary context switches per 1,000 requests.
-# docs/PERFORMANCE.md ("Session 12") reads the scheduler's part and the writes' threads off it.
+# docs/PERFORMANCE.md ("The writes, thread by thread") reads the writes' threads and the scheduler's part off it.
 #
 #   benches/threads_per_request.sh ROUTE ROUNDS SECONDS NAME=BINARY[,ARG...] [...]
 #   ROUTE: check (GET /bots/:id/check) or post (POST /bots/:id/stats)
