@@ -225,6 +225,91 @@ pub fn starts_a_word(name: &str, q: &str) -> bool {
 #[derive(Debug, PartialEq, Eq)]
 pub struct QueryError(pub String);
 
+/// `sort`: an order's name; `relevance` ranks by the text and falls back to the default order.
+fn parse_sort(params: &Params) -> Result<Sort, QueryError> {
+    match params.get("sort") {
+        None | Some(RELEVANCE) => Ok(Sort::DEFAULT),
+        Some(s) => Sort::parse(s).ok_or_else(|| {
+            QueryError(format!(
+                "`sort` must be one of {}, got `{s}`",
+                Sort::names()
+            ))
+        }),
+    }
+}
+
+fn parse_invites(params: &Params) -> Result<Option<Invites>, QueryError> {
+    params
+        .get("invites")
+        .map(|s| {
+            Invites::parse(s).ok_or_else(|| {
+                QueryError(format!(
+                    "`invites` must be one of {}, got `{s}`",
+                    Invites::NAMES
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// `offset`, or the start of `page`. Both are checked even when offset wins over page: a bad
+/// value is never ignored.
+fn parse_offset(params: &Params, limit: u64) -> Result<u64, QueryError> {
+    let page = match params.get("page") {
+        None => None,
+        Some(s) => match parse_count("page", s, false)? {
+            0 => return Err(QueryError("`page` must be 1 or more".into())),
+            page => Some(page),
+        },
+    };
+    match (params.get("offset"), page) {
+        (Some(s), _) => parse_count("offset", s, false),
+        (None, Some(page)) => Ok((page - 1).saturating_mul(limit)),
+        (None, None) => Ok(0),
+    }
+}
+
+/// `match`: whether `q` is whole words (`words`) or a substring (the default).
+fn parse_match(params: &Params) -> Result<bool, QueryError> {
+    match params.get("match") {
+        None | Some("substring") => Ok(false),
+        Some("words") => Ok(true),
+        Some(other) => Err(QueryError(format!(
+            "`match` must be `substring` or `words`, got `{other}`"
+        ))),
+    }
+}
+
+/// What the folded `q` is looked for as: a substring, or a set of words; and the text
+/// relevance ranks by, when asked.
+fn needles(
+    text: Option<String>,
+    by_words: bool,
+    relevance: bool,
+) -> (Option<String>, Option<Vec<String>>, Option<String>) {
+    let text = text.filter(|q| !q.is_empty());
+    let relevance = text
+        .as_ref()
+        .filter(|_| relevance)
+        .map(|q| {
+            if by_words {
+                q.trim().to_owned()
+            } else {
+                q.clone()
+            }
+        })
+        .filter(|q| !q.is_empty());
+    match text {
+        Some(q) if by_words => {
+            let mut words: Vec<String> = q.split_whitespace().map(str::to_owned).collect();
+            words.sort_unstable();
+            words.dedup();
+            (None, (!words.is_empty()).then_some(words), relevance)
+        }
+        text => (text, None, relevance),
+    }
+}
+
 const KNOWN: &[&str] = &[
     "q", "query", "category", "tags", "language", "langs", "invites", "votes", "sort", "limit",
     "offset", "page", "match",
@@ -243,71 +328,16 @@ impl Search {
             None => None,
         };
         let relevance = params.get("sort") == Some(RELEVANCE);
-        let sort = match params.get("sort") {
-            None | Some(RELEVANCE) => Sort::DEFAULT,
-            Some(s) => Sort::parse(s).ok_or_else(|| {
-                QueryError(format!(
-                    "`sort` must be one of {}, got `{s}`",
-                    Sort::names()
-                ))
-            })?,
-        };
-        let invites = match params.get("invites") {
-            None => None,
-            Some(s) => Some(Invites::parse(s).ok_or_else(|| {
-                QueryError(format!(
-                    "`invites` must be one of {}, got `{s}`",
-                    Invites::NAMES
-                ))
-            })?),
-        };
+        // In this order, so that of two bad parameters the same one is named as always.
+        let sort = parse_sort(&params)?;
+        let invites = parse_invites(&params)?;
         let limit = match params.get("limit") {
             None => DEFAULT_LIMIT,
             Some(s) => parse_count("limit", s, true)?.min(MAX_LIMIT),
         };
-        // Both are checked even when offset wins over page: a bad value is never ignored.
-        let page = match params.get("page") {
-            None => None,
-            Some(s) => match parse_count("page", s, false)? {
-                0 => return Err(QueryError("`page` must be 1 or more".into())),
-                page => Some(page),
-            },
-        };
-        let offset = match (params.get("offset"), page) {
-            (Some(s), _) => parse_count("offset", s, false)?,
-            (None, Some(page)) => (page - 1).saturating_mul(limit),
-            (None, None) => 0,
-        };
-        let by_words = match params.get("match") {
-            None | Some("substring") => false,
-            Some("words") => true,
-            Some(other) => {
-                return Err(QueryError(format!(
-                    "`match` must be `substring` or `words`, got `{other}`"
-                )))
-            }
-        };
-        let text = text.filter(|q| !q.is_empty());
-        let relevance = text
-            .as_ref()
-            .filter(|_| relevance)
-            .map(|q| {
-                if by_words {
-                    q.trim().to_owned()
-                } else {
-                    q.clone()
-                }
-            })
-            .filter(|q| !q.is_empty());
-        let (text, words) = match text {
-            Some(q) if by_words => {
-                let mut words: Vec<String> = q.split_whitespace().map(str::to_owned).collect();
-                words.sort_unstable();
-                words.dedup();
-                (None, (!words.is_empty()).then_some(words))
-            }
-            text => (text, None),
-        };
+        let offset = parse_offset(&params, limit)?;
+        let by_words = parse_match(&params)?;
+        let (text, words, relevance) = needles(text, by_words, relevance);
         Ok(Self {
             words,
             relevance,
@@ -324,7 +354,6 @@ impl Search {
             offset,
         })
     }
-
     /// Whether `bot` passes every filter of this search.
     pub fn matches(&self, bot: &BotView) -> bool {
         let listing = &*bot.listing;
