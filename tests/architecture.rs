@@ -224,3 +224,85 @@ fn the_reader_sees_what_the_house_rule_script_sees() {
     assert_eq!(path(&graph, "b", "a").expect("a cycle"), ["b", "c", "a"]);
     assert_eq!(path(&graph, "d", "a"), None);
 }
+
+/// The arms at the top level of each `match` block in `text` (comments and tests left out):
+/// each block's arm starts, one line each.
+fn match_blocks(text: &str) -> Vec<Vec<String>> {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+        .collect();
+    let mut blocks = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        if !(line.starts_with("match ") || line.contains(" match ")) || !line.ends_with('{') {
+            continue;
+        }
+        let mut depth = 1i32;
+        let mut arms = Vec::new();
+        for inner in &lines[at + 1..] {
+            if depth == 1 && !inner.is_empty() && !inner.starts_with('}') {
+                arms.push(inner.to_string());
+            }
+            depth += inner.matches('{').count() as i32 - inner.matches('}').count() as i32;
+            if depth <= 0 {
+                break;
+            }
+        }
+        blocks.push(arms);
+    }
+    blocks
+}
+
+/// A record kind is decided about in every place that matches over `Record`: no such match has
+/// a wildcard arm, so a new kind makes the compiler list every place (docs/ARCHITECTURE.md,
+/// "Each lifecycle in one place").
+#[test]
+fn no_match_over_record_kinds_has_a_wildcard_arm() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut bypasses = Vec::new();
+    let mut matches_over_records = 0;
+    // A module of tests (`#[cfg(test)] mod tests;`) may match as it likes.
+    files.retain(|f| f.file_name().is_some_and(|n| n != "tests.rs"));
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for arms in match_blocks(&text) {
+            if !arms.iter().any(|arm| arm.starts_with("Record::")) {
+                continue;
+            }
+            matches_over_records += 1;
+            if arms
+                .iter()
+                .any(|arm| arm.starts_with("_ =>") || arm.starts_with("_ if"))
+            {
+                bypasses.push(
+                    file.strip_prefix(&src)
+                        .expect("under src")
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    assert!(
+        matches_over_records >= 5,
+        "the check found {matches_over_records} matches over Record"
+    );
+    assert!(
+        bypasses.is_empty(),
+        "a match over record kinds has a wildcard arm in {bypasses:?}"
+    );
+}
+
+#[test]
+fn the_record_check_sees_a_wildcard_arm() {
+    let sample = "fn f(r: &Record) -> u8 {\n    match r {\n        Record::A { .. } => {\n            match x {\n                _ => 1,\n            }\n        }\n        _ => 2,\n    }\n}\n";
+    let blocks = match_blocks(sample);
+    let outer = blocks
+        .iter()
+        .find(|arms| arms.iter().any(|a| a.starts_with("Record::")))
+        .expect("the outer match");
+    assert!(outer.iter().any(|a| a.starts_with("_ =>")), "{outer:?}");
+}
