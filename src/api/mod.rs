@@ -1,30 +1,18 @@
-//! The HTTP API: one module per resource, thin handlers that parse, ask an actor and reply.
+//! The HTTP API in two halves: the resources (`resources/`, one module each, declaring their
+//! routes) and the HTTP machinery they are served through (`http/`). This module holds what
+//! joins them: the state every handler reaches and the router built from every declaration.
 
-pub mod admin;
-pub mod admin_failures;
-pub mod around;
-pub mod badge;
-pub mod bots;
-pub mod cluster;
-pub mod connection;
-pub mod docs;
-pub mod error;
-pub mod extract;
-pub mod growth;
-pub mod guard;
-pub mod health;
-pub mod history;
 pub mod http;
-pub mod layer;
-pub mod limits;
-pub mod openapi;
-pub mod reply;
-pub mod routes;
-pub mod stats;
-pub mod suggest;
-pub mod users;
-pub mod votes;
-pub mod weekend;
+pub mod resources;
+
+// The paths the rest of the crate, the tests and the benchmarks name.
+pub use http::{
+    admin_failures, around, cluster, connection, error, extract, guard, layer, limits, openapi,
+    reply, routes,
+};
+pub use resources::{
+    admin, badge, bots, docs, growth, health, history, stats, suggest, users, votes, weekend,
+};
 
 use std::sync::Arc;
 

@@ -147,7 +147,7 @@ fn serve_api(
                 .configure(|cfg| {
                     if let Some(cluster) = &cluster {
                         cfg.app_data(cluster.clone())
-                            .configure(cluster::routes(&base_path));
+                            .configure(crate::api::resources::cluster::routes(&base_path));
                     }
                 })
                 .configure(routes(&base_path, metrics_on_api))

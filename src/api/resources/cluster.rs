@@ -4,9 +4,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::ClusterHttp;
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::Admin;
+use crate::api::http::cluster::ClusterHttp;
 use crate::api::{reply, AppState};
 use crate::cluster::digest::{of_source, Digest};
 use crate::cluster::view::NodeRole;

@@ -235,7 +235,7 @@ impl Route {
     pub fn into_service(self) -> Service {
         if self.properties.etag {
             self.service
-                .wrap(super::around::Wrap::new(super::http::Tagged))
+                .wrap(super::around::Wrap::new(super::semantics::Tagged))
         } else {
             self.service
         }
