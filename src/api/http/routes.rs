@@ -492,7 +492,11 @@ impl Shape {
 }
 
 /// One string kept for the life of the process, once per distinct value: route patterns and
-/// parameter names, of which there are a few dozen, whatever the number of apps built.
+/// parameter names, of which there are a few dozen, whatever the number of apps built. Both
+/// must be `'static` for a request to carry them without an allocation or a reference count:
+/// actix takes a parameter's name as `Cow<'static, str>` (`Path::add_static`), and the access
+/// log's line (`telemetry::RoutePattern`) holds its pattern until the log's thread writes it.
+/// The patterns come from `#[utoipa::path]` as `String`s and include the run-time base path.
 fn interned(text: &str) -> &'static str {
     static KNOWN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut known = KNOWN
