@@ -1,30 +1,18 @@
-//! The HTTP API: one module per resource, thin handlers that parse, ask an actor and reply.
+//! The HTTP API in two halves: the resources (`resources/`, one module each, declaring their
+//! routes) and the HTTP machinery they are served through (`http/`). This module holds what
+//! joins them: the state every handler reaches and the router built from every declaration.
 
-pub mod admin;
-pub mod admin_failures;
-pub mod around;
-pub mod badge;
-pub mod bots;
-pub mod cluster;
-pub mod connection;
-pub mod docs;
-pub mod error;
-pub mod extract;
-pub mod growth;
-pub mod guard;
-pub mod health;
-pub mod history;
 pub mod http;
-pub mod layer;
-pub mod limits;
-pub mod openapi;
-pub mod reply;
-pub mod routes;
-pub mod stats;
-pub mod suggest;
-pub mod users;
-pub mod votes;
-pub mod weekend;
+pub mod resources;
+
+// The paths the rest of the crate, the tests and the benchmarks name.
+pub use http::{
+    admin_failures, around, cluster, connection, error, extract, guard, layer, limits, openapi,
+    reply, routes,
+};
+pub use resources::{
+    admin, badge, bots, docs, growth, health, history, stats, suggest, users, votes, weekend,
+};
 
 use std::sync::Arc;
 
@@ -78,28 +66,56 @@ fn declared() -> Vec<Route> {
         badge::routes(),
         growth::routes(),
         suggest::routes(),
+        resources::cluster::routes(),
     ]
     .into_iter()
     .flatten()
     .collect()
 }
 
-/// The operational routes, outside the base path.
+/// The operational routes every deployment serves, outside the base path.
 pub fn root_routes() -> Vec<Route> {
     declared()
         .into_iter()
-        .filter(|route| route.properties.operational)
+        .filter(|route| route.properties.operational && !route.properties.cluster)
         .collect()
 }
 
-/// The API's routes, under the base path, in the order they are matched.
+/// The API's routes every deployment serves, under the base path, in the order they are
+/// matched.
 pub fn api_routes() -> Vec<Route> {
     let mut all: Vec<Route> = declared()
         .into_iter()
-        .filter(|route| !route.properties.operational)
+        .filter(|route| !route.properties.operational && !route.properties.cluster)
         .collect();
     routes::matching_order(&mut all);
     all
+}
+
+/// The routes a cluster node serves beside the others, with their paths as served (the API's
+/// under `base_path`).
+fn cluster_routes(base_path: &str) -> Vec<Route> {
+    declared()
+        .into_iter()
+        .filter(|route| route.properties.cluster)
+        .map(|mut route| {
+            if !route.properties.operational {
+                route.path = format!("{base_path}{}", route.path);
+            }
+            route
+        })
+        .collect()
+}
+
+/// The metrics listener's router (`--metrics-bind`): the routes declared
+/// [`on_metrics_listener`](Route::on_metrics_listener), and 404 for any other path.
+pub fn metrics_listener(cfg: &mut web::ServiceConfig) {
+    let metrics: Vec<Route> = root_routes()
+        .into_iter()
+        .filter(|route| route.properties.metrics)
+        .collect();
+    routes::resources(cfg, "", metrics);
+    cfg.default_service(web::to(routes::no_route));
 }
 
 /// Whether `path` is `scope` or below it.
@@ -131,9 +147,17 @@ fn by_limit(routes: Vec<Route>) -> (Vec<(Limit, Vec<Route>)>, Vec<Route>) {
 /// API requests never run it (and a base path under `/docs` is not taken for a file).
 ///
 /// Without `metrics_on_api` (`--metrics-bind`), the routes of the metrics listener are served
-/// there and not here.
-pub fn routes(base_path: &str, metrics_on_api: bool) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+/// there and not here. With `cluster_on`, the cluster's routes come first, each its own
+/// resource at its full path.
+pub fn routes(
+    base_path: &str,
+    metrics_on_api: bool,
+    cluster_on: bool,
+) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
     move |cfg| {
+        if cluster_on {
+            routes::resources(cfg, "", cluster_routes(base_path));
+        }
         let root: Vec<Route> = root_routes()
             .into_iter()
             .filter(|route| metrics_on_api || !route.properties.metrics)
@@ -200,4 +224,30 @@ async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, HeaderValue::from_static(reply::JSON_UTF8)))
         .body(state.openapi_json.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{api_routes, cluster_routes, root_routes};
+
+    #[test]
+    fn the_cluster_routes_are_declared_with_the_others_and_served_at_their_full_paths() {
+        let served: Vec<String> = cluster_routes("/api/v1")
+            .into_iter()
+            .map(|route| format!("{} {}", route.method, route.path))
+            .collect();
+        assert_eq!(
+            served,
+            [
+                "GET /cluster",
+                "GET /cluster/writer",
+                "POST /api/v1/admin/cluster/step-down",
+                "GET /api/v1/admin/cluster/digest",
+            ]
+        );
+        let everywhere = root_routes().into_iter().chain(api_routes());
+        assert!(everywhere
+            .map(|route| route.path)
+            .all(|path| !path.contains("cluster")));
+    }
 }

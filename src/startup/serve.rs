@@ -20,7 +20,7 @@ use crate::api::history::History;
 use crate::api::http::{self, AllowedMethods};
 use crate::api::layer::Layer;
 use crate::api::limits::{self, ClientAddress, RateLimiter};
-use crate::api::{openapi, routes, AppState};
+use crate::api::{self, openapi, routes, AppState};
 use crate::config::Settings;
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
@@ -146,17 +146,17 @@ fn serve_api(
                 .wrap(layer.clone())
                 .configure(|cfg| {
                     if let Some(cluster) = &cluster {
-                        cfg.app_data(cluster.clone())
-                            .configure(cluster::routes(&base_path));
+                        cfg.app_data(cluster.clone());
                     }
                 })
-                .configure(routes(&base_path, metrics_on_api))
+                .configure(routes(&base_path, metrics_on_api, cluster_on))
         },
     )
 }
 
-/// `GET /metrics` alone on its own address (`--metrics-bind`), so an operator can keep it on a
-/// private interface; everything else there is 404.
+/// The routes declared for the metrics listener (`GET /metrics`) alone on their own address
+/// (`--metrics-bind`), so an operator can keep them on a private interface; everything else
+/// there is 404.
 fn serve_metrics(
     bind: SocketAddr,
     state: web::Data<AppState>,
@@ -166,8 +166,7 @@ fn serve_metrics(
     let server = actix_web::HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
-            .route("/metrics", web::get().to(crate::api::health::metrics))
-            .default_service(web::to(crate::api::routes::no_route))
+            .configure(api::metrics_listener)
             .wrap(from_fn(envelope_errors))
     })
     .workers(1)

@@ -5,11 +5,11 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::routes::Route;
-use super::{reply, AppState};
+use crate::api::http::routes::Route;
+use crate::api::{http::reply, AppState};
 use crate::telemetry;
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![
         Route::new(__path_healthz, healthz).operational(),

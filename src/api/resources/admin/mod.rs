@@ -7,9 +7,9 @@ pub mod users;
 pub mod votes;
 pub mod webhooks;
 
-use super::error::{ApiError, Code};
-use super::routes::Route;
-use super::AppState;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::routes::Route;
+use crate::api::AppState;
 use crate::domain::text::HttpUrl;
 use crate::webhooks::guard;
 

@@ -10,7 +10,7 @@ use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION
 use actix_web::{web, HttpResponse};
 use utoipa_swagger_ui::Config;
 
-use super::error::{ApiError, Code};
+use crate::api::http::error::{ApiError, Code};
 
 /// Where the page lives; its files are under it, relative to `index.html`.
 pub const PATH: &str = "/docs";

@@ -1,24 +1,31 @@
 //! `GET /cluster`, `GET /cluster/writer`, `GET {base}/admin/cluster/digest` and
 //! `POST {base}/admin/cluster/step-down`, on every node.
 
-use actix_web::http::StatusCode;
+use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpResponse};
 
-use super::ClusterHttp;
-use crate::api::error::{ApiError, Code};
-use crate::api::extract::Admin;
-use crate::api::{reply, AppState};
+use crate::api::http::cluster::ClusterHttp;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::extract::Admin;
+use crate::api::http::reply;
+use crate::api::http::routes::Route;
+use crate::api::AppState;
 use crate::cluster::digest::{of_source, Digest};
 use crate::cluster::view::NodeRole;
 
-/// `GET /cluster`, `GET /cluster/writer` and the admin step-down, on the writer.
-pub fn routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
-    move |cfg| {
-        cfg.service(web::resource("/cluster").get(status))
-            .service(web::resource("/cluster/writer").get(writer))
-            .service(web::resource(format!("{base_path}/admin/cluster/step-down")).post(step_down))
-            .service(web::resource(format!("{base_path}/admin/cluster/digest")).get(digest));
-    }
+/// This module's routes; see [`crate::api::http::routes`]. A cluster node serves them beside
+/// the others, none of them documented: `/cluster` and `/cluster/writer` outside the base path,
+/// the admin ones under it.
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::undocumented(Method::GET, "/cluster", status).operational(),
+        Route::undocumented(Method::GET, "/cluster/writer", writer).operational(),
+        Route::undocumented(Method::POST, "/admin/cluster/step-down", step_down).admin(),
+        Route::undocumented(Method::GET, "/admin/cluster/digest", digest).admin(),
+    ]
+    .into_iter()
+    .map(Route::cluster)
+    .collect()
 }
 
 async fn status(cluster: web::Data<ClusterHttp>) -> HttpResponse {

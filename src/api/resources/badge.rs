@@ -4,13 +4,13 @@ use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::bots::find_bot;
-use super::error::{ApiError, Code};
-use super::routes::{Limit, Route, Subject};
-use super::AppState;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::routes::{Limit, Route, Subject};
+use crate::api::AppState;
 use crate::domain::badge::{metric, parse_label, Badge, BadgeColor, BadgeKind, BadgeStyle};
 use crate::domain::query::pairs;
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_get_badge, get_badge)
         .refuses(

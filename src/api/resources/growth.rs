@@ -6,15 +6,15 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::bots::find_bot;
-use super::error::{ApiError, Code};
-use super::routes::{Limit, Route, Subject};
-use super::{reply, AppState};
 use crate::actors::bot::GrowthPoints;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::routes::{Limit, Route, Subject};
+use crate::api::{http::reply, AppState};
 use crate::domain::growth::{Interval, HOURLY_DAYS, MAX_POINTS};
 use crate::domain::query::pairs;
 use crate::domain::time::Timestamp;
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_get_growth, get_growth).refuses(Code::BadRequest, "`interval`, `from` or `to` is invalid or sent twice, `to` is before `from`, more than 1000 points, or hourly points older than 90 days")
         .limited(Limit::PerBot)

@@ -4,15 +4,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code};
-use super::extract::{snowflake_param, OwnBot};
-use super::routes::{Classic, Limit, Route};
-use super::{reply, AppState};
 use crate::actors::bot::RecentVoters;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::extract::{snowflake_param, OwnBot};
+use crate::api::http::routes::{Classic, Limit, Route};
+use crate::api::{http::reply, AppState};
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     let voters = Route::own_bot(
         __path_voters,

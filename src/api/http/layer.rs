@@ -30,7 +30,7 @@ use pin_project_lite::pin_project;
 use super::around::polled_again;
 use super::error::{envelope, ApiError, Code};
 use super::guard::headers_within_limit;
-use super::http::{gzip_on_ties, with_allow, AllowedMethods, MIN_COMPRESSED_BYTES};
+use super::semantics::{gzip_on_ties, with_allow, AllowedMethods, MIN_COMPRESSED_BYTES};
 use crate::telemetry::{AccessLog, Observation};
 
 /// The encodings a client may be answered in, identity first: what a client that ranks them

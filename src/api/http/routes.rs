@@ -74,6 +74,9 @@ pub struct Properties {
     pub operational: bool,
     /// Served on the metrics listener instead when the operator sets `--metrics-bind`.
     pub metrics: bool,
+    /// Served on a cluster node only, and left out of the OpenAPI document, which describes
+    /// what every deployment serves.
+    pub cluster: bool,
     /// Tried before the other routes with parameters: bots call it all day.
     pub early: bool,
     /// Takes a bot's API token.
@@ -97,7 +100,8 @@ pub struct Route {
     /// the error table's).
     pub refusals: Vec<(Code, &'static str)>,
     service: Service,
-    operation: fn(&mut Schemas) -> Operation,
+    /// `None` for a route the document leaves out (see [`Properties::cluster`]).
+    operation: Option<fn(&mut Schemas) -> Operation>,
 }
 
 impl Route {
@@ -132,7 +136,24 @@ impl Route {
             path: D::path(),
             properties: Properties::default(),
             refusals: Vec::new(),
-            operation: operation::<D>,
+            operation: Some(operation::<D>),
+        }
+    }
+
+    /// A route with no OpenAPI entry: cluster mode's (see [`Properties::cluster`]).
+    pub fn undocumented<F, Args>(method: Method, path: &str, handler: F) -> Self
+    where
+        F: Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: Responder + 'static,
+    {
+        Self {
+            service: web::route().method(method.clone()).to(handler),
+            method,
+            path: path.to_owned(),
+            properties: Properties::default(),
+            refusals: Vec::new(),
+            operation: None,
         }
     }
 
@@ -189,6 +210,10 @@ impl Route {
         self.set(|p| p.metrics = true)
     }
 
+    pub fn cluster(self) -> Self {
+        self.set(|p| p.cluster = true)
+    }
+
     pub fn early(self) -> Self {
         self.set(|p| p.early = true)
     }
@@ -206,7 +231,10 @@ impl Route {
     /// Adds this route's OpenAPI entry, at its path under `base_path` (operational routes at
     /// theirs), and the schemas it refers to.
     pub fn document(&self, base_path: &str, paths: &mut Paths, schemas: &mut Schemas) {
-        let mut operation = (self.operation)(schemas);
+        let Some(operation) = self.operation else {
+            return;
+        };
+        let mut operation = operation(schemas);
         if let Some(amend) = self.properties.amend {
             amend(&mut operation);
         }
@@ -235,7 +263,7 @@ impl Route {
     pub fn into_service(self) -> Service {
         if self.properties.etag {
             self.service
-                .wrap(super::around::Wrap::new(super::http::Tagged))
+                .wrap(super::around::Wrap::new(super::semantics::Tagged))
         } else {
             self.service
         }
@@ -464,7 +492,11 @@ impl Shape {
 }
 
 /// One string kept for the life of the process, once per distinct value: route patterns and
-/// parameter names, of which there are a few dozen, whatever the number of apps built.
+/// parameter names, of which there are a few dozen, whatever the number of apps built. Both
+/// must be `'static` for a request to carry them without an allocation or a reference count:
+/// actix takes a parameter's name as `Cow<'static, str>` (`Path::add_static`), and the access
+/// log's line (`telemetry::RoutePattern`) holds its pattern until the log's thread writes it.
+/// The patterns come from `#[utoipa::path]` as `String`s and include the run-time base path.
 fn interned(text: &str) -> &'static str {
     static KNOWN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut known = KNOWN

@@ -9,15 +9,15 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code};
-use super::extract::PathBot;
-use super::routes::{Limit, Route, Subject};
-use super::{reply, AppState};
 use crate::actors::directory::BotHandle;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::extract::PathBot;
+use crate::api::http::routes::{Limit, Route, Subject};
+use crate::api::{http::reply, AppState};
 use crate::domain::bot::PublicBot;
 use crate::domain::search::{Search, Sort, RELEVANCE};
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![
         Route::new(__path_search, search)

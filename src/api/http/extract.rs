@@ -15,8 +15,8 @@ use serde::de::DeserializeOwned;
 use super::connection::ReadLimit;
 use super::error::{ApiError, Code};
 use super::limits::client_ip;
-use super::AppState;
 use crate::actors::directory::BotHandle;
+use crate::api::AppState;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 
 /// Bodies over 64 KiB are refused.
@@ -384,7 +384,7 @@ fn path_id(request: &HttpRequest) -> Result<Cow<'_, str>, ApiError> {
 }
 
 fn path_bot(state: &AppState, request: &HttpRequest) -> Result<Arc<BotHandle>, ApiError> {
-    super::bots::find_bot(state, &path_id(request)?)
+    crate::api::resources::bots::find_bot(state, &path_id(request)?)
 }
 
 /// The profile `{id}` names, a profile UUID; 404 when it is not one (whether a profile has it
@@ -399,7 +399,7 @@ impl FromRequest for PathProfile {
         ready(path_id(request).and_then(|id| {
             ProfileId::parse(&id)
                 .map(PathProfile)
-                .ok_or_else(|| super::users::not_found(&id))
+                .ok_or_else(|| crate::api::resources::users::not_found(&id))
         }))
     }
 }

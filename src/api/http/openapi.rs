@@ -553,9 +553,9 @@ pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let mut paths = Paths::new();
     let mut schemas = Vec::new();
-    let routes: Vec<Route> = super::root_routes()
+    let routes: Vec<Route> = crate::api::root_routes()
         .into_iter()
-        .chain(super::api_routes())
+        .chain(crate::api::api_routes())
         .collect();
     for route in &routes {
         route.document(base_path, &mut paths, &mut schemas);

@@ -4,15 +4,15 @@ use actix_web::HttpResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code};
-use super::extract::{Json, OwnBot, PathBot};
-use super::reply;
-use super::routes::{Classic, Limit, Route, Subject};
 use crate::actors::bot::PostStats;
 use crate::actors::Answer;
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::extract::{Json, OwnBot, PathBot};
+use crate::api::http::reply;
+use crate::api::http::routes::{Classic, Limit, Route, Subject};
 pub use crate::domain::stats::StatsPost;
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     let get = Route::new(__path_get_stats, get_stats)
         .about(Subject::Bot)

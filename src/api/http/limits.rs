@@ -17,7 +17,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::around::{Around, Wrap};
-use super::{reply, AppState};
+use crate::api::{http::reply, AppState};
 use crate::domain::ids::BotId;
 use crate::domain::time::Clock;
 
@@ -228,7 +228,7 @@ impl ClientAddress {
 /// Where this request's client address comes from: as the operator said, or (cluster mode) the
 /// address the node that forwarded it with the cluster token saw, which it sends as the one
 /// X-Forwarded-For entry, so that the request is limited once, here.
-fn client_source(state: &super::AppState, request: &ServiceRequest) -> ClientAddress {
+fn client_source(state: &crate::api::AppState, request: &ServiceRequest) -> ClientAddress {
     ClientAddress::of(state.client_address, request)
 }
 

@@ -1,9 +1,7 @@
-//! Cluster mode over HTTP: `X-Botlist-Seq` on every response under the base path, waiting
-//! reads (`X-Botlist-Min-Seq` / `min_seq`), `GET /cluster`, `GET /cluster/writer`,
-//! `GET {base}/admin/cluster/digest` and `POST {base}/admin/cluster/step-down`, on every node;
-//! and, on a node that follows, writes forwarded to the writer.
+//! Cluster mode's HTTP machinery: `X-Botlist-Seq` on every response under the base path,
+//! waiting reads (`X-Botlist-Min-Seq` / `min_seq`), and, on a node that follows, writes
+//! forwarded to the writer. Its routes are a resource (`resources/cluster.rs`).
 
-mod endpoints;
 pub mod forward;
 mod middleware;
 
@@ -16,7 +14,6 @@ use actix_web::{web, HttpResponse};
 
 use crate::cluster::view::ClusterView;
 use crate::domain::ids::TokenHash;
-pub use endpoints::routes;
 use forward::Forwarder;
 pub use middleware::{consistency, forward_writes};
 

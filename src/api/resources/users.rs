@@ -2,13 +2,13 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::error::{ApiError, Code};
-use super::routes::{Limit, Route, Subject};
-use super::{reply, AppState};
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::routes::{Limit, Route, Subject};
+use crate::api::{http::reply, AppState};
 use crate::domain::ids::ProfileId;
 use crate::domain::profile::PublicProfile;
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_get_user, get_user)
         .limited(Limit::PerAddress("users_ip"))

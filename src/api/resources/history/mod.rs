@@ -10,8 +10,8 @@ mod stream;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::Code;
-use super::routes::{Classic, Limit, Route};
+use crate::api::http::error::Code;
+use crate::api::http::routes::{Classic, Limit, Route};
 use crate::config::HistorySettings;
 use crate::domain::ids::Snowflake;
 use crate::domain::text::{HttpUrl, VoterName};

@@ -4,15 +4,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Code};
-use super::routes::{Limit, Route};
-use super::{reply, AppState};
+use crate::api::http::error::{ApiError, Code};
+use crate::api::http::routes::{Limit, Route};
+use crate::api::{http::reply, AppState};
 use crate::domain::ids::BotId;
 use crate::domain::query::pairs;
 use crate::domain::search::MAX_QUERY_CHARS;
 use crate::domain::text::{fold_case, BotName, HttpUrl, PlatformUsername};
 
-/// This module's routes; see [`super::routes`].
+/// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
     vec![Route::new(__path_suggest, suggest).refuses(Code::BadRequest, "`q` is missing, blank or over 256 characters, `limit` is not 1 to 20, or a parameter is given twice").limited(Limit::PerBot)]
 }

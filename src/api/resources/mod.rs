@@ -1,0 +1,16 @@
+//! The API's resources, one module each: thin handlers that parse, ask an actor and reply, and
+//! the routes each declares (`routes()`), with their properties, for the router in `api/mod.rs`.
+
+pub mod admin;
+pub mod badge;
+pub mod bots;
+pub mod cluster;
+pub mod docs;
+pub mod growth;
+pub mod health;
+pub mod history;
+pub mod stats;
+pub mod suggest;
+pub mod users;
+pub mod votes;
+pub mod weekend;
