@@ -277,14 +277,8 @@ fn newest_local(dir: &Path) -> Option<(StreamMark, SavedState)> {
 }
 
 fn set_aside(path: &Path) {
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(".corrupt");
-    match std::fs::rename(path, &aside) {
-        Ok(()) => tracing::warn!(
-            "moved {} aside as {}",
-            path.display(),
-            Path::new(&aside).display()
-        ),
+    match crate::persist::files::set_aside(path) {
+        Ok(aside) => tracing::warn!("moved {} aside as {}", path.display(), aside.display()),
         Err(error) => tracing::warn!(%error, "could not move {} aside", path.display()),
     }
 }

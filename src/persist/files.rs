@@ -47,6 +47,15 @@ impl Numbered {
     }
 }
 
+/// Renames a file the service will not use to `<name>.corrupt`: kept for inspection, never
+/// read again, never deleted. Returns the new path.
+pub fn set_aside(path: &Path) -> io::Result<PathBuf> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".corrupt");
+    fs::rename(path, &aside)?;
+    Ok(PathBuf::from(aside))
+}
+
 /// The start of a header of this build's format version.
 pub fn header(magic: &[u8; 8], version: u32, seq: u64, capacity: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(capacity.max(HEADER_START));

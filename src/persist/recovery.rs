@@ -5,7 +5,6 @@
 //! "Startup", states the rules.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::continuity::{describe, Extent};
@@ -484,14 +483,12 @@ fn number_after(state: &SavedState, extent: &Extent, unknown: u64, reading: &mut
 
 /// Renames a file to `*.corrupt`: kept for inspection, never read again.
 fn move_aside(path: &Path, warnings: &mut Vec<String>) -> Result<(), RecoveryRefused> {
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(".corrupt");
-    fs::rename(path, &aside)
+    let aside = super::files::set_aside(path)
         .map_err(|e| RecoveryRefused(format!("cannot move {} aside: {e}", path.display())))?;
     warnings.push(format!(
         "moved {} aside as {}",
         path.display(),
-        PathBuf::from(aside).display()
+        aside.display()
     ));
     Ok(())
 }
