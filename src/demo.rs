@@ -9,9 +9,10 @@ use chrono::Duration;
 
 use crate::domain::bot::{BotState, NewBot, ServerCount};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, Token};
+use crate::domain::people::{ProfileToken, Scope};
 use crate::domain::profile::{NewProfile, Profile, Social};
 use crate::domain::stats::StatsUpdate;
-use crate::domain::text::{HttpUrl, SocialType, VoterName};
+use crate::domain::text::{HttpUrl, SocialType, TokenLabel, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{Voter, VoterTable};
 use crate::persist::state::{SavedState, StoredBot};
@@ -48,6 +49,10 @@ pub struct DemoInfo {
     /// A user whose vote for the demo bot is active for 12 hours after start.
     pub recent_voter: Snowflake,
     pub profile_id: ProfileId,
+    /// A profile with a linked platform id and a token of the `vote` and `bots` scopes (no
+    /// expiry), drawn like the bot's token: the README votes and submits with it.
+    pub token_profile_id: ProfileId,
+    pub profile_token: Token,
 }
 
 pub struct Demo {
@@ -189,6 +194,8 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
     }
 
     let (accepted, recent_id) = cast_votes(&mut rng, now, size, &mut bots);
+    // Drawn after everything else, so the rest of the demo is what it was before it.
+    let (token_profile_id, profile_token) = demo_profile_token(&mut rng, now, &mut profiles);
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
         // What a snapshot's reader does to every bot: the lookups and the check window that
@@ -203,6 +210,8 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
         bot_token: bots[0].1.clone(),
         recent_voter: recent_id,
         profile_id: profiles[0].id,
+        token_profile_id,
+        profile_token,
     };
     // In id order, as a running server writes its snapshots.
     bots.sort_unstable_by_key(|(state, _)| state.listing.id);
@@ -222,6 +231,28 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
         info,
         accepted_votes: accepted,
     }
+}
+
+/// Gives the first profile with a linked platform id a token that votes and submits bots.
+fn demo_profile_token(
+    rng: &mut Rng,
+    now: Timestamp,
+    profiles: &mut [Profile],
+) -> (ProfileId, Token) {
+    let token = Token::profile_from_entropy(rng.bytes32());
+    let profile = profiles
+        .iter_mut()
+        .find(|profile| profile.platform_id.is_some())
+        .expect("the demo links most profiles");
+    profile.tokens.push(ProfileToken {
+        id: uuid::Uuid::from_bytes(rng.bytes16()),
+        hash: token.hash(),
+        scopes: vec![Scope::Vote, Scope::Bots],
+        label: TokenLabel::parse("demo".into()).expect("a valid label"),
+        created_at: now,
+        expires_at: None,
+    });
+    (profile.id, token)
 }
 
 /// Voter `id` of the demo: the same id, name and avatar address each time, the avatar drawn.

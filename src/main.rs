@@ -111,6 +111,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("  demo bot token:     {}", demo.bot_token.as_str());
         println!("  a recent voter:     {}", demo.recent_voter);
         println!("  a profile id:       {}", demo.profile_id);
+        println!("  demo profile:       {}", demo.token_profile_id);
+        println!("  demo profile token: {}", demo.profile_token.as_str());
     }
     if let Some(metrics) = app.metrics_url() {
         println!("metrics on {metrics}");

@@ -15,7 +15,7 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 use uuid::Uuid;
 
-use crate::domain::bot::{BotPatch, BotState, BotView};
+use crate::domain::bot::{BotPatch, BotState, BotView, Decider, WebhookSettings};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
 use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
@@ -123,7 +123,9 @@ impl Unacked {
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
-            | Record::TokenRotated { .. } => nothing,
+            | Record::TokenRotated { .. }
+            | Record::ProfileTokenIssued { .. }
+            | Record::ProfileTokenRevoked { .. } => nothing,
         }
     }
 }
@@ -241,7 +243,9 @@ impl BotActor {
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
-            | Record::TokenRotated { .. } => None,
+            | Record::TokenRotated { .. }
+            | Record::ProfileTokenIssued { .. }
+            | Record::ProfileTokenRevoked { .. } => None,
         }
     }
 
@@ -401,7 +405,15 @@ impl Actor for BotActor {
 /// Takes a vote now, or says when the user may vote again.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct RecordVote(pub Voter, pub Answer<VoteCounts>);
+pub struct RecordVote(pub Voter, pub Answer<Cast>);
+
+/// A vote taken: the bot's counts just after it, and when it was taken (its 12 hours end at
+/// `at` plus the window).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cast {
+    pub counts: VoteCounts,
+    pub at: Timestamp,
+}
 
 impl Handler<RecordVote> for BotActor {
     type Result = ();
@@ -419,7 +431,7 @@ impl Handler<RecordVote> for BotActor {
             self.outbox.queued_by_vote(&self.state, queued);
         }
         let counts = self.state.votes.counts(at);
-        self.commit_answering(record, answer, counts);
+        self.commit_answering(record, answer, Cast { counts, at });
     }
 }
 
@@ -771,14 +783,19 @@ impl Handler<PostStats> for BotActor {
 /// platform id is published with the view (the directory indexes published listings).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch);
+pub struct ApplyPatch(pub BotPatch, pub Decider);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(&mut self, ApplyPatch(patch): ApplyPatch, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, ApplyPatch(patch, by): ApplyPatch, _: &mut Self::Context) -> Self::Result {
         let at = self.clock.now();
-        let (listing, webhook) = self.state.edited(patch);
+        // The status lives in the listing, so its moves are checked here, in order with every
+        // other edit of the bot.
+        let (listing, webhook) = match self.state.edited_by(patch, by) {
+            Ok(edited) => edited,
+            Err(rejection) => return Box::pin(async move { Err(rejection) }),
+        };
         let record = Record::BotEdited {
             bot: self.state.listing.id,
             listing: Arc::new(listing),
@@ -790,6 +807,20 @@ impl Handler<ApplyPatch> for BotActor {
         // An edit always shows its view (`after_applied`).
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
+    }
+}
+
+/// The bot's webhook settings, for its owners' view (`GET /bots/{id}/manage`), which shows
+/// them without the secret.
+#[derive(Message)]
+#[rtype(result = "WebhookSettings")]
+pub struct ReadWebhook;
+
+impl Handler<ReadWebhook> for BotActor {
+    type Result = MessageResult<ReadWebhook>;
+
+    fn handle(&mut self, _: ReadWebhook, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.state.webhook.clone())
     }
 }
 
@@ -903,7 +934,7 @@ mod tests {
             answered.wait()
         };
         let counts = vote(1).await;
-        assert_eq!(counts.map(|c| c.vote_count), Ok(1));
+        assert_eq!(counts.map(|c| c.counts.vote_count), Ok(1));
         assert_eq!(published.load().vote_count, 1);
         let checks = Arc::clone(&published.load().checks);
         assert!(checks.is_active(Snowflake::from_u64(1), clock.now()));

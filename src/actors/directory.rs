@@ -16,6 +16,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Published};
 use crate::domain::bot::BotView;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
+use crate::domain::people::Grant;
 use crate::domain::profile::Profile;
 use crate::domain::render::push_hex;
 use crate::domain::search::{Search, SearchPage};
@@ -126,6 +127,15 @@ pub struct Directory {
     platform_ids: ByKey<Snowflake, BotId>,
     tokens: ByKey<TokenHash, BotId>,
     profiles: ByKey<ProfileId, Arc<Profile>>,
+    /// Listings that are not approved (CONTRACT section 13): kept out of `bots`, the platform
+    /// ids, the tokens and the index, so that every public read, search and count leaves them
+    /// out without a check of its own; reached by their owners' routes and the admin API.
+    hidden: ByKey<BotId, Arc<BotHandle>>,
+    /// Each listed bot's token hash, public or hidden, so a listing that becomes public (or
+    /// stops being) moves its token with it.
+    bot_tokens: ByKey<BotId, TokenHash>,
+    /// Profile tokens by hash: one map read, like a bot token's.
+    profile_tokens: ByKey<TokenHash, Grant>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
     /// Counts the index's changes: written only under the index's write guard, so a reader
@@ -148,6 +158,9 @@ impl Directory {
             platform_ids: ByKey::default(),
             tokens: ByKey::default(),
             profiles: ByKey::default(),
+            hidden: ByKey::default(),
+            bot_tokens: ByKey::default(),
+            profile_tokens: ByKey::default(),
             index: RwLock::new(SearchIndex::new(now.month())),
             index_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),
@@ -181,6 +194,26 @@ impl Directory {
     pub fn authenticate(&self, presented: &[u8]) -> Option<BotId> {
         let hash = TokenHash::of(presented);
         self.tokens.get(&hash).map(|entry| *entry.value())
+    }
+
+    /// The profile token this is, whatever its expiry (the caller holds the clock). The map is
+    /// keyed by the token's SHA-256, like the bots' tokens.
+    pub fn authenticate_profile(&self, presented: &[u8]) -> Option<Grant> {
+        let hash = TokenHash::of(presented);
+        self.profile_tokens.get(&hash).map(|entry| *entry.value())
+    }
+
+    /// A listed bot, public or not: for its owners' routes and the admin API.
+    pub fn managed(&self, id: BotId) -> Option<Arc<BotHandle>> {
+        self.get(id)
+            .or_else(|| self.hidden.get(&id).map(|entry| Arc::clone(entry.value())))
+    }
+
+    /// `:id` of a route that reaches listings that are not public: a public listing by its
+    /// UUID or platform id, a hidden one by its UUID (its platform id is not published).
+    pub fn resolve_managed(&self, id: &str) -> Option<Arc<BotHandle>> {
+        self.resolve(id)
+            .or_else(|| BotId::parse(id).and_then(|bot| self.managed(bot)))
     }
 
     pub fn profile(&self, id: ProfileId) -> Option<Arc<Profile>> {
@@ -247,6 +280,11 @@ impl Directory {
     /// listing: the directory's map is an index of published listings, never written apart.
     pub(super) fn publish_listed(&self, handle: Arc<BotHandle>, token: TokenHash) {
         let view = handle.view();
+        self.bot_tokens.insert(handle.id, token);
+        if !view.listing.status.is_public() {
+            self.hidden.insert(handle.id, handle);
+            return;
+        }
         self.write_index().insert(Arc::clone(&view));
         self.platform_ids
             .insert(view.listing.platform_id, handle.id);
@@ -257,6 +295,13 @@ impl Directory {
     /// Publishes a recovered directory at startup: the index is built in one pass, on every
     /// core, instead of a bot at a time.
     pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
+        let (bots, hidden): (Vec<_>, Vec<_>) = bots
+            .into_iter()
+            .partition(|(handle, _)| handle.view().listing.status.is_public());
+        for (handle, token) in hidden {
+            self.bot_tokens.insert(handle.id, token);
+            self.hidden.insert(handle.id, handle);
+        }
         {
             let mut index = self.write_index();
             if index.is_empty() {
@@ -269,6 +314,7 @@ impl Directory {
             }
         }
         for (handle, token) in bots {
+            self.bot_tokens.insert(handle.id, token);
             self.platform_ids
                 .insert(handle.view().listing.platform_id, handle.id);
             self.tokens.insert(token, handle.id);
@@ -282,9 +328,16 @@ impl Directory {
         let old = published.swap(Arc::clone(&view));
         let (was, is) = (old.listing.platform_id, view.listing.platform_id);
         let id = view.listing.id;
+        let public = view.listing.status.is_public();
+        if let Some((_, handle)) = self.hidden.remove_if(&id, |_, _| public) {
+            return self.show(handle, view);
+        }
         // An edit journaled after the bot's delisting publishes nothing.
         if !self.bots.contains_key(&id) {
             return;
+        }
+        if !public {
+            return self.hide(id, was);
         }
         if was != is {
             self.platform_ids.remove_if(&was, |_, owner| *owner == id);
@@ -293,7 +346,35 @@ impl Directory {
         self.write_index().update(view);
     }
 
+    /// A hidden listing approved: published as a newly listed one is.
+    fn show(&self, handle: Arc<BotHandle>, view: Arc<BotView>) {
+        self.write_index().insert(Arc::clone(&view));
+        self.platform_ids
+            .insert(view.listing.platform_id, handle.id);
+        if let Some(token) = self.bot_tokens.get(&handle.id).map(|t| *t.value()) {
+            self.tokens.insert(token, handle.id);
+        }
+        self.bots.insert(handle.id, handle);
+    }
+
+    /// A public listing that stops being public (denied, delisted): out of every public map,
+    /// its token unknown from now on, kept for its owners.
+    fn hide(&self, id: BotId, platform_id: Snowflake) {
+        let Some((_, handle)) = self.bots.remove(&id) else {
+            return;
+        };
+        self.platform_ids
+            .remove_if(&platform_id, |_, owner| *owner == id);
+        if let Some(token) = self.bot_tokens.get(&id).map(|t| *t.value()) {
+            self.tokens.remove(&token);
+        }
+        self.write_index().remove(id);
+        self.hidden.insert(id, handle);
+    }
+
     pub(super) fn publish_delisted(&self, id: BotId, token: TokenHash) {
+        self.bot_tokens.remove(&id);
+        self.hidden.remove(&id);
         self.tokens.remove(&token);
         if let Some((_, handle)) = self.bots.remove(&id) {
             let platform_id = handle.view().listing.platform_id;
@@ -305,15 +386,37 @@ impl Directory {
 
     pub(super) fn publish_token(&self, id: BotId, old: TokenHash, new: TokenHash) {
         self.tokens.remove(&old);
-        self.tokens.insert(new, id);
+        self.bot_tokens.insert(id, new);
+        // A hidden listing's token works nowhere until the listing is public.
+        if self.bots.contains_key(&id) {
+            self.tokens.insert(new, id);
+        }
     }
 
+    /// A profile saved, or its tokens changed: the tokens it no longer has stop working here.
     pub(super) fn publish_profile(&self, profile: Arc<Profile>) {
+        if let Some(old) = self
+            .profiles
+            .get(&profile.id)
+            .map(|p| Arc::clone(p.value()))
+        {
+            for token in &old.tokens {
+                self.profile_tokens.remove(&token.hash);
+            }
+        }
+        for token in &profile.tokens {
+            self.profile_tokens
+                .insert(token.hash, token.grant(profile.id));
+        }
         self.profiles.insert(profile.id, profile);
     }
 
     pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
-        self.profiles.remove(&id);
+        if let Some((_, old)) = self.profiles.remove(&id) {
+            for token in &old.tokens {
+                self.profile_tokens.remove(&token.hash);
+            }
+        }
     }
 }
 

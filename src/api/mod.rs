@@ -11,7 +11,8 @@ pub use http::{
     reply, routes,
 };
 pub use resources::{
-    admin, badge, bots, docs, growth, health, history, stats, suggest, users, votes, weekend,
+    admin, badge, bots, docs, growth, health, history, owners, profile_votes, stats, suggest,
+    users, votes, weekend,
 };
 
 use std::sync::Arc;
@@ -67,6 +68,8 @@ fn declared() -> Vec<Route> {
         growth::routes(),
         suggest::routes(),
         resources::cluster::routes(),
+        owners::routes(),
+        profile_votes::routes(),
     ]
     .into_iter()
     .flatten()

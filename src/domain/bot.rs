@@ -7,17 +7,19 @@ use utoipa::ToSchema;
 
 use super::growth::Growth;
 use super::ids::{BotId, ProfileId, Snowflake};
+pub use super::listing::{Decider, ListingStatus};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::render::{ListingRender, RenderedListing};
 pub use super::stats::ServerCount;
 use super::stats::{ShardCounts, StatsUpdate};
 use super::text::{
-    fold_case, BotName, HttpUrl, LanguageCode, LongDescription, PlatformUsername, Prefix,
-    ShortDescription, Tags, WebhookSecret,
+    fold_case, BotName, DecisionReason, HttpUrl, LanguageCode, LongDescription, PlatformUsername,
+    Prefix, ShortDescription, Tags, WebhookSecret,
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
 use super::webhook::{Deliveries, EventBot, WebhookFormat};
+use super::Rejection;
 
 /// Owner lists are short; a longer one is a mistake, not a team.
 pub const MAX_OWNERS: usize = 20;
@@ -60,6 +62,13 @@ pub struct Listing {
     /// Its public JSON, rendered on first use (see [`super::render`]).
     #[serde(skip)]
     pub rendered: ListingRender,
+    /// Where the listing is in its life; only an approved one is public. Last, and read as
+    /// `approved` from records and snapshots of builds before it.
+    #[serde(default)]
+    pub status: ListingStatus,
+    /// Why the last decision (a denial or a delisting) was made, shown to the owners.
+    #[serde(default)]
+    pub reason: Option<DecisionReason>,
 }
 
 impl Listing {
@@ -205,6 +214,15 @@ pub struct BotPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = WebhookFormat)]
     pub webhook_format: Option<WebhookFormat>,
+    /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
+    /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = ListingStatus)]
+    pub status: Option<ListingStatus>,
+    /// Why, shown to the owners; only with `status`
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = DecisionReason)]
+    pub reason: Option<DecisionReason>,
 }
 
 /// Everything a bot actor owns: the unit that is published, snapshotted and replayed.
@@ -253,6 +271,8 @@ impl BotState {
             featured: new.featured,
             created_at: now,
             rendered: ListingRender::default(),
+            status: ListingStatus::Approved,
+            reason: None,
         };
         Self {
             listing: Arc::new(listing),
@@ -329,6 +349,48 @@ impl BotState {
             webhook.format = format;
         }
         (listing, webhook)
+    }
+
+    /// The listing and webhook settings that `patch` makes of these when `by` asks, with the
+    /// status it moves to (the table in [`super::listing`]); nothing changes yet. An owner's
+    /// edit of a denied listing sends it back for review.
+    pub fn edited_by(
+        &self,
+        mut patch: BotPatch,
+        by: Decider,
+    ) -> Result<(Listing, WebhookSettings), Rejection> {
+        let (status, reason) = (patch.status.take(), patch.reason.take());
+        let from = self.listing.status;
+        let (mut listing, webhook) = self.edited(patch);
+        let to = match status {
+            Some(to) => Some(to),
+            None if reason.is_some() => {
+                return Err(Rejection::Invalid(
+                    "reason is given only with status".into(),
+                ))
+            }
+            None if by == Decider::Owner && from == ListingStatus::Denied => {
+                Some(ListingStatus::Pending)
+            }
+            None => None,
+        };
+        if let Some(to) = to {
+            if to.needs_reason() && reason.is_none() && by == Decider::Admin {
+                return Err(Rejection::Invalid(format!(
+                    "reason is required to make a listing `{}`",
+                    to.name()
+                )));
+            }
+            from.check_move(to, by).map_err(Rejection::Conflict)?;
+            listing.status = to;
+            // The reason of the last decision: an approval has none.
+            listing.reason = if to == ListingStatus::Pending {
+                listing.reason
+            } else {
+                reason
+            };
+        }
+        Ok((listing, webhook))
     }
 
     pub fn post_stats(&mut self, update: &StatsUpdate, now: Timestamp) {
@@ -483,4 +545,157 @@ impl<'a> PublicBot<'a> {
             created_at: l.created_at,
         }
     }
+}
+
+/// The body of `POST /bots` (a profile with a `bots` token submits a listing): `POST
+/// /admin/bots`'s without `certified` and `featured`, which are the operator's to set.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Submission {
+    pub platform_id: Snowflake,
+    pub name: BotName,
+    pub username: PlatformUsername,
+    pub short_description: ShortDescription,
+    #[serde(default)]
+    pub avatar: Option<HttpUrl>,
+    #[serde(default)]
+    pub long_description: Option<LongDescription>,
+    #[serde(default)]
+    pub tags: Tags,
+    #[serde(default)]
+    pub language_code: Option<LanguageCode>,
+    #[serde(default)]
+    pub prefix: Option<Prefix>,
+    #[serde(default)]
+    pub invite_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub website_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub support_server_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub github_url: Option<HttpUrl>,
+    /// Co-owners; the submitter is always the first owner
+    #[serde(default, deserialize_with = "at_most")]
+    #[schema(max_items = 20)]
+    pub owner_ids: Vec<ProfileId>,
+    #[serde(default)]
+    pub webhook_url: Option<HttpUrl>,
+    #[serde(default)]
+    pub webhook_secret: Option<WebhookSecret>,
+    /// `signed` (default) or `legacy`
+    #[serde(default)]
+    pub webhook_format: WebhookFormat,
+}
+
+impl From<Submission> for NewBot {
+    fn from(s: Submission) -> Self {
+        NewBot {
+            platform_id: s.platform_id,
+            name: s.name,
+            username: s.username,
+            short_description: s.short_description,
+            avatar: s.avatar,
+            long_description: s.long_description,
+            tags: s.tags,
+            language_code: s.language_code,
+            prefix: s.prefix,
+            invite_url: s.invite_url,
+            website_url: s.website_url,
+            support_server_url: s.support_server_url,
+            github_url: s.github_url,
+            owner_ids: s.owner_ids,
+            certified: false,
+            featured: false,
+            webhook_url: s.webhook_url,
+            webhook_secret: s.webhook_secret,
+            webhook_format: s.webhook_format,
+        }
+    }
+}
+
+/// The body of `PATCH /bots/{id}` by an owner: every field an owner may change (not
+/// `certified`, `featured`, the counts or the ids: the platform id is what was reviewed, and
+/// the owners have their own route). Fields left out are kept, `null` clears a field that may
+/// be null.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerPatch {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = BotName)]
+    pub name: Option<BotName>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = PlatformUsername)]
+    pub username: Option<PlatformUsername>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = ShortDescription)]
+    pub short_description: Option<ShortDescription>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub avatar: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<LongDescription>)]
+    pub long_description: Patch<LongDescription>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Tags)]
+    pub tags: Option<Tags>,
+    #[serde(default)]
+    #[schema(value_type = Option<LanguageCode>)]
+    pub language_code: Patch<LanguageCode>,
+    #[serde(default)]
+    #[schema(value_type = Option<Prefix>)]
+    pub prefix: Patch<Prefix>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub invite_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub website_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub support_server_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub github_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<HttpUrl>)]
+    pub webhook_url: Patch<HttpUrl>,
+    #[serde(default)]
+    #[schema(value_type = Option<WebhookSecret>)]
+    pub webhook_secret: Patch<WebhookSecret>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = WebhookFormat)]
+    pub webhook_format: Option<WebhookFormat>,
+}
+
+impl From<OwnerPatch> for BotPatch {
+    fn from(p: OwnerPatch) -> Self {
+        BotPatch {
+            name: p.name,
+            username: p.username,
+            short_description: p.short_description,
+            avatar: p.avatar,
+            long_description: p.long_description,
+            tags: p.tags,
+            language_code: p.language_code,
+            prefix: p.prefix,
+            invite_url: p.invite_url,
+            website_url: p.website_url,
+            support_server_url: p.support_server_url,
+            github_url: p.github_url,
+            webhook_url: p.webhook_url,
+            webhook_secret: p.webhook_secret,
+            webhook_format: p.webhook_format,
+            ..BotPatch::default()
+        }
+    }
+}
+
+/// The body of `PUT /bots/{id}/owners`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnersPut {
+    /// The owners, first owner first (1 to 20 profile ids)
+    #[serde(deserialize_with = "at_most")]
+    #[schema(min_items = 1, max_items = 20)]
+    pub owner_ids: Vec<ProfileId>,
 }

@@ -186,8 +186,30 @@ impl Token {
 
     /// A token made from given bytes, for the deterministic demo directory only.
     pub fn from_entropy(bytes: [u8; 32]) -> Self {
+        Self::prefixed(Self::BOT_PREFIX, bytes)
+    }
+
+    /// What a bot's token starts with.
+    pub const BOT_PREFIX: &'static str = "blt_";
+    /// What a profile's token starts with: the two kinds are told apart by it, so that one
+    /// sent where the other is needed is refused for what it is.
+    pub const PROFILE_PREFIX: &'static str = "usr_";
+
+    /// A profile's token (section 13 of the contract), from the OS generator.
+    pub fn generate_for_profile() -> Self {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).expect("the operating system's random generator failed");
+        Self::prefixed(Self::PROFILE_PREFIX, bytes)
+    }
+
+    /// A profile's token made from given bytes, for the deterministic demo directory only.
+    pub fn profile_from_entropy(bytes: [u8; 32]) -> Self {
+        Self::prefixed(Self::PROFILE_PREFIX, bytes)
+    }
+
+    fn prefixed(prefix: &str, bytes: [u8; 32]) -> Self {
         let mut text = String::with_capacity(4 + 64);
-        text.push_str("blt_");
+        text.push_str(prefix);
         for byte in bytes {
             text.push_str(&format!("{byte:02x}"));
         }

@@ -9,7 +9,9 @@ pub mod bot;
 pub mod feed;
 pub mod growth;
 pub mod ids;
+pub mod listing;
 pub mod patch;
+pub mod people;
 pub mod profile;
 pub mod query;
 pub mod render;
@@ -36,4 +38,6 @@ pub enum Rejection {
     AlreadyVoted { retry_at: Timestamp },
     /// The change could not be made durable; the service refuses writes from now on.
     NotStored(String),
+    /// The asker may not do this (not an owner, not the first owner): says why.
+    Forbidden(String),
 }

@@ -5,6 +5,7 @@ use utoipa::ToSchema;
 
 use super::ids::{ProfileId, Snowflake};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
+use super::people::ProfileToken;
 use super::render::{ProfileRender, RenderedProfile};
 use super::text::{Bio, DisplayName, HttpUrl, ProfileUsername, Pronouns, SocialType};
 use super::time::Timestamp;
@@ -41,6 +42,10 @@ pub struct Profile {
     /// Its public JSON, rendered on first use (see [`super::render`]).
     #[serde(skip)]
     pub rendered: ProfileRender,
+    /// Its API tokens (CONTRACT section 13), each as a hash; never shown in a public answer.
+    /// Last, and empty in records and snapshots of builds before them.
+    #[serde(default)]
+    pub tokens: Vec<ProfileToken>,
 }
 
 /// The body of `POST /admin/users`.
@@ -122,6 +127,7 @@ impl Profile {
             moderator: new.moderator,
             created_at: now,
             rendered: ProfileRender::default(),
+            tokens: Vec::new(),
         }
     }
 

@@ -277,6 +277,12 @@ bounded_text!(
 bounded_text!(
     /// Free-form pronouns.
     Pronouns, 1, 40, multiline: false);
+bounded_text!(
+    /// What a profile token is for, as its holder names it (shown when tokens are listed).
+    TokenLabel, 1, 100, multiline: false);
+bounded_text!(
+    /// Why a listing was denied or delisted, shown to its owners.
+    DecisionReason, 1, 500, multiline: true);
 /// The secret a bot's webhook receiver shares with botlist: 1 to 256 printable ASCII characters,
 /// spaces only inside. It travels as a header in the legacy format, where surrounding spaces are
 /// stripped and non-ASCII bytes are read differently by different receivers.

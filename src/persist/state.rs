@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
+use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
@@ -126,6 +127,16 @@ pub enum Record {
         )]
         weight: Weight,
     },
+    /// A token issued to a profile (its hash, scopes, label and expiry; never the secret).
+    ProfileTokenIssued {
+        profile: ProfileId,
+        token: ProfileToken,
+    },
+    /// A profile's token revoked: refused from the moment this record is applied.
+    ProfileTokenRevoked {
+        profile: ProfileId,
+        token: Uuid,
+    },
 }
 
 impl Record {
@@ -145,7 +156,9 @@ impl Record {
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
-            | Record::TokenRotated { .. } => None,
+            | Record::TokenRotated { .. }
+            | Record::ProfileTokenIssued { .. }
+            | Record::ProfileTokenRevoked { .. } => None,
         }
     }
 }
@@ -221,7 +234,9 @@ impl ApplyRecord for BotState {
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
-            | Record::TokenRotated { .. } => return Err(NotApplied::NotABotRecord),
+            | Record::TokenRotated { .. }
+            | Record::ProfileTokenIssued { .. }
+            | Record::ProfileTokenRevoked { .. } => return Err(NotApplied::NotABotRecord),
         }
         Ok(())
     }
@@ -303,6 +318,17 @@ impl<B: Listed> RegistryBook<B> {
             Record::TokenRotated { bot, token } => {
                 if let Some(listed) = self.bots.get_mut(bot) {
                     listed.set_token(*token);
+                }
+            }
+            Record::ProfileTokenIssued { profile, token } => {
+                if let Some(profile) = self.profiles.get_mut(profile) {
+                    profile.tokens.retain(|kept| kept.id != token.id);
+                    profile.tokens.push(token.clone());
+                }
+            }
+            Record::ProfileTokenRevoked { profile, token } => {
+                if let Some(profile) = self.profiles.get_mut(profile) {
+                    profile.tokens.retain(|kept| kept.id != *token);
                 }
             }
             Record::Voted { .. }

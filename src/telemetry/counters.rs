@@ -39,6 +39,12 @@ pub fn count_vote<T>(result: Result<T, Rejection>) -> Result<T, Rejection> {
     result
 }
 
+/// Where an accepted vote came from: `admin` (the operator's ingest) or `profile` (the voter's
+/// own token), as `botlist_votes_by_source_total`.
+pub fn vote_source(source: &'static str) {
+    counter!("botlist_votes_by_source_total", "source" => source).increment(1);
+}
+
 pub fn stats_posted() {
     WRITE_COUNTERS.with(|counters| counters.stats_posts.increment(1));
 }

@@ -64,6 +64,10 @@ fn describe_all() {
         "botlist_votes_total",
         "Votes recorded (outcome=accepted) and refused because the user voted in the last 12 hours (outcome=refused_cooldown)."
     );
+    describe_counter!(
+        "botlist_votes_by_source_total",
+        "Votes recorded, by where they came from: source=admin (the admin API's ingest) or source=profile (the voter's own token)."
+    );
     describe_counter!("botlist_stats_posts_total", "Server-count posts stored.");
     describe_counter!(
         "botlist_rate_limit_refusals_total",
@@ -132,7 +136,10 @@ fn register_all() {
     for outcome in ["accepted", "refused_cooldown"] {
         counter!("botlist_votes_total", "outcome" => outcome).absolute(0);
     }
-    for kind in ["bot", "bots_ip", "users_ip"] {
+    for source in ["admin", "profile"] {
+        counter!("botlist_votes_by_source_total", "source" => source).absolute(0);
+    }
+    for kind in ["bot", "bots_ip", "users_ip", "profile"] {
         counter!("botlist_rate_limit_refusals_total", "kind" => kind).absolute(0);
     }
     for outcome in ["delivered", "failed"] {

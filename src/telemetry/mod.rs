@@ -27,7 +27,7 @@ pub use access_line::AccessLine;
 pub use access_log::{AccessLines, AccessLog, AnsweredRequest, RouteName};
 pub use counters::{
     count_vote, journal_written, profiles_listed, rate_key, snapshot_written, stats_posted,
-    timed_fsync, webhook_outcome, webhook_queue,
+    timed_fsync, vote_source, webhook_outcome, webhook_queue,
 };
 pub use exporter::{install_metrics, render};
 pub use logging::{init_logs, log_line, LogFormat};

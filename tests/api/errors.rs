@@ -43,7 +43,7 @@ async fn a_wrong_method_on_a_known_route_is_405() {
         (Method::DELETE, "/bots"),
         (Method::POST, "/bots/1"),
         (Method::PUT, "/bots/1/stats"),
-        (Method::POST, "/bots/1/votes"),
+        (Method::PUT, "/bots/1/votes"),
         (Method::POST, "/bots/1/check"),
         (Method::GET, "/bots/stats"),
         (Method::POST, "/users/1"),

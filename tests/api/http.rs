@@ -124,8 +124,8 @@ fn set(methods: &[&str]) -> BTreeSet<String> {
 async fn a_405_names_the_methods_the_route_allows() {
     let app = spawn_app().await;
     let cases: [(Method, &str, &[&str]); 8] = [
-        (Method::DELETE, "/bots", &["GET", "HEAD"]),
-        (Method::POST, "/bots/1", &["GET", "HEAD"]),
+        (Method::DELETE, "/bots", &["GET", "HEAD", "POST"]),
+        (Method::POST, "/bots/1", &["GET", "HEAD", "PATCH", "DELETE"]),
         (Method::PUT, "/bots/1/stats", &["GET", "HEAD", "POST"]),
         (Method::GET, "/bots/stats", &["POST"]),
         (Method::HEAD, "/bots/stats", &["POST"]),
@@ -521,7 +521,7 @@ async fn without_cors_origins_there_are_no_cors_headers() {
     let app = spawn_app().await;
     let response = preflight(&app, "/bots", "https://front.example", "GET", "").await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(allow_set(&response), set(&["GET", "HEAD"]));
+    assert_eq!(allow_set(&response), set(&["GET", "HEAD", "POST"]));
     let response = get_from(&app, "/bots", "https://front.example").await;
     assert!(response
         .headers()

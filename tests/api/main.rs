@@ -16,6 +16,8 @@ mod limits;
 mod logs;
 mod openapi;
 mod operations;
+mod people;
+mod people_replay;
 mod routing;
 mod search;
 mod search_concurrency;

@@ -90,7 +90,13 @@ async fn every_error_status_is_documented_with_the_envelope_and_its_codes() {
 }
 
 /// A path with its parameters filled in with a real bot or profile, and the token it needs.
-fn fill(path: &str, operation: &Value, bot: &TestBot, profile: &str) -> (String, Option<String>) {
+fn fill(
+    path: &str,
+    operation: &Value,
+    bot: &TestBot,
+    profile: &str,
+    profile_token: &str,
+) -> (String, Option<String>) {
     let id = if path.starts_with("/admin/users/") {
         profile
     } else {
@@ -98,10 +104,13 @@ fn fill(path: &str, operation: &Value, bot: &TestBot, profile: &str) -> (String,
     };
     let filled = path
         .replace("{id}", id)
-        .replace("{delivery_id}", "00000000-0000-4000-8000-000000000000");
+        .replace("{delivery_id}", "00000000-0000-4000-8000-000000000000")
+        .replace("{token_id}", "00000000-0000-4000-8000-000000000000");
     let security = operation["security"].to_string();
     let token = if security.contains("admin_token") {
         Some(ADMIN.to_owned())
+    } else if security.contains("profile_token") {
+        Some(profile_token.to_owned())
     } else if security.contains("token") {
         Some(bot.token.clone())
     } else {
@@ -114,9 +123,21 @@ fn fill(path: &str, operation: &Value, bot: &TestBot, profile: &str) -> (String,
 async fn every_body_route_documents_and_answers_415_and_413() {
     let app = spawn_app().await;
     let doc = document(&app).await;
-    let bot = app.create_bot(42, json!({})).await;
     let profile = app.create_user("bodies").await;
     let profile = profile["id"].as_str().expect("id");
+    // The bot's owner, with every scope: each route's checks pass before its body is read.
+    let bot = app.create_bot(42, json!({ "owner_ids": [profile] })).await;
+    let issued: Value = app
+        .admin(
+            Method::POST,
+            &format!("/admin/users/{profile}/tokens"),
+            Some(&json!({ "scopes": ["vote", "bots", "reviews", "staff"], "label": "all" })),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let profile_token = issued["token"].as_str().expect("a token");
     let mut body_routes = 0;
     for (method, path, operation) in operations(&doc) {
         if operation.get("requestBody").is_none() {
@@ -129,7 +150,7 @@ async fn every_body_route_documents_and_answers_415_and_413() {
                 "{method} {path} documents {status}"
             );
         }
-        let (filled, token) = fill(&path, &operation, &bot, profile);
+        let (filled, token) = fill(&path, &operation, &bot, profile, profile_token);
         let method = Method::from_bytes(method.as_bytes()).expect("a method");
         let response = app
             .request(method.clone(), &filled, token.as_deref())
@@ -153,7 +174,7 @@ async fn every_body_route_documents_and_answers_415_and_413() {
             .expect("sent");
         assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
     }
-    assert_eq!(body_routes, 7, "every route that takes a body");
+    assert_eq!(body_routes, 11, "every route that takes a body");
 }
 
 #[actix_web::test]
@@ -342,7 +363,7 @@ async fn patch_fields_are_nullable_exactly_where_null_is_accepted() {
     let bot = app.create_bot(55, json!({})).await;
     let fields =
         nulls_follow_the_schema(&app, &doc, "BotPatch", &format!("/admin/bots/{}", bot.id)).await;
-    assert_eq!(fields, 19);
+    assert_eq!(fields, 21);
     let profile = app.create_user("nullable").await;
     let path = format!("/admin/users/{}", profile["id"].as_str().expect("id"));
     let fields = nulls_follow_the_schema(&app, &doc, "ProfilePatch", &path).await;

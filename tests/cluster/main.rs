@@ -5,4 +5,5 @@ mod damage;
 mod followers;
 mod harness;
 mod load;
+mod people;
 mod scenarios;

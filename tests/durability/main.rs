@@ -9,6 +9,7 @@ mod history;
 mod lifecycle;
 mod ordering;
 mod ownership;
+mod people;
 mod process;
 mod refused;
 mod replay;

@@ -8,8 +8,8 @@ use tokio::sync::oneshot;
 
 use super::{reply, EditInFlight, Registry, Reply};
 use crate::actors::bot::ApplyPatch;
-use crate::domain::bot::{BotPatch, BotState, BotView, NewBot};
-use crate::domain::ids::{BotId, Token};
+use crate::domain::bot::{BotPatch, BotState, BotView, Decider, ListingStatus, NewBot};
+use crate::domain::ids::{BotId, ProfileId, Token};
 use crate::domain::Rejection;
 use crate::persist::journal::Durable;
 use crate::persist::state::Record;
@@ -23,16 +23,50 @@ impl Handler<CreateBot> for Registry {
 
     fn handle(&mut self, CreateBot(new): CreateBot, ctx: &mut Self::Context) -> Self::Result {
         let waits = self.releases_in_flight();
-        self.after(ctx, waits, move |registry| reply(registry.create_bot(new)))
+        self.after(ctx, waits, move |registry| {
+            reply(registry.create_bot(new, None))
+        })
+    }
+}
+
+/// A listing submitted by a profile with a `bots` token: `pending`, the submitter its first
+/// owner (CONTRACT section 13).
+#[derive(Message)]
+#[rtype(result = "Result<(Arc<BotView>, Token), Rejection>")]
+pub struct SubmitBot {
+    pub new: NewBot,
+    pub submitter: ProfileId,
+}
+
+impl Handler<SubmitBot> for Registry {
+    type Result = Reply<(Arc<BotView>, Token)>;
+
+    fn handle(&mut self, submit: SubmitBot, ctx: &mut Self::Context) -> Self::Result {
+        let waits = self.releases_in_flight();
+        self.after(ctx, waits, move |registry| {
+            reply(registry.create_bot(submit.new, Some(submit.submitter)))
+        })
     }
 }
 
 impl Registry {
-    fn create_bot(&mut self, new: NewBot) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
+    fn create_bot(
+        &mut self,
+        mut new: NewBot,
+        submitter: Option<ProfileId>,
+    ) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
+        if let Some(submitter) = submitter {
+            new.owner_ids.retain(|owner| *owner != submitter);
+            new.owner_ids.insert(0, submitter);
+            new.owner_ids.truncate(crate::domain::bot::MAX_OWNERS);
+        }
         self.check_platform_id_free(new.platform_id, None)?;
         self.check_owners(&new.owner_ids)?;
         let token = Token::generate();
-        let state = BotState::create(BotId::new_random(), new, self.clock.now());
+        let mut state = BotState::create(BotId::new_random(), new, self.clock.now());
+        if submitter.is_some() {
+            Arc::make_mut(&mut state.listing).status = ListingStatus::Pending;
+        }
         let id = state.listing.id;
         let token_hash = token.hash();
         let record = Record::BotListed {
@@ -59,24 +93,81 @@ impl Handler<UpdateBot> for Registry {
     /// the bot, which journals it in order with its votes and stats; the registry goes on with
     /// other messages meanwhile.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, ctx: &mut Self::Context) -> Self::Result {
+        self.update_bot_after(ctx, id, patch, None)
+    }
+}
+
+/// An edit by one of the bot's owners (a `bots` token): 403 for a profile that is not one, and
+/// only the first owner changes who the first owner is.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
+pub struct OwnerUpdateBot {
+    pub bot: BotId,
+    pub owner: ProfileId,
+    pub patch: BotPatch,
+}
+
+impl Handler<OwnerUpdateBot> for Registry {
+    type Result = Reply<Arc<BotView>>;
+
+    fn handle(&mut self, edit: OwnerUpdateBot, ctx: &mut Self::Context) -> Self::Result {
+        self.update_bot_after(ctx, edit.bot, edit.patch, Some(edit.owner))
+    }
+}
+
+impl Registry {
+    fn update_bot_after(
+        &mut self,
+        ctx: &mut Context<Self>,
+        id: BotId,
+        patch: BotPatch,
+        owner: Option<ProfileId>,
+    ) -> Reply<Arc<BotView>> {
         let takes = patch.platform_id.is_some() || patch.owner_ids.is_some();
         let waits = if takes {
             self.releases_in_flight()
         } else {
             Vec::new()
         };
-        self.after(ctx, waits, move |registry| registry.update_bot(id, patch))
+        self.after(ctx, waits, move |registry| {
+            registry.update_bot(id, patch, owner)
+        })
     }
-}
 
-impl Registry {
-    fn update_bot(&mut self, id: BotId, patch: BotPatch) -> Reply<Arc<BotView>> {
+    /// 403 unless `owner` is one of the bot's owners, as the registry has accepted them.
+    pub(super) fn check_owner(&self, id: BotId, owner: ProfileId) -> Result<(), Rejection> {
+        let entry = self
+            .book
+            .bots
+            .get(&id)
+            .ok_or_else(|| Self::not_found_bot(id))?;
+        if entry.owners.contains(&owner) {
+            Ok(())
+        } else {
+            Err(Rejection::Forbidden(
+                "this profile is not an owner of this bot".into(),
+            ))
+        }
+    }
+
+    fn update_bot(
+        &mut self,
+        id: BotId,
+        patch: BotPatch,
+        owner: Option<ProfileId>,
+    ) -> Reply<Arc<BotView>> {
         let checked = (|| {
+            if let Some(owner) = owner {
+                self.check_owner(id, owner)?;
+            }
             let entry = self
                 .book
                 .bots
                 .get(&id)
                 .ok_or_else(|| Self::not_found_bot(id))?;
+            if let (Some(owner), Some(owners)) = (owner, &patch.owner_ids) {
+                check_first_owner(&entry.owners, owners, owner)?;
+            }
             if let Some(owners) = &patch.owner_ids {
                 self.check_owners(owners)?;
             }
@@ -102,7 +193,12 @@ impl Registry {
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
         // Sent here, in the handler, so that edits reach the bot in the order they were checked.
-        let applied = handle.addr.send(ApplyPatch(patch));
+        let by = if owner.is_some() {
+            Decider::Owner
+        } else {
+            Decider::Admin
+        };
+        let applied = handle.addr.send(ApplyPatch(patch, by));
         let (finished, done) = oneshot::channel::<()>();
         self.edits.push(EditInFlight {
             releases,
@@ -120,6 +216,25 @@ impl Registry {
     }
 }
 
+/// The owners' rule: the list is not empty, and only the first owner changes the first owner.
+fn check_first_owner(
+    current: &[ProfileId],
+    wanted: &[ProfileId],
+    asker: ProfileId,
+) -> Result<(), Rejection> {
+    let Some(first) = wanted.first() else {
+        return Err(Rejection::Invalid(
+            "owners must name at least one profile".into(),
+        ));
+    };
+    if current.first() != Some(first) && current.first() != Some(&asker) {
+        return Err(Rejection::Forbidden(
+            "only the first owner may change who the first owner is".into(),
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Message)]
 #[rtype(result = "Result<(), Rejection>")]
 pub struct DelistBot(pub BotId);
@@ -131,6 +246,52 @@ impl Handler<DelistBot> for Registry {
     /// over records of a bot that is not listed; the directory ignores its publication.
     fn handle(&mut self, DelistBot(id): DelistBot, _: &mut Self::Context) -> Self::Result {
         reply(self.delist_bot(id))
+    }
+}
+
+/// An owner removes the listing (`DELETE /bots/{id}`): the same record as the admin's.
+#[derive(Message)]
+#[rtype(result = "Result<(), Rejection>")]
+pub struct OwnerDelistBot {
+    pub bot: BotId,
+    pub owner: ProfileId,
+}
+
+impl Handler<OwnerDelistBot> for Registry {
+    type Result = Reply<()>;
+
+    fn handle(&mut self, remove: OwnerDelistBot, _: &mut Self::Context) -> Self::Result {
+        reply(
+            self.check_owner(remove.bot, remove.owner)
+                .and_then(|()| self.delist_bot(remove.bot)),
+        )
+    }
+}
+
+/// An owner rotates the bot's token: only once the listing is approved (a pending listing's
+/// token works nowhere yet).
+#[derive(Message)]
+#[rtype(result = "Result<Token, Rejection>")]
+pub struct OwnerRotateToken {
+    pub bot: BotId,
+    pub owner: ProfileId,
+}
+
+impl Handler<OwnerRotateToken> for Registry {
+    type Result = Reply<Token>;
+
+    fn handle(&mut self, rotate: OwnerRotateToken, _: &mut Self::Context) -> Self::Result {
+        reply((|| {
+            self.check_owner(rotate.bot, rotate.owner)?;
+            let status = self.handle_of(rotate.bot)?.view().listing.status;
+            if status != ListingStatus::Approved {
+                return Err(Rejection::Conflict(format!(
+                    "the listing is `{}`: its token can be rotated once it is approved",
+                    status.name()
+                )));
+            }
+            self.rotate_token(rotate.bot)
+        })())
     }
 }
 
@@ -152,16 +313,20 @@ impl Handler<RotateToken> for Registry {
     type Result = Reply<Token>;
 
     fn handle(&mut self, RotateToken(id): RotateToken, _: &mut Self::Context) -> Self::Result {
-        reply((|| {
-            if !self.book.bots.contains_key(&id) {
-                return Err(Self::not_found_bot(id));
-            }
-            let token = Token::generate();
-            let record = Record::TokenRotated {
-                bot: id,
-                token: token.hash(),
-            };
-            Ok((self.make(record), token))
-        })())
+        reply(self.rotate_token(id))
+    }
+}
+
+impl Registry {
+    fn rotate_token(&mut self, id: BotId) -> Result<(Durable, Token), Rejection> {
+        if !self.book.bots.contains_key(&id) {
+            return Err(Self::not_found_bot(id));
+        }
+        let token = Token::generate();
+        let record = Record::TokenRotated {
+            bot: id,
+            token: token.hash(),
+        };
+        Ok((self.make(record), token))
     }
 }

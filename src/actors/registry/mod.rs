@@ -38,8 +38,13 @@ use crate::webhooks::Dispatcher;
 
 pub use book::BotSpawner;
 use book::{BotStarter, Entry, PlatformIds};
-pub use bots::{CreateBot, DelistBot, RotateToken, UpdateBot};
-pub use profiles::{CreateProfile, DeleteProfile, UpdateProfile};
+pub use bots::{
+    CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot, RotateToken, SubmitBot,
+    UpdateBot,
+};
+pub use profiles::{
+    CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
+};
 pub use snapshot::{Capture, LoadState};
 
 /// Done once a bot has journaled an edit (or refused it).

@@ -3,8 +3,12 @@
 use actix::prelude::*;
 
 use super::{reply, Registry, Reply};
-use crate::domain::ids::ProfileId;
+use uuid::Uuid;
+
+use crate::domain::ids::{ProfileId, Token};
+use crate::domain::people::{ProfileToken, Scope};
 use crate::domain::profile::{NewProfile, Profile, ProfilePatch};
+use crate::domain::text::TokenLabel;
 use crate::domain::Rejection;
 use crate::persist::journal::Durable;
 use crate::persist::state::Record;
@@ -89,5 +93,92 @@ impl Registry {
             }
             Ok((self.make(Record::ProfileDeleted(id)), ()))
         })()
+    }
+}
+
+/// At most this many tokens per profile: a login that issues one per session without revoking
+/// any is a bug that should surface, not a list that grows without end.
+pub const MAX_TOKENS_PER_PROFILE: usize = 50;
+
+/// Issues a token to a profile (`POST /admin/users/{id}/tokens`): the secret is answered once,
+/// the record keeps its hash.
+#[derive(Message)]
+#[rtype(result = "Result<(ProfileToken, Token), Rejection>")]
+pub struct IssueProfileToken {
+    pub profile: ProfileId,
+    pub scopes: Vec<Scope>,
+    pub label: TokenLabel,
+    pub expires_in: Option<u64>,
+}
+
+impl Handler<IssueProfileToken> for Registry {
+    type Result = Reply<(ProfileToken, Token)>;
+
+    fn handle(&mut self, issue: IssueProfileToken, _: &mut Self::Context) -> Self::Result {
+        reply((|| {
+            let profile = self
+                .book
+                .profiles
+                .get(&issue.profile)
+                .ok_or_else(|| Self::not_found_profile(issue.profile))?;
+            if profile.tokens.len() >= MAX_TOKENS_PER_PROFILE {
+                return Err(Rejection::Conflict(format!(
+                    "profile {} has {MAX_TOKENS_PER_PROFILE} tokens, the most it may hold; revoke one first",
+                    issue.profile
+                )));
+            }
+            let now = self.clock.now();
+            let secret = Token::generate_for_profile();
+            let token = ProfileToken {
+                id: Uuid::new_v4(),
+                hash: secret.hash(),
+                scopes: issue.scopes,
+                label: issue.label,
+                created_at: now,
+                expires_at: issue.expires_in.map(|seconds| {
+                    // Bounded by `MAX_EXPIRES_IN`, so the sum cannot overflow.
+                    now.plus(chrono::Duration::seconds(seconds as i64))
+                }),
+            };
+            let record = Record::ProfileTokenIssued {
+                profile: issue.profile,
+                token: token.clone(),
+            };
+            Ok((self.make(record), (token, secret)))
+        })())
+    }
+}
+
+/// Revokes a profile's token (`DELETE /admin/users/{id}/tokens/{token_id}`): refused from the
+/// moment its record is applied, on every node.
+#[derive(Message)]
+#[rtype(result = "Result<(), Rejection>")]
+pub struct RevokeProfileToken {
+    pub profile: ProfileId,
+    pub token: Uuid,
+}
+
+impl Handler<RevokeProfileToken> for Registry {
+    type Result = Reply<()>;
+
+    fn handle(&mut self, revoke: RevokeProfileToken, _: &mut Self::Context) -> Self::Result {
+        reply((|| {
+            let profile = self
+                .book
+                .profiles
+                .get(&revoke.profile)
+                .ok_or_else(|| Self::not_found_profile(revoke.profile))?;
+            if !profile.tokens.iter().any(|token| token.id == revoke.token) {
+                return Err(Rejection::NotFound(format!(
+                    "profile {} has no token with id {}",
+                    revoke.profile, revoke.token
+                )));
+            }
+            let record = Record::ProfileTokenRevoked {
+                profile: revoke.profile,
+                token: revoke.token,
+            };
+            Ok((self.make(record), ()))
+        })())
     }
 }

@@ -66,6 +66,13 @@ impl Registry {
                 self.apply(record, from_stream);
                 Some(Box::new(move || directory.publish_token(bot, old, new)))
             }
+            Record::ProfileTokenIssued { profile, .. }
+            | Record::ProfileTokenRevoked { profile, .. } => {
+                self.apply(record, from_stream);
+                // The whole profile is published again: its tokens are read through it.
+                let shown = Arc::new(self.book.profiles.get(profile)?.clone());
+                Some(Box::new(move || directory.publish_profile(shown)))
+            }
             Record::Voted { .. }
             | Record::VotedWithDelivery { .. }
             | Record::StatsPosted { .. }
@@ -124,7 +131,9 @@ impl Registry {
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
-            | Record::TokenRotated { .. } => {}
+            | Record::TokenRotated { .. }
+            | Record::ProfileTokenIssued { .. }
+            | Record::ProfileTokenRevoked { .. } => {}
         }
     }
 }

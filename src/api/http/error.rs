@@ -253,6 +253,7 @@ impl From<Rejection> for ApiError {
         match rejection {
             Rejection::NotFound(m) => Code::NotFound.with(m),
             Rejection::Conflict(m) => Code::Conflict.with(m),
+            Rejection::Forbidden(m) => Code::Forbidden.with(m),
             Rejection::Invalid(m) => Code::BadRequest.with(m),
             Rejection::NotStored(why) => {
                 tracing::error!(%why, "a write was not stored");

@@ -17,7 +17,8 @@ use super::error::{ApiError, Code};
 use super::limits::client_ip;
 use crate::actors::directory::BotHandle;
 use crate::api::AppState;
-use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
+use crate::domain::ids::{BotId, ProfileId, Snowflake, Token, TokenHash};
+use crate::domain::people::{Grant, Scope};
 
 /// Bodies over 64 KiB are refused.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -309,8 +310,80 @@ fn token_bot_id(state: &AppState, request: &HttpRequest) -> Result<BotId, ApiErr
     if let Some(bot) = sent.and_then(|token| state.directory.authenticate(token.as_bytes())) {
         return Ok(bot);
     }
-    presented_token(request.headers())?;
+    let presented = presented_token(request.headers())?;
+    if presented.starts_with(Token::PROFILE_PREFIX) {
+        return Err(Code::Unauthorized.with(
+            "this is a profile's token (`usr_`); this route takes the bot's own API token".into(),
+        ));
+    }
     Err(Code::Unauthorized.with("unknown API token".into()))
+}
+
+/// A request made with a profile's token (CONTRACT section 13): who, and what it may do. 401
+/// without a live one (unknown, revoked, expired, or a bot's token); the scope a route needs
+/// is asked for by its handler with [`AsProfile::require`], after the bot in the path is
+/// found, so that the order of errors stays 401, 404, 403.
+pub struct AsProfile(pub Grant);
+
+impl AsProfile {
+    /// 403 naming the scope when the token was not issued with it.
+    pub fn require(&self, scope: Scope) -> Result<ProfileId, ApiError> {
+        if self.0.scopes.has(scope) {
+            Ok(self.0.profile)
+        } else {
+            Err(Code::Forbidden.with(format!(
+                "this token does not have the `{}` scope",
+                scope.name()
+            )))
+        }
+    }
+}
+
+impl FromRequest for AsProfile {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready((|| {
+            let state = app_state(request)?;
+            let presented = presented_token(request.headers())?;
+            let grant = state
+                .directory
+                .authenticate_profile(presented.as_bytes())
+                .filter(|grant| grant.live_at(state.clock.now()));
+            match grant {
+                Some(grant) => Ok(AsProfile(grant)),
+                None if presented.starts_with(Token::BOT_PREFIX) => Err(Code::Unauthorized.with(
+                    "this is a bot's API token; this route takes a profile's token (`usr_`)".into(),
+                )),
+                None => {
+                    Err(Code::Unauthorized.with("unknown, revoked or expired profile token".into()))
+                }
+            }
+        })())
+    }
+}
+
+/// The bot `{id}` names whatever its status: the admin API's and the owners' routes, which
+/// reach listings that are not public (by UUID; a public one also by platform id). 404 when
+/// no listed bot has it.
+pub struct ManagedBot(pub Arc<BotHandle>);
+
+impl FromRequest for ManagedBot {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready((|| {
+            let state = app_state(request)?;
+            let id = path_id(request)?;
+            state
+                .directory
+                .resolve_managed(&id)
+                .map(ManagedBot)
+                .ok_or_else(|| Code::NotFound.with(format!("no bot with id `{id}`")))
+        })())
+    }
 }
 
 /// The bot a route about the token's own bot is about: the one `{id}` names, which the token

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 
 use super::around::{Around, Wrap};
 use crate::api::{http::reply, AppState};
-use crate::domain::ids::BotId;
+use crate::domain::ids::{BotId, ProfileId};
 use crate::domain::time::Clock;
 
 /// Keys kept before idle ones are evicted early; at about 80 bytes a key, some 20 MB.
@@ -77,6 +77,9 @@ impl Limit {
 pub enum RateKey {
     /// A valid token's bot.
     Bot(&'static str, BotId),
+    /// A valid profile token's profile (CONTRACT section 13), on a limit that counts by token:
+    /// every token of one profile draws from one bucket.
+    Profile(&'static str, ProfileId),
     /// The client address (IPv6 by its /64).
     Address(&'static str, IpAddr),
 }
@@ -85,7 +88,7 @@ impl RateKey {
     /// The key's kind, for logs and metrics: never the token or the address itself.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Bot(kind, _) | Self::Address(kind, _) => kind,
+            Self::Bot(kind, _) | Self::Profile(kind, _) | Self::Address(kind, _) => kind,
         }
     }
 }
@@ -300,6 +303,26 @@ pub fn headers(decision: &Decision) -> [(HeaderName, HeaderValue); 3] {
     ]
 }
 
+/// The kind a profile's bucket is counted under, on every limit that counts by token.
+pub const PROFILE_KIND: &str = "profile";
+
+/// The profile of a live profile token the request carries (only a `usr_` value is looked up,
+/// so a bot's or a client's request pays nothing for it).
+fn profile_key(state: &AppState, request: &ServiceRequest) -> Option<ProfileId> {
+    let sent = request
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)?
+        .as_bytes();
+    if !sent.starts_with(crate::domain::ids::Token::PROFILE_PREFIX.as_bytes()) {
+        return None;
+    }
+    state
+        .directory
+        .authenticate_profile(sent)
+        .filter(|grant| grant.live_at(state.clock.now()))
+        .map(|grant| grant.profile)
+}
+
 /// A scope's rate limit ([`super::around`]): the routes of one [`Limit`].
 pub struct Limited(Limit);
 
@@ -318,6 +341,9 @@ impl Limited {
                 .and_then(|token| state.directory.authenticate(token.as_bytes()));
             if let Some(bot) = token_bot {
                 return RateKey::Bot(kind, bot);
+            }
+            if let Some(profile) = profile_key(state, request) {
+                return RateKey::Profile(PROFILE_KIND, profile);
             }
         }
         RateKey::Address(

@@ -91,6 +91,10 @@ impl Modify for Security {
             "admin_token",
             raw_header("The admin token the operator configured, raw, without a Bearer prefix"),
         );
+        components.add_security_scheme(
+            "profile_token",
+            raw_header("A profile's token (`usr_...`, issued by `POST /admin/users/{id}/tokens`), raw, without a Bearer prefix"),
+        );
     }
 }
 

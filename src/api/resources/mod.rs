@@ -9,6 +9,8 @@ pub mod docs;
 pub mod growth;
 pub mod health;
 pub mod history;
+pub mod owners;
+pub mod profile_votes;
 pub mod stats;
 pub mod suggest;
 pub mod users;

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::{check_webhook_url, BAD_BOT_BODY};
 use crate::actors::registry::{CreateBot, DelistBot, RotateToken, UpdateBot};
 use crate::api::error::{ApiError, Code};
-use crate::api::extract::{Admin, Json, PathBot};
+use crate::api::extract::{Admin, Json, ManagedBot};
 use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::bot::{BotPatch, NewBot, PublicBot};
@@ -20,7 +20,7 @@ pub fn routes() -> Vec<Route> {
             .refuses(Code::Conflict, "a bot with this platform id is listed"),
         Route::new(__path_update_bot, update_bot)
             .refuses(Code::BadRequest, BAD_BOT_BODY)
-            .refuses(Code::Conflict, "another listed bot has this platform id")
+            .refuses(Code::Conflict, "another listed bot has this platform id, or the listing's status cannot move to the `status` asked (the message names it)")
             .about(Subject::Bot),
         Route::new(__path_delist_bot, delist_bot).about(Subject::Bot),
         Route::new(__path_rotate_token, rotate_token).about(Subject::Bot),
@@ -73,7 +73,7 @@ pub async fn create_bot(
 pub async fn update_bot(
     _: Admin,
     state: web::Data<AppState>,
-    PathBot(bot): PathBot,
+    ManagedBot(bot): ManagedBot,
     Json(patch): Json<BotPatch>,
 ) -> Result<HttpResponse, ApiError> {
     check_webhook_url(&state, patch.webhook_url.as_set()).await?;
@@ -91,7 +91,7 @@ pub async fn update_bot(
 pub async fn delist_bot(
     _: Admin,
     state: web::Data<AppState>,
-    PathBot(bot): PathBot,
+    ManagedBot(bot): ManagedBot,
 ) -> Result<HttpResponse, ApiError> {
     state.registry.send(DelistBot(bot.id)).await??;
     Ok(HttpResponse::NoContent().finish())
@@ -107,7 +107,7 @@ pub async fn delist_bot(
 pub async fn rotate_token(
     _: Admin,
     state: web::Data<AppState>,
-    PathBot(bot): PathBot,
+    ManagedBot(bot): ManagedBot,
 ) -> Result<HttpResponse, ApiError> {
     let token = state.registry.send(RotateToken(bot.id)).await??;
     Ok(reply::ok(&NewToken {

@@ -3,6 +3,7 @@
 
 pub mod bots;
 pub mod snapshot;
+pub mod tokens;
 pub mod users;
 pub mod votes;
 pub mod webhooks;
@@ -27,6 +28,7 @@ pub fn routes() -> Vec<Route> {
         votes::routes(),
         webhooks::routes(),
         snapshot::routes(),
+        tokens::routes(),
     ]
     .into_iter()
     .flatten()
@@ -35,7 +37,10 @@ pub fn routes() -> Vec<Route> {
 }
 
 /// The SSRF guard on a webhook URL being set.
-async fn check_webhook_url(state: &AppState, url: Option<&HttpUrl>) -> Result<(), ApiError> {
+pub(crate) async fn check_webhook_url(
+    state: &AppState,
+    url: Option<&HttpUrl>,
+) -> Result<(), ApiError> {
     match url {
         Some(url) => guard::check_url(url.as_str(), state.allow_private_webhooks)
             .await

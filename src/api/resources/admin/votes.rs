@@ -4,7 +4,8 @@ use actix_web::HttpResponse;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::actors::bot::RecordVote;
+use crate::actors::bot::{Cast, RecordVote};
+use crate::actors::directory::BotHandle;
 use crate::actors::Answer;
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::{Admin, Json, PathBot};
@@ -47,9 +48,39 @@ pub async fn record_vote(
         username: vote.username,
         avatar: vote.avatar,
     };
+    let cast = cast_vote(&bot, voter, VoteSource::Admin).await?;
+    Ok(reply::created(&cast.counts))
+}
+
+/// Where a vote comes from: the one difference between the two ways in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteSource {
+    /// The operator's site, with the admin token (`POST /admin/bots/{id}/votes`).
+    Admin,
+    /// The voter, with a profile's `vote` token (`POST /bots/{id}/votes`).
+    Profile,
+}
+
+impl VoteSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            VoteSource::Admin => "admin",
+            VoteSource::Profile => "profile",
+        }
+    }
+}
+
+/// Casts a vote, whoever sends it: the one path every vote takes to the bot's actor (the
+/// 12-hour rule, the weekend weight, the ring, history, stream, check, counts and webhook are
+/// all its), answered once durable.
+pub async fn cast_vote(
+    bot: &BotHandle,
+    voter: Voter,
+    source: VoteSource,
+) -> Result<Cast, ApiError> {
     let (answer, answered) = Answer::pair();
     bot.tell(RecordVote(voter, answer))?;
-    let counts = answered.wait().await;
-    let counts = crate::telemetry::count_vote(counts)?;
-    Ok(reply::created(&counts))
+    let cast = crate::telemetry::count_vote(answered.wait().await)?;
+    crate::telemetry::vote_source(source.name());
+    Ok(cast)
 }

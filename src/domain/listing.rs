@@ -1,0 +1,137 @@
+//! A listing's status and who may change it (CONTRACT sections 13 and 14): one state machine,
+//! written as one table the compiler checks. Every pair of statuses is a row of
+//! [`ListingStatus::who_may`], with no wildcard, so a status added makes the compiler ask
+//! about every pair it is in, and staff's decisions (the next step) are rows, not new code.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Where a listing is in its life. Only an `approved` listing is public: the others are 404
+/// on every public route, out of search and out of every count, and shown to its owners.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListingStatus {
+    /// Submitted by an owner, waiting for a decision.
+    Pending,
+    /// Public. A bot listed through `POST /admin/bots` (or by any build before statuses) is
+    /// approved from the start.
+    #[default]
+    Approved,
+    /// Refused, with a reason; its owner's next edit sends it back to `pending`.
+    Denied,
+    /// Taken off the directory by the operator (kept, with a reason, not removed).
+    Delisted,
+}
+
+/// Who asks for a change of status (named apart from the actors of `actors/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decider {
+    /// The operator, through the admin API (until staff exist, the only one who decides).
+    Admin,
+    /// One of the listing's owners, with a `bots` token.
+    Owner,
+}
+
+impl ListingStatus {
+    pub const ALL: [ListingStatus; 4] = [
+        ListingStatus::Pending,
+        ListingStatus::Approved,
+        ListingStatus::Denied,
+        ListingStatus::Delisted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ListingStatus::Pending => "pending",
+            ListingStatus::Approved => "approved",
+            ListingStatus::Denied => "denied",
+            ListingStatus::Delisted => "delisted",
+        }
+    }
+
+    pub fn is_public(self) -> bool {
+        self == ListingStatus::Approved
+    }
+
+    /// Who may move a listing from `self` to `to`: the table. (An owner removes a listing
+    /// with `DELETE`, which is not a status: it is gone.)
+    pub fn who_may(self, to: ListingStatus) -> &'static [Decider] {
+        use Decider::{Admin, Owner};
+        use ListingStatus::{Approved, Delisted, Denied, Pending};
+        match (self, to) {
+            (Pending, Approved) => &[Admin],
+            (Pending, Denied) => &[Admin],
+            (Pending, Pending) | (Pending, Delisted) => &[],
+            (Approved, Delisted) => &[Admin],
+            (Approved, Pending) | (Approved, Approved) | (Approved, Denied) => &[],
+            // An owner's edit of a denied listing asks for a new decision.
+            (Denied, Pending) => &[Owner],
+            (Denied, Approved) | (Denied, Denied) | (Denied, Delisted) => &[],
+            // The operator may put a delisted listing back.
+            (Delisted, Approved) => &[Admin],
+            (Delisted, Pending) | (Delisted, Denied) | (Delisted, Delisted) => &[],
+        }
+    }
+
+    /// Whether a decision to `to` needs a reason (a denial or a delisting says why).
+    pub fn needs_reason(self) -> bool {
+        match self {
+            ListingStatus::Denied | ListingStatus::Delisted => true,
+            ListingStatus::Pending | ListingStatus::Approved => false,
+        }
+    }
+
+    /// The move from `self` to `to` by `by`, or why not, naming the status (a 409).
+    pub fn check_move(self, to: ListingStatus, by: Decider) -> Result<(), String> {
+        if self.who_may(to).contains(&by) {
+            return Ok(());
+        }
+        let allowed: Vec<&str> = ListingStatus::ALL
+            .iter()
+            .filter(|next| self.who_may(**next).contains(&by))
+            .map(|next| next.name())
+            .collect();
+        Err(format!(
+            "the listing is `{}` and cannot become `{}`{}",
+            self.name(),
+            to.name(),
+            if allowed.is_empty() {
+                String::new()
+            } else {
+                format!(" (it can become: {})", allowed.join(", "))
+            }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_owner_only_sends_a_denied_listing_back_to_review() {
+        for from in ListingStatus::ALL {
+            for to in ListingStatus::ALL {
+                let owner = from.who_may(to).contains(&Decider::Owner);
+                assert_eq!(
+                    owner,
+                    from == ListingStatus::Denied && to == ListingStatus::Pending
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_status() {
+        let why = ListingStatus::Approved
+            .check_move(ListingStatus::Denied, Decider::Admin)
+            .expect_err("not a move");
+        assert!(
+            why.contains("`approved`") && why.contains("delisted"),
+            "{why}"
+        );
+        assert!(ListingStatus::Pending
+            .check_move(ListingStatus::Approved, Decider::Admin)
+            .is_ok());
+    }
+}
