@@ -217,7 +217,7 @@ fn main() {
             let (cpu, work) = measure(&index, route, &params);
             found.push((cpu, work, route, params));
         }
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
         println!(
             "\n== {bots} bots: {} combinations, the 15 dearest (first search, least of 3):",
             found.len()

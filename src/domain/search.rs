@@ -15,8 +15,9 @@ pub const MAX_QUERY_CHARS: usize = 256;
 /// The deepest page end (`offset + limit`) of a search with a filter. Without a filter a page
 /// at any depth costs what the first does (the order jumps to it); with one, finding the
 /// page's start costs in proportion to it (a walk of the order, or a ranking of the matches).
-/// At 10,000 the dearest such page costs under the 5 ms bound at 1,000,000 bots
-/// (docs/SEARCH.md, "What a search may cost").
+/// At 10,000 the dearest such page, at the walk-or-rank crossover, walks about 55,000 places at
+/// 1,000,000 bots: an estimate, not yet timed (`cargo bench --bench worst` times it; docs/SEARCH.md,
+/// "What a search may cost").
 pub const MAX_FILTERED_END: u64 = 10_000;
 
 /// Declares the sort orders: each row is a [`Sort`] variant, its name in `sort=`, what it ranks
