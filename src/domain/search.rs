@@ -12,6 +12,13 @@ use super::time::{Month, Timestamp};
 pub const DEFAULT_LIMIT: u64 = 24;
 pub const MAX_LIMIT: u64 = 100;
 pub const MAX_QUERY_CHARS: usize = 256;
+/// The deepest page end (`offset + limit`) of a search with a filter. Without a filter a page
+/// at any depth costs what the first does (the order jumps to it); with one, finding the
+/// page's start costs in proportion to it (a walk of the order, or a ranking of the matches).
+/// At 10,000 the dearest such page, at the walk-or-rank crossover, walks about 55,000 places at
+/// 1,000,000 bots: an estimate, not yet timed (`cargo bench --bench worst` times it; docs/SEARCH.md,
+/// "What a search may cost").
+pub const MAX_FILTERED_END: u64 = 10_000;
 
 /// Declares the sort orders: each row is a [`Sort`] variant, its name in `sort=`, what it ranks
 /// by (for the API's reference, empty when the name says it) and its key, from a bot and the
@@ -338,7 +345,7 @@ impl Search {
         let offset = parse_offset(&params, limit)?;
         let by_words = parse_match(&params)?;
         let (text, words, relevance) = needles(text, by_words, relevance);
-        Ok(Self {
+        let search = Self {
             words,
             relevance,
             text,
@@ -352,7 +359,34 @@ impl Search {
             sort,
             limit,
             offset,
-        })
+        };
+        search.check_depth()?;
+        Ok(search)
+    }
+
+    /// Whether any filter narrows the bots (an empty `q`, `votes=0` and no list do not).
+    pub fn has_filter(&self) -> bool {
+        self.text.is_some()
+            || self.words.is_some()
+            || self.tags.is_some()
+            || self.languages.is_some()
+            || self.invites.is_some()
+            || self.min_votes.is_some_and(|min| min > 0)
+    }
+
+    /// A filtered page may not end past [`MAX_FILTERED_END`]: its cost grows with its depth.
+    fn check_depth(&self) -> Result<(), QueryError> {
+        let end = self.offset.saturating_add(self.limit);
+        // `limit=0` asks only for the total, which costs nothing more at any offset.
+        if self.has_filter() && self.limit > 0 && end > MAX_FILTERED_END {
+            return Err(QueryError(format!(
+                "`offset` + `limit` must be at most {MAX_FILTERED_END} when `q`, `category`, \
+                 `language`, `invites` or `votes` narrows the search (got {end}): a deeper page \
+                 of a filtered search costs in proportion to its depth; narrow the filters \
+                 instead (without a filter any depth is allowed)"
+            )));
+        }
+        Ok(())
     }
     /// Whether `bot` passes every filter of this search.
     pub fn matches(&self, bot: &BotView) -> bool {
@@ -433,6 +467,7 @@ impl Search {
         SearchPage {
             total,
             bots: hits.drain(start..).map(|hit| hit.bot).collect(),
+            work: Work::default(),
         }
     }
 }
@@ -440,6 +475,27 @@ impl Search {
 pub struct SearchPage {
     pub total: u64,
     pub bots: Vec<Arc<BotView>>,
+    /// What finding the page took, counted (the brute-force [`Search::run`] counts nothing).
+    pub work: Work,
+}
+
+/// The work a search or a type-ahead did, counted instead of timed, so that a test can hold
+/// each worst case to its bound on a machine of any speed or load (`tests/search_work.rs`).
+/// Each unit costs roughly the same: tens of nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Places of a maintained order stepped over or read.
+    pub visited: u64,
+    /// Documents read one by one: ranked by a selection, or their text verified or classified.
+    pub read: u64,
+    /// Bitmap cells combined: 64-bit words of dense containers, entries of sparse ones.
+    pub postings: u64,
+}
+
+impl Work {
+    pub fn total(&self) -> u64 {
+        self.visited + self.read + self.postings
+    }
 }
 
 struct Ranked {
@@ -557,6 +613,35 @@ mod tests {
         assert!(err("limit=1.5").contains("limit"));
         assert!(err("limit=+5").contains("limit"));
         assert!(err("votes=1e3").contains("votes"));
+    }
+
+    #[test]
+    fn a_filtered_page_ends_by_the_window() {
+        assert!(Search::parse("q=a&offset=9900&limit=100").is_ok());
+        assert!(
+            Search::parse("offset=999999999&limit=100").is_ok(),
+            "no filter"
+        );
+        assert!(
+            Search::parse("votes=0&offset=20000").is_ok(),
+            "votes=0 is no filter"
+        );
+        assert!(
+            Search::parse("q=a&offset=20000&limit=0").is_ok(),
+            "only the total"
+        );
+        for query in [
+            "q=a&offset=9901&limit=100",
+            "category=music&page=101&limit=100",
+            "language=de&offset=10000",
+            "invites=lt100&offset=10000",
+            "votes=1&offset=10000",
+            "q=a+b&match=words&sort=relevance&offset=10000",
+            "q=a&page=99999999999",
+        ] {
+            let message = err(query);
+            assert!(message.contains("`offset` + `limit`"), "{query}: {message}");
+        }
     }
 
     #[test]

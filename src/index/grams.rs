@@ -4,6 +4,13 @@
 //! A needle of at most 3 bytes is itself a gram, so its bitmap is the exact answer. A longer
 //! needle can only occur where all of its trigrams do: their intersection holds every match, and
 //! each candidate is then verified against the text.
+//!
+//! Each gram is kept twice, once for the names it is in and once for the descriptions
+//! ([`IN_DESCRIPTION`] in its key): `q` reads the union of the two, and `sort=relevance` the
+//! names' alone, which tells "in the name" from "only in the description" for a short `q`
+//! without reading a single name (docs/SEARCH.md, "relevance").
+
+use std::borrow::Cow;
 
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap;
@@ -22,8 +29,11 @@ pub(crate) fn key(gram: &[u8]) -> u32 {
     (bytes << 2) | gram.len() as u32
 }
 
-/// Bits of a gram's key: 3 bytes and a 2-bit length.
-const KEY_BITS: u32 = 26;
+/// Marks the key of a gram that is in the short description (without it: in the name).
+pub(crate) const IN_DESCRIPTION: u32 = 1 << 26;
+
+/// Bits of a gram's key: 3 bytes, a 2-bit length and the field.
+const KEY_BITS: u32 = 27;
 
 /// Sorts (gram << 32 | document) pairs, gathered in document order, by gram, keeping that
 /// order among equal grams, so that they end sorted by gram then document: a radix sort on
@@ -64,13 +74,17 @@ pub fn searched_text(name: &str, short_description: &str) -> Vec<u8> {
     text
 }
 
-/// Every distinct gram of the text, sorted; none spans the separator.
+/// Every distinct gram of the text with its field, sorted; none spans the separator.
 pub fn grams_of(text: &[u8]) -> Vec<u32> {
     let mut grams = Vec::with_capacity(text.len() * MAX_GRAM);
+    let mut field = 0;
     for start in 0..text.len() {
+        if text[start] == SEPARATOR {
+            field = IN_DESCRIPTION;
+        }
         for len in 1..=MAX_GRAM {
             match text.get(start..start + len) {
-                Some(gram) if !gram.contains(&SEPARATOR) => grams.push(key(gram)),
+                Some(gram) if !gram.contains(&SEPARATOR) => grams.push(key(gram) | field),
                 _ => break,
             }
         }
@@ -104,9 +118,9 @@ pub fn add_doc(bitmap: &mut RoaringBitmap, doc: u32) {
 /// What the gram index can say about a needle.
 pub enum Lookup<'a> {
     /// Exactly the documents that contain the needle.
-    Exact(Option<&'a RoaringBitmap>),
+    Exact(Option<Cow<'a, RoaringBitmap>>),
     /// A superset of them: every candidate must be verified against its text.
-    Candidates(Vec<&'a RoaringBitmap>),
+    Candidates(Vec<Cow<'a, RoaringBitmap>>),
 }
 
 impl Grams {
@@ -205,17 +219,51 @@ impl Grams {
 
     pub fn lookup(&self, needle: &[u8]) -> Lookup<'_> {
         if needle.len() <= MAX_GRAM {
-            return Lookup::Exact(self.bitmaps.get(&key(needle)));
+            return Lookup::Exact(self.either(key(needle)));
         }
         let mut sets = Vec::new();
         for gram in trigrams_of(needle) {
-            match self.bitmaps.get(&gram) {
+            match self.either(gram) {
                 Some(bitmap) => sets.push(bitmap),
                 // A trigram no bot has: nothing can match.
                 None => return Lookup::Exact(None),
             }
         }
         Lookup::Candidates(sets)
+    }
+
+    /// The documents with a gram in either field.
+    fn either(&self, gram: u32) -> Option<Cow<'_, RoaringBitmap>> {
+        match (
+            self.bitmaps.get(&gram),
+            self.bitmaps.get(&(gram | IN_DESCRIPTION)),
+        ) {
+            (Some(name), Some(description)) => Some(Cow::Owned(name | description)),
+            (Some(one), None) | (None, Some(one)) => Some(Cow::Borrowed(one)),
+            (None, None) => None,
+        }
+    }
+
+    /// Exactly the documents whose name holds a needle of at most [`MAX_GRAM`] bytes.
+    pub fn in_names(&self, needle: &[u8]) -> Option<&RoaringBitmap> {
+        debug_assert!(needle.len() <= MAX_GRAM);
+        self.bitmaps.get(&key(needle))
+    }
+
+    /// A superset of the documents whose name holds a longer needle: its trigrams' names'
+    /// bitmaps intersected (`None`: no name can hold it).
+    pub fn in_names_candidates(&self, needle: &[u8]) -> Option<RoaringBitmap> {
+        let mut sets = Vec::new();
+        for gram in trigrams_of(needle) {
+            sets.push(self.bitmaps.get(&gram)?);
+        }
+        sets.sort_by_key(|set| set.len());
+        let mut sets = sets.into_iter();
+        let mut found = sets.next()?.clone();
+        for set in sets {
+            found &= set;
+        }
+        Some(found)
     }
 
     pub fn distinct(&self) -> usize {
@@ -241,7 +289,7 @@ mod tests {
     fn pairs_in_document_order_end_sorted_by_gram_then_document() {
         // Gram keys up to the widest a text can make (3 bytes of 0xFE: 0xFF is the separator),
         // over documents in order, as `build_run` gathers them.
-        let widest = key(&[0xFE, 0xFE, 0xFE]);
+        let widest = key(&[0xFE, 0xFE, 0xFE]) | IN_DESCRIPTION;
         assert!(widest < 1 << KEY_BITS);
         let mut seed = 7u64;
         let mut pairs = Vec::new();
@@ -268,8 +316,8 @@ mod tests {
         let text = searched_text("ab", "cd");
         let grams = grams_of(&text);
         assert!(grams.contains(&key(b"ab")));
-        assert!(grams.contains(&key(b"cd")));
-        assert!(!grams.iter().any(|g| *g == key(b"bc")));
+        assert!(grams.contains(&(key(b"cd") | IN_DESCRIPTION)));
+        assert!(!grams.iter().any(|g| *g & !IN_DESCRIPTION == key(b"bc")));
         assert_eq!(grams.len(), 6, "a, b, ab, c, d, cd");
     }
 

@@ -15,6 +15,7 @@ pub mod orders;
 mod relevance;
 mod remembered;
 pub mod suggest;
+mod work;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
 use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
+use work::Tally;
 
 /// Vote counts are bucketed by bit length: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
 const VOTE_BUCKETS: usize = 65;
@@ -59,6 +61,8 @@ pub struct SearchIndex {
     tags: HashMap<String, RoaringBitmap>,
     languages: HashMap<String, RoaringBitmap>,
     invites: [RoaringBitmap; Invites::ALL.len()],
+    /// The featured bots, which `sort=relevance` ranks first.
+    featured: RoaringBitmap,
     votes: Vec<RoaringBitmap>,
     /// `floors[k - 1]`: the bots with at least `k` votes, for `k` up to [`VOTE_FLOORS`]. A
     /// vote adds its bot to one of them at most; most bots have few votes, so most of them are
@@ -119,6 +123,7 @@ impl SearchIndex {
             tags: HashMap::default(),
             languages: HashMap::default(),
             invites: Default::default(),
+            featured: RoaringBitmap::new(),
             votes: vec![RoaringBitmap::new(); VOTE_BUCKETS],
             floors: vec![RoaringBitmap::new(); VOTE_FLOORS as usize],
             grams: Grams::default(),
@@ -361,6 +366,13 @@ impl SearchIndex {
         if let Some(code) = &listing.language_code {
             toggle(&mut self.languages, code.as_str(), doc, add);
         }
+        if listing.featured {
+            if add {
+                add_doc(&mut self.featured, doc);
+            } else {
+                self.featured.remove(doc);
+            }
+        }
     }
 
     /// Moves a document between the sets its edit changed; gives back its new searched text
@@ -373,6 +385,13 @@ impl SearchIndex {
             }
             for tag in is.tags.iter() {
                 toggle(&mut self.tags, tag.as_str(), doc, true);
+            }
+        }
+        if was.featured != is.featured {
+            if is.featured {
+                self.featured.insert(doc);
+            } else {
+                self.featured.remove(doc);
             }
         }
         if was.language_code != is.language_code {
@@ -396,40 +415,62 @@ impl SearchIndex {
         Some(text)
     }
 
-    /// One page of a search, with the exact total, all read at one moment.
+    /// One page of a search, with the exact total, all read at one moment, and the work it
+    /// took.
     pub fn search(&self, search: &Search) -> SearchPage {
-        let candidates = Remembered::key(search).map(|key| self.candidates(key, search));
+        let tally = Tally::default();
+        let (total, docs) = self.page(search, &tally);
+        SearchPage {
+            total,
+            bots: docs.into_iter().map(|doc| self.view(doc)).collect(),
+            work: tally.work(),
+        }
+    }
+
+    fn page(&self, search: &Search, tally: &Tally) -> (u64, Vec<u32>) {
+        let candidates = Remembered::key(search).map(|key| self.candidates(key, search, tally));
         let total = candidates
             .as_ref()
             .map_or(self.by_bot.len() as u64, |c| c.found.len());
         let end = search.offset.saturating_add(search.limit).min(total);
         let start = search.offset.min(end);
         if start == end {
-            return SearchPage {
-                total,
-                bots: Vec::new(),
-            };
+            return (total, Vec::new());
         }
         let (start, end) = (start as usize, end as usize);
         let docs = match &candidates {
             _ if search.relevance.is_some() => {
-                self.by_relevance(search, candidates.as_ref().map(|c| &*c.found), start, end)
+                let found = candidates.as_ref().map(|c| &*c.found);
+                self.by_relevance(search, found, start, end, tally)
             }
             // Every listed bot is a candidate: the order jumps to the page.
-            None => self
-                .orders
-                .iter_from(search.sort, start)
-                .take(end - start)
-                .map(|place| place.3)
-                .collect(),
-            Some(c) if self.walk_is_cheaper(end, c.found.len()) => {
-                self.walk(search.sort, start, end, |doc| c.found.contains(doc))
+            None => {
+                tally.visit(self.orders.blocks(search.sort) + (end - start) as u64);
+                self.orders
+                    .iter_from(search.sort, start)
+                    .take(end - start)
+                    .map(|place| place.3)
+                    .collect()
             }
-            Some(c) => self.ranked_page(search.sort, c, start, end),
+            Some(c) => self.page_of_set(search.sort, c, start, end, tally),
         };
-        SearchPage {
-            total,
-            bots: docs.into_iter().map(|doc| self.view(doc)).collect(),
+        (total, docs)
+    }
+
+    /// A page of the candidates in a set, by a walk of the order or a ranking of them,
+    /// whichever is cheaper.
+    fn page_of_set(
+        &self,
+        sort: Sort,
+        c: &Candidates,
+        start: usize,
+        end: usize,
+        tally: &Tally,
+    ) -> Vec<u32> {
+        if self.walk_is_cheaper(end, c.found.len()) {
+            self.walk(sort, start, end, |doc| c.found.contains(doc), tally)
+        } else {
+            self.ranked_page(sort, c, start, end, tally)
         }
     }
 
@@ -441,9 +482,17 @@ impl SearchIndex {
         (end as u128) * n * 10 < 3 * u128::from(candidates) * u128::from(candidates)
     }
 
-    fn walk(&self, sort: Sort, start: usize, end: usize, keep: impl Fn(u32) -> bool) -> Vec<u32> {
+    fn walk(
+        &self,
+        sort: Sort,
+        start: usize,
+        end: usize,
+        keep: impl Fn(u32) -> bool,
+        tally: &Tally,
+    ) -> Vec<u32> {
         self.orders
             .iter(sort)
+            .inspect(|_| tally.visit(1))
             .map(|place| place.3)
             .filter(|doc| keep(*doc))
             .skip(start)
@@ -460,6 +509,7 @@ impl SearchIndex {
         candidates: &Candidates,
         start: usize,
         end: usize,
+        tally: &Tally,
     ) -> Vec<u32> {
         let (key, order, version) = (
             candidates.key.as_str(),
@@ -468,19 +518,28 @@ impl SearchIndex {
         );
         let slice = |docs: &[u32]| docs[start.min(docs.len())..end.min(docs.len())].to_vec();
         if let Some(docs) = self.remembered.ranked(key, sort, order, version) {
+            tally.visit((end - start) as u64);
             return slice(&docs);
         }
         if self.remembered.worth_ranking(key, sort, order, version) {
             let all = candidates.found.len() as usize;
-            let docs: Arc<[u32]> = self.select(sort, &candidates.found, 0, all).into();
+            let docs: Arc<[u32]> = self.select(sort, &candidates.found, 0, all, tally).into();
             let page = slice(&docs);
             self.remembered.keep_ranked(key, sort, order, version, docs);
             return page;
         }
-        self.select(sort, &candidates.found, start, end)
+        self.select(sort, &candidates.found, start, end, tally)
     }
 
-    fn select(&self, sort: Sort, set: &RoaringBitmap, start: usize, end: usize) -> Vec<u32> {
+    fn select(
+        &self,
+        sort: Sort,
+        set: &RoaringBitmap,
+        start: usize,
+        end: usize,
+        tally: &Tally,
+    ) -> Vec<u32> {
+        tally.read(set.len());
         let i = sort.position();
         let places: Vec<Place> = set
             .iter()
@@ -502,38 +561,40 @@ impl SearchIndex {
 
     /// The documents that pass every filter of a search that has filters (`key`): remembered,
     /// or found and remembered.
-    fn candidates(&self, key: String, search: &Search) -> Candidates {
+    fn candidates(&self, key: String, search: &Search, tally: &Tally) -> Candidates {
         match self.remembered.get(key) {
             Ok(found) => found,
             Err(key) => {
-                let found = self.intersect(search).unwrap_or_default();
+                let found = self.intersect(search, tally).unwrap_or_default();
                 self.remembered.put(key, search, found)
             }
         }
     }
 
     /// The documents that pass every filter, or `None` when there is no filter at all.
-    fn intersect(&self, search: &Search) -> Option<RoaringBitmap> {
+    fn intersect(&self, search: &Search, tally: &Tally) -> Option<RoaringBitmap> {
         let mut sets: Vec<Cow<'_, RoaringBitmap>> = Vec::new();
         if let Some(tags) = &search.tags {
             sets.push(Cow::Owned(union(
                 tags.iter().filter_map(|t| self.tags.get(t)),
+                tally,
             )));
         }
         if let Some(languages) = &search.languages {
             sets.push(Cow::Owned(union(
                 languages.iter().filter_map(|l| self.languages.get(l)),
+                tally,
             )));
         }
         if let Some(bucket) = search.invites {
             sets.push(Cow::Borrowed(&self.invites[bucket.position()]));
         }
         if let Some(min) = search.min_votes.filter(|min| *min > 0) {
-            sets.push(self.with_at_least(min));
+            sets.push(self.with_at_least(min, tally));
         }
         if let Some(words) = &search.words {
             for word in words {
-                match self.exact_matches(word) {
+                match self.exact_matches(word, tally) {
                     Some(set) => sets.push(set),
                     None => return Some(RoaringBitmap::new()),
                 }
@@ -542,7 +603,7 @@ impl SearchIndex {
         if let Some(text) = &search.text {
             match self.grams.lookup(text.as_bytes()) {
                 Lookup::Exact(None) => return Some(RoaringBitmap::new()),
-                Lookup::Exact(Some(set)) => sets.push(Cow::Borrowed(set)),
+                Lookup::Exact(Some(set)) => sets.push(set),
                 Lookup::Candidates(grams) => match self.needles.get(text) {
                     Some(exact) => sets.push(Cow::Owned(exact)),
                     // A long needle is verified in full once and remembered, with other
@@ -550,7 +611,7 @@ impl SearchIndex {
                     // would cost every request in proportion to its matches (a common needle
                     // in a common category: thousands of bots at a million).
                     None => {
-                        let exact = self.verified(grams, text);
+                        let exact = self.verified(grams, text, tally);
                         self.needles.put(text, exact.clone());
                         sets.push(Cow::Owned(exact));
                     }
@@ -560,26 +621,36 @@ impl SearchIndex {
         sets.sort_by_key(|set| set.len());
         let mut sets = sets.into_iter();
         let mut found = sets.next()?.into_owned();
+        tally.combine(&found);
         for set in sets {
             if found.is_empty() {
                 break;
             }
+            tally.combine(&set);
             found &= set.as_ref();
         }
         Some(found)
     }
 
     /// Exactly the documents whose text holds `needle`, from its trigrams' bitmaps.
-    fn verified(&self, mut grams: Vec<&RoaringBitmap>, needle: &str) -> RoaringBitmap {
+    fn verified(
+        &self,
+        mut grams: Vec<Cow<'_, RoaringBitmap>>,
+        needle: &str,
+        tally: &Tally,
+    ) -> RoaringBitmap {
         grams.sort_by_key(|set| set.len());
         let mut grams = grams.into_iter();
         let Some(first) = grams.next() else {
             return RoaringBitmap::new();
         };
-        let mut found = first.clone();
+        tally.combine(&first);
+        let mut found = first.into_owned();
         for set in grams {
-            found &= set;
+            tally.combine(&set);
+            found &= set.as_ref();
         }
+        tally.read(found.len());
         let finder = Finder::new(needle.as_bytes());
         sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)))
     }
@@ -608,24 +679,35 @@ impl SearchIndex {
 
     /// Bots with at least `min` votes: one kept bitmap up to [`VOTE_FLOORS`]; above it, whole
     /// buckets above `min`'s, and a check of each bot in its own.
-    fn with_at_least(&self, min: u64) -> Cow<'_, RoaringBitmap> {
+    fn with_at_least(&self, min: u64, tally: &Tally) -> Cow<'_, RoaringBitmap> {
         if let Some(floor) = min.checked_sub(1).and_then(|k| self.floors.get(k as usize)) {
             return Cow::Borrowed(floor);
         }
-        Cow::Owned(self.scan_at_least(min))
+        Cow::Owned(self.scan_at_least(min, tally))
     }
 
-    fn scan_at_least(&self, min: u64) -> RoaringBitmap {
+    fn scan_at_least(&self, min: u64, tally: &Tally) -> RoaringBitmap {
         let own = vote_bucket(min);
+        tally.read(self.votes[own].len());
         let mut found = sorted_set(
             self.votes[own]
                 .iter()
                 .filter(|doc| self.doc(*doc).is_some_and(|entry| entry.votes >= min)),
         );
         for bucket in &self.votes[own + 1..] {
+            tally.combine(bucket);
             found |= bucket;
         }
         found
+    }
+
+    /// Forgets every remembered needle, filter combination and ranking, so that the next
+    /// search costs what a first one does: for the benches and tests that measure the worst
+    /// case, which is a search nobody asked for recently.
+    pub fn forget_remembered(&self) {
+        self.needles.entries.lock().clear();
+        self.needles.classes.lock().clear();
+        self.remembered.clear();
     }
 
     /// What the index holds beyond the views it shares with the rest of the service.
@@ -666,6 +748,9 @@ impl SearchIndex {
 struct NeedleCache {
     /// Most recently used last; searches fill it under the index's read lock, hence the mutex.
     entries: parking_lot::Mutex<Vec<(String, RoaringBitmap)>>,
+    /// The relevance classes of the last few long needles ranked by (`relevance.rs`), kept
+    /// exact the same way.
+    classes: parking_lot::Mutex<Vec<(String, relevance::NameMatches)>>,
 }
 
 impl NeedleCache {
@@ -691,6 +776,26 @@ impl NeedleCache {
         entries.push((needle.to_owned(), found));
     }
 
+    fn classes(&self, needle: &str) -> Option<relevance::NameMatches> {
+        let mut entries = self.classes.lock();
+        let at = entries.iter().position(|(n, _)| n == needle)?;
+        let entry = entries.remove(at);
+        let found = entry.1.clone();
+        entries.push(entry);
+        Some(found)
+    }
+
+    fn put_classes(&self, needle: &str, found: relevance::NameMatches) {
+        let mut entries = self.classes.lock();
+        if entries.iter().any(|(n, _)| n == needle) {
+            return;
+        }
+        if entries.len() == Self::CAPACITY {
+            entries.remove(0);
+        }
+        entries.push((needle.to_owned(), found));
+    }
+
     /// A document's text is new or changed: it matches each needle or not, afresh.
     fn retest(&mut self, doc: u32, text: &[u8]) {
         for (needle, found) in self.entries.get_mut().iter_mut() {
@@ -700,11 +805,19 @@ impl NeedleCache {
                 found.remove(doc);
             }
         }
+        let name = memchr::memchr(grams::SEPARATOR, text).map_or(text, |at| &text[..at]);
+        let name = std::str::from_utf8(name).unwrap_or("");
+        for (needle, found) in self.classes.get_mut().iter_mut() {
+            found.retest(doc, name, needle);
+        }
     }
 
     fn forget(&mut self, doc: u32) {
         for (_, found) in self.entries.get_mut().iter_mut() {
             found.remove(doc);
+        }
+        for (_, found) in self.classes.get_mut().iter_mut() {
+            found.forget(doc);
         }
     }
 }
@@ -760,9 +873,10 @@ fn toggle(map: &mut HashMap<String, RoaringBitmap>, key: &str, doc: u32, add: bo
     }
 }
 
-fn union<'a>(sets: impl Iterator<Item = &'a RoaringBitmap>) -> RoaringBitmap {
+fn union<'a>(sets: impl Iterator<Item = &'a RoaringBitmap>, tally: &Tally) -> RoaringBitmap {
     let mut all = RoaringBitmap::new();
     for set in sets {
+        tally.combine(set);
         all |= set;
     }
     all

@@ -191,6 +191,11 @@ impl Orders {
         self.sets[sort.position()].iter_from_place(&start)
     }
 
+    /// How many blocks the order is in: what a jump to a place counts over.
+    pub fn blocks(&self, sort: Sort) -> u64 {
+        self.sets[sort.position()].blocks.len() as u64
+    }
+
     /// Builds one order anew from every place at once (a month's rollover).
     pub fn rebuild(&mut self, sort: Sort, mut places: Vec<Place>) {
         places.sort_unstable();

@@ -1,30 +1,96 @@
 //! `match=words` and `sort=relevance` on the index: each word's exact matches come from the
-//! n-gram bitmaps (verified and remembered like a long `q`), and relevance ranks only the
-//! candidates the filters left, reading each one's folded name from the text arena.
+//! n-gram bitmaps (verified and remembered like a long `q`), and relevance pages through its
+//! classes a class at a time without ranking the candidates.
+//!
+//! Relevance orders the candidates featured first, then by class (0 the name is `q`, 1 it
+//! starts with it, 2 a word of it does, 3 it holds it, 4 only the description does), then by
+//! votes: within a class and a featuredness that is the votes order. Each class is a set of
+//! the index (for a short `q` the name-start, word-start and name-gram bitmaps; for a longer one
+//! the same sets found once by reading the names that hold its trigrams, then remembered and kept
+//! exact by every write), so the classes' sizes are counts of intersections, the classes before
+//! the page are skipped by their sizes, and the page comes from one or two classes like an
+//! ordinary filtered page. The cost no longer grows with the matches (docs/SEARCH.md).
 
 use std::borrow::Cow;
 
 use roaring::RoaringBitmap;
 
 use super::grams::{Lookup, MAX_GRAM, SEPARATOR};
+use super::work::Tally;
 use super::{SearchIndex, TextSpan};
-use crate::domain::search::{relevance_class, Search};
+use crate::domain::search::{relevance_class, Search, Sort};
 
-/// A candidate's place in a relevance ranking: featured first, better class, more votes, then
-/// the listing id; the document rides along.
-type Ranked = (bool, u8, u64, u128, u32);
+/// The documents passing each test of [`relevance_class`] in its name, over every document:
+/// `is` within `starts` within `word` within `has`.
+#[derive(Clone, Default)]
+pub(super) struct NameMatches {
+    /// Class 0: the name is the needle.
+    pub is: RoaringBitmap,
+    /// Class 0 or 1: the name starts with it.
+    pub starts: RoaringBitmap,
+    /// Classes 0 to 2: a word of the name starts with it.
+    pub word: RoaringBitmap,
+    /// Classes 0 to 3: the name holds it.
+    pub has: RoaringBitmap,
+}
+
+impl NameMatches {
+    /// A document's name was listed or changed: its class afresh.
+    pub fn retest(&mut self, doc: u32, name: &str, needle: &str) {
+        let class = relevance_class(name, needle);
+        for (set, within) in [
+            (&mut self.is, class == 0),
+            (&mut self.starts, class <= 1),
+            (&mut self.word, class <= 2),
+            (&mut self.has, class <= 3),
+        ] {
+            if within {
+                set.insert(doc);
+            } else {
+                set.remove(doc);
+            }
+        }
+    }
+
+    pub fn forget(&mut self, doc: u32) {
+        for set in [
+            &mut self.is,
+            &mut self.starts,
+            &mut self.word,
+            &mut self.has,
+        ] {
+            set.remove(doc);
+        }
+    }
+}
+
+/// The same sets, borrowed from the index for a short needle or owned for a long one.
+struct Classes<'a> {
+    is: Cow<'a, RoaringBitmap>,
+    starts: Cow<'a, RoaringBitmap>,
+    word: Cow<'a, RoaringBitmap>,
+    has: Cow<'a, RoaringBitmap>,
+}
+
+fn or_empty(set: Option<&RoaringBitmap>) -> Cow<'_, RoaringBitmap> {
+    set.map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed)
+}
 
 impl SearchIndex {
     /// Exactly the documents whose text holds `needle`; `None` when none does.
-    pub(super) fn exact_matches(&self, needle: &str) -> Option<Cow<'_, RoaringBitmap>> {
+    pub(super) fn exact_matches(
+        &self,
+        needle: &str,
+        tally: &Tally,
+    ) -> Option<Cow<'_, RoaringBitmap>> {
         match self.grams.lookup(needle.as_bytes()) {
             Lookup::Exact(None) => None,
-            Lookup::Exact(Some(set)) => Some(Cow::Borrowed(set)),
+            Lookup::Exact(Some(set)) => Some(set),
             Lookup::Candidates(grams) => {
                 let exact = match self.needles.get(needle) {
                     Some(exact) => exact,
                     None => {
-                        let exact = self.verified(grams, needle);
+                        let exact = self.verified(grams, needle, tally);
                         self.needles.put(needle, exact.clone());
                         exact
                     }
@@ -44,56 +110,121 @@ impl SearchIndex {
         std::str::from_utf8(name).unwrap_or("")
     }
 
-    /// One page ranked by relevance to `search.relevance`: every candidate is ranked (the
-    /// filters have already cut them down), the page's end found by a selection and only the
-    /// page sorted.
+    /// The class sets of `q`: read off the indexes for a short one; for a longer one,
+    /// remembered, or found by reading each name that holds all of its trigrams.
+    fn classes(&self, q: &str, tally: &Tally) -> Classes<'_> {
+        let needle = q.as_bytes();
+        if needle.len() <= MAX_GRAM {
+            return Classes {
+                is: or_empty(self.word_starts.name_is(needle)),
+                starts: or_empty(self.word_starts.name_starts(needle)),
+                word: or_empty(self.word_starts.get(needle)),
+                has: or_empty(self.grams.in_names(needle)),
+            };
+        }
+        let found = match self.needles.classes(q) {
+            Some(found) => found,
+            None => {
+                let mut found = NameMatches::default();
+                if let Some(candidates) = self.grams.in_names_candidates(needle) {
+                    tally.combine(&candidates);
+                    tally.read(candidates.len());
+                    for doc in &candidates {
+                        if let Some(entry) = self.doc(doc) {
+                            found.retest(doc, self.name_of(entry.text), q);
+                        }
+                    }
+                }
+                self.needles.put_classes(q, found.clone());
+                found
+            }
+        };
+        Classes {
+            is: Cow::Owned(found.is),
+            starts: Cow::Owned(found.starts),
+            word: Cow::Owned(found.word),
+            has: Cow::Owned(found.has),
+        }
+    }
+
+    /// One page ranked by relevance to `search.relevance`: the groups (featured or not, by
+    /// class) before the page are skipped by their sizes, and the page is read from the groups
+    /// it falls in, each in the votes order.
     pub(super) fn by_relevance(
         &self,
         search: &Search,
         candidates: Option<&RoaringBitmap>,
         start: usize,
         end: usize,
+        tally: &Tally,
     ) -> Vec<u32> {
         let q = search.relevance.as_deref().unwrap_or("");
-        let needle = q.as_bytes();
-        let finder = memchr::memmem::Finder::new(needle);
-        // The docs with a word of the name starting with `q`'s first 3 bytes: exactly class 2's
-        // test for a short `q`, and for a longer one the only docs worth testing.
-        let word_starts = self.word_starts.get(&needle[..needle.len().min(MAX_GRAM)]);
-        let short = needle.len() <= MAX_GRAM;
-        // `relevance_class` on the arena's bytes, with bitmap reads in place of string work
-        // where they decide it: the string work was most of a ranking's cost.
-        let class = |doc: u32, name: &[u8]| -> u8 {
-            if name == needle {
-                0
-            } else if name.starts_with(needle) {
-                1
-            } else if word_starts.is_some_and(|set| set.contains(doc))
-                && (short || relevance_class(std::str::from_utf8(name).unwrap_or(""), q) == 2)
-            {
-                2
-            } else if finder.find(name).is_some() {
-                3
-            } else {
-                4
+        let all;
+        let found: &RoaringBitmap = match candidates {
+            Some(found) => found,
+            // Unreachable by `Search::parse` (relevance comes with a `q`), answered all the same.
+            None => {
+                all = self
+                    .docs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| d.is_some())
+                    .map(|(n, _)| n as u32)
+                    .collect();
+                &all
             }
         };
-        let ranked = |doc: u32| -> Option<Ranked> {
-            let entry = self.doc(doc)?;
-            let text = self.texts.get(entry.text);
-            let name = memchr::memchr(SEPARATOR, text).map_or(text, |at| &text[..at]);
-            Some((
-                !entry.view.listing.featured,
-                class(doc, name),
-                u64::MAX - entry.votes,
-                entry.id,
-                doc,
-            ))
-        };
-        let places: Vec<Ranked> = match candidates {
-            Some(set) => set.iter().filter_map(ranked).collect(),
-            None => (0..self.docs.len() as u32).filter_map(ranked).collect(),
-        };
-        super::page_of(places, start, end, |p| p.4)
+        let classes = self.classes(q, tally);
+        let mut page = Vec::with_capacity(end - start);
+        let mut before = 0usize;
+        for featured in [true, false] {
+            if before >= end {
+                break;
+            }
+            tally.combine(found);
+            tally.combine(&self.featured);
+            let group = if featured {
+                found & &self.featured
+            } else {
+                found - &self.featured
+            };
+            // Group k is `within[k] - within[k - 1]`: the sets nest.
+            let within = [&classes.is, &classes.starts, &classes.word, &classes.has];
+            let mut counted = [0u64; 5];
+            for (k, set) in within.iter().enumerate() {
+                tally.combine(set);
+                counted[k] = group.intersection_len(set);
+            }
+            counted[4] = group.len();
+            let mut previous = 0;
+            for (k, upto) in counted.into_iter().enumerate() {
+                let size = (upto - previous) as usize;
+                previous = upto;
+                if before >= end {
+                    break;
+                }
+                if size == 0 || before + size <= start {
+                    before += size;
+                    continue;
+                }
+                let mut class = if k < 4 {
+                    &group & within[k].as_ref()
+                } else {
+                    group.clone()
+                };
+                if k > 0 {
+                    class -= within[k - 1].as_ref();
+                }
+                tally.combine(&group);
+                let (from, to) = (start.saturating_sub(before), (end - before).min(size));
+                page.extend(if self.walk_is_cheaper(to, class.len()) {
+                    self.walk(Sort::Votes, from, to, |doc| class.contains(doc), tally)
+                } else {
+                    self.select(Sort::Votes, &class, from, to, tally)
+                });
+                before += size;
+            }
+        }
+        page
     }
 }

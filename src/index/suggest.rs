@@ -6,13 +6,18 @@
 //! order by `vote_count`) keeping candidates, or a ranking of just the candidates, whichever
 //! is cheaper, as for `GET /bots`.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap;
 
 use super::grams::{add_doc, key, Lookup, MAX_GRAM};
 use super::orders::Place;
+use super::work::Tally;
 use super::SearchIndex;
-use crate::domain::search::{starts_a_word, Sort};
+use crate::domain::bot::BotView;
+use crate::domain::search::{starts_a_word, Sort, Work};
 
 /// Word-start prefixes of every listed bot's folded name.
 #[derive(Default)]
@@ -20,10 +25,23 @@ pub struct WordStarts {
     bitmaps: FxHashMap<u32, RoaringBitmap>,
 }
 
+/// Marks the key of a prefix of the whole name (class 1 of `sort=relevance`).
+const NAME_START: u32 = 1 << 26;
+/// Marks the key of a whole name of at most 3 bytes (class 0 of `sort=relevance`).
+const NAME_IS: u32 = 1 << 27;
+
 /// The sorted, distinct keys of the 1- to 3-byte prefixes of each word of a folded name (a word
-/// starts where the name does and after each character that is not a letter or digit).
+/// starts where the name does and after each character that is not a letter or digit); then
+/// those of the name's own start, and the name itself when it is that short, marked.
 pub fn word_start_keys(name: &str) -> Vec<u32> {
     let mut keys = Vec::new();
+    let bytes = name.as_bytes();
+    for len in 1..=MAX_GRAM.min(bytes.len()) {
+        keys.push(key(&bytes[..len]) | NAME_START);
+    }
+    if !bytes.is_empty() && bytes.len() <= MAX_GRAM {
+        keys.push(key(bytes) | NAME_IS);
+    }
     let mut previous: Option<char> = None;
     for (at, c) in name.char_indices() {
         if previous.is_none_or(|p| !p.is_alphanumeric()) {
@@ -61,6 +79,16 @@ impl WordStarts {
         self.bitmaps.get(&key(prefix))
     }
 
+    /// The names that start with `prefix` (at most 3 bytes).
+    pub(super) fn name_starts(&self, prefix: &[u8]) -> Option<&RoaringBitmap> {
+        self.bitmaps.get(&(key(prefix) | NAME_START))
+    }
+
+    /// The names that are `name` (at most 3 bytes).
+    pub(super) fn name_is(&self, name: &[u8]) -> Option<&RoaringBitmap> {
+        self.bitmaps.get(&(key(name) | NAME_IS))
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.bitmaps
             .values()
@@ -72,11 +100,21 @@ impl WordStarts {
 impl SearchIndex {
     /// Up to `limit` bots with a word of their name starting with the folded `q`, by
     /// `vote_count` descending, then listing id ascending.
-    pub fn suggest(
-        &self,
-        q: &str,
-        limit: usize,
-    ) -> Vec<std::sync::Arc<crate::domain::bot::BotView>> {
+    pub fn suggest(&self, q: &str, limit: usize) -> Vec<Arc<BotView>> {
+        self.suggest_counted(q, limit).0
+    }
+
+    /// [`SearchIndex::suggest`], with the work it took.
+    pub fn suggest_counted(&self, q: &str, limit: usize) -> (Vec<Arc<BotView>>, Work) {
+        let tally = Tally::default();
+        let docs = self.suggested(q, limit, &tally);
+        (
+            docs.into_iter().map(|doc| self.view(doc)).collect(),
+            tally.work(),
+        )
+    }
+
+    fn suggested(&self, q: &str, limit: usize, tally: &Tally) -> Vec<u32> {
         if q.is_empty() || limit == 0 {
             return Vec::new();
         }
@@ -87,32 +125,37 @@ impl SearchIndex {
         // A longer `q` narrows the candidates by its trigrams, then each is checked.
         let long = bytes.len() > MAX_GRAM;
         let candidates = if long {
+            tally.combine(first);
             let mut set = first.clone();
             if let Lookup::Candidates(grams) = self.grams.lookup(bytes) {
                 for gram in grams {
                     if set.is_empty() {
                         break;
                     }
-                    set &= gram;
+                    tally.combine(&gram);
+                    set &= gram.as_ref();
                 }
             }
-            set
+            Cow::Owned(set)
         } else {
-            first.clone()
+            Cow::Borrowed(first)
         };
         let keep = |doc: u32| {
-            !long
-                || self
-                    .doc(doc)
+            !long || {
+                tally.read(1);
+                self.doc(doc)
                     .is_some_and(|entry| starts_a_word(self.name_of(entry.text), q))
+            }
         };
-        let docs: Vec<u32> = if self.walk_is_cheaper(limit, candidates.len()) {
+        if self.walk_is_cheaper(limit, candidates.len()) {
             self.by_votes()
+                .inspect(|_| tally.visit(1))
                 .map(|place| place.3)
                 .filter(|doc| candidates.contains(*doc) && keep(*doc))
                 .take(limit)
                 .collect()
         } else {
+            tally.read(candidates.len());
             let mut ranked: Vec<(u64, u128, u32)> = candidates
                 .iter()
                 .filter(|doc| keep(*doc))
@@ -127,8 +170,7 @@ impl SearchIndex {
             }
             ranked.sort_unstable();
             ranked.into_iter().map(|r| r.2).collect()
-        };
-        docs.into_iter().map(|doc| self.view(doc)).collect()
+        }
     }
 
     /// The votes order by `vote_count` alone: its featured and other places, each already by

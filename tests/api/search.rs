@@ -1072,6 +1072,34 @@ async fn malformed_numbers_are_refused_naming_the_parameter() {
     }
 }
 
+/// A filtered page may end at offset + limit = 10,000 and not past it (its cost grows with its
+/// depth); without a filter, or with `limit=0` (only the total), any depth is answered.
+#[actix_web::test]
+async fn a_filtered_page_past_the_window_is_refused_with_the_reason() {
+    let app = spawn_app().await;
+    plain_bots(&app, 1, 2).await;
+    for query in [
+        "q=a&offset=9901&limit=100",
+        "category=music&page=101&limit=100",
+        "q=a&sort=relevance&offset=10000",
+        "q=a+b&match=words&offset=10000",
+        "language=de&invites=lt100&votes=1&offset=20000",
+    ] {
+        let message = refused(&app, query).await;
+        assert!(
+            message.contains("`offset` + `limit` must be at most 10000")
+                && message.contains("filter"),
+            "{query}: {message}"
+        );
+    }
+    let page = search(&app, "q=a&offset=9900&limit=100").await;
+    assert_eq!(page.count, 0, "at the window: answered");
+    let page = search(&app, "offset=500000&limit=100").await;
+    assert_eq!((page.count, page.total), (0, 2), "no filter: any depth");
+    let page = search(&app, "q=bot&offset=500000&limit=0").await;
+    assert_eq!(page.count, 0, "only the total");
+}
+
 #[actix_web::test]
 async fn page_zero_is_refused() {
     let app = spawn_app().await;

@@ -23,7 +23,7 @@ pub fn routes() -> Vec<Route> {
         Route::new(__path_search, search)
             .refuses(
                 Code::BadRequest,
-                "a parameter is invalid or given twice; the message names it",
+                "a parameter is invalid or given twice (the message names it), or a filtered page ends past offset + limit = 10000",
             )
             .limited(Limit::PerBot)
             .etag(),
@@ -205,7 +205,7 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
         ("sort" = inline(Option<SortKey>), Query, description = sort_description()),
         ("match" = inline(Option<MatchMode>), Query, description = "substring (the default: `q` occurs as typed) or words (every whitespace-separated word of `q` occurs, in any order, in the name or the short description)"),
         ("limit" = inline(Option<AnyCount>), Query, description = "Bots per page, default 24; above 100 is 100; 0 gives no results but the true total"),
-        ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page"),
+        ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page. With a filter (q, category, language, invites, votes) offset + limit is at most 10000"),
         ("page" = inline(Option<PageNumber>), Query, description = "1 or more: offset = (page - 1) * limit"),
     ),
     responses(

@@ -1,0 +1,280 @@
+//! The worst case of every `GET /bots` and `GET /bots/suggest` parameter, alone and together:
+//! a grid over the parameter space at each size, every search timed as a first search (the
+//! index's remembered needles and filter sets forgotten before it) in the thread's CPU time,
+//! with the work it counted. Prints the worst combinations found and the table of
+//! docs/PERFORMANCE.md ("The cost of one request").
+//!
+//!   cargo bench --bench worst                          (100,000 and 1,000,000 bots)
+//!   BOTLIST_BENCH_SIZES=20000 cargo bench --bench worst
+//!
+//! The bound is 5 ms of CPU for any request at 1,000,000 bots (issue 39); the work counts are
+//! what `tests/search_work.rs` holds each listed case to.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use botlist::demo::{self, DemoSize};
+use botlist::domain::bot::BotView;
+use botlist::domain::search::{Search, Work};
+use botlist::domain::time::Timestamp;
+use botlist::index::SearchIndex;
+use criterion::black_box;
+
+fn sizes() -> Vec<usize> {
+    std::env::var("BOTLIST_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100_000, 1_000_000])
+}
+
+fn build(bots: usize) -> SearchIndex {
+    let now = Timestamp::from_millis(1_795_000_000_000);
+    let generated = demo::build(
+        now,
+        &DemoSize {
+            bots,
+            profiles: 1_000,
+            voters: (bots as u64) / 2 + 100,
+            votes: bots * 2,
+            ..DemoSize::default()
+        },
+    );
+    let views: Vec<Arc<BotView>> = generated
+        .state
+        .bots
+        .into_iter()
+        .map(|b| {
+            let mut state = b.state;
+            state.restore();
+            Arc::new(state.view())
+        })
+        .collect();
+    SearchIndex::build(now.month(), views)
+}
+
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into, and the clock id is a constant Linux knows.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// The cases docs/PERFORMANCE.md lists by name (and `tests/search_work.rs` bounds).
+fn listed() -> Vec<(&'static str, String)> {
+    let all_tags = "music,moderation,fun,games,economy,utility,social,anime,memes,leveling,\
+                    logging,roleplay,fortnite,minecraft,crypto,stream,ai,translation,giveaway,\
+                    tickets,welcome,reaction-roles,polls,nsfw-filter";
+    vec![
+        ("/bots", "q=e&sort=relevance".into()),
+        ("/bots", "q=ard&sort=relevance".into()),
+        ("/bots", "q=wizard&sort=relevance".into()),
+        ("/bots", "q=%2C&sort=relevance".into()),
+        ("/bots", "q=e&sort=relevance&offset=5000&limit=100".into()),
+        ("/bots", "q=e&match=words&sort=relevance&limit=100".into()),
+        ("/bots", "q=groovy+wizard&match=words&sort=relevance".into()),
+        (
+            "/bots",
+            format!("q=e&match=words&category={all_tags}&sort=relevance&limit=100"),
+        ),
+        (
+            "/bots",
+            format!("category={all_tags}&offset=5000&limit=100"),
+        ),
+        ("/bots", "q=wizard".into()),
+        ("/bots", "q=groovy+wiz".into()),
+        (
+            "/bots",
+            "category=music&sort=newest&offset=5000&limit=100".into(),
+        ),
+        (
+            "/bots",
+            "language=de&invites=100-1000&offset=5000&limit=100".into(),
+        ),
+        ("/bots", "votes=100".into()),
+        ("/bots", "offset=900000&limit=100".into()),
+        ("suggest", "w".into()),
+        ("suggest", "wizard".into()),
+    ]
+}
+
+/// The grid: each parameter at its extremes, and in combination.
+fn grid() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let qs = [
+        "",
+        "e",
+        "x",
+        ",",
+        "er",
+        "ard",
+        "wizard",
+        "groovy+wizard",
+        "e+a",
+        "zzzzzz",
+    ];
+    let categories = ["", "music", "music,fun,games,ai,memes,polls,crypto,stream"];
+    let sorts = ["votes", "newest", "relevance"];
+    let pages = ["", "offset=5000", "offset=100000", "offset=999900"];
+    for q in qs {
+        for words in [false, true] {
+            if words && (q.is_empty() || q == ",") {
+                continue;
+            }
+            for category in categories {
+                for sort in sorts {
+                    for page in pages {
+                        for limit in ["", "limit=100"] {
+                            let mut params = vec![];
+                            if !q.is_empty() {
+                                params.push(format!("q={q}"));
+                            }
+                            if words {
+                                params.push("match=words".into());
+                            }
+                            if !category.is_empty() {
+                                params.push(format!("category={category}"));
+                            }
+                            params.push(format!("sort={sort}"));
+                            if !page.is_empty() {
+                                params.push(page.into());
+                            }
+                            if !limit.is_empty() {
+                                params.push(limit.into());
+                            }
+                            out.push(("/bots", params.join("&")));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for extra in [
+        "language=de",
+        "invites=100-1000",
+        "votes=5",
+        "votes=100",
+        "language=de&invites=100-1000&votes=3",
+    ] {
+        for page in ["", "&offset=5000&limit=100", "&offset=100000&limit=100"] {
+            out.push(("/bots", format!("{extra}{page}")));
+            out.push(("/bots", format!("q=e&{extra}&sort=relevance{page}")));
+        }
+    }
+    for q in [
+        "w",
+        "b",
+        "wi",
+        "wiz",
+        "wizard",
+        "groovy",
+        "zyxw",
+        "e",
+        "1",
+        "wizard wizard",
+        "groovy 1",
+        "rusty wizard 9",
+    ] {
+        out.push(("suggest", q.into()));
+    }
+    out
+}
+
+/// One first search (everything remembered forgotten) and its work and CPU time.
+fn measure(index: &SearchIndex, route: &str, params: &str) -> (Duration, Work) {
+    let mut best = Duration::MAX;
+    let mut work = Work::default();
+    // The least of three first searches: a first search every time, with the machine's noise
+    // taken out by the minimum.
+    for _ in 0..3 {
+        index.forget_remembered();
+        let started = thread_cpu();
+        work = if route == "suggest" {
+            black_box(index.suggest_counted(params, 20)).1
+        } else {
+            let search = Search::parse(params).expect("a valid query");
+            black_box(index.search(&search)).work
+        };
+        best = best.min(thread_cpu() - started);
+    }
+    (best, work)
+}
+
+fn main() {
+    // criterion's harness flags (`--bench`) are not ours.
+    // The largest first, so that its worst combinations are known when the others are measured.
+    let mut sizes = sizes();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut table: BTreeMap<(usize, String), Vec<(Duration, Work)>> = BTreeMap::new();
+    let mut worst_of_largest = Vec::new();
+    for (n, &bots) in sizes.iter().enumerate() {
+        let index = build(bots);
+        let mut found: Vec<(Duration, Work, &str, String)> = Vec::new();
+        for (route, params) in grid() {
+            let (cpu, work) = measure(&index, route, &params);
+            found.push((cpu, work, route, params));
+        }
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
+        println!(
+            "\n== {bots} bots: {} combinations, the 15 dearest (first search, least of 3):",
+            found.len()
+        );
+        for (cpu, work, route, params) in found.iter().take(15) {
+            println!(
+                "{:>9.3} ms {:>9} work  {route} {params}",
+                cpu.as_secs_f64() * 1e3,
+                work.total()
+            );
+        }
+        let over = found
+            .iter()
+            .filter(|f| f.0 > Duration::from_millis(5))
+            .count();
+        println!("over 5 ms: {over}");
+        if n == 0 {
+            worst_of_largest = found.iter().take(5).map(|f| (f.2, f.3.clone())).collect();
+        }
+        for (i, (route, params)) in listed().into_iter().enumerate() {
+            let m = measure(&index, route, &params);
+            table
+                .entry((i, format!("{route} {params}")))
+                .or_default()
+                .push(m);
+        }
+        for (route, params) in &worst_of_largest {
+            let m = measure(&index, route, params);
+            table
+                .entry((usize::MAX, format!("{route} {params}")))
+                .or_default()
+                .push(m);
+        }
+    }
+    let heads: Vec<String> = sizes.iter().rev().map(|s| format!("CPU at {s}")).collect();
+    println!(
+        "\n| route and parameters | work at {} (visited / read / postings) | {} |",
+        sizes.first().unwrap_or(&0),
+        heads.join(" | ")
+    );
+    println!("|---|---:|{}", "---:|".repeat(sizes.len()));
+    for ((_, case), runs) in &table {
+        let Some((_, work)) = runs.first() else {
+            continue;
+        };
+        let cpus: Vec<String> = runs
+            .iter()
+            .rev()
+            .map(|(cpu, _)| format!("{:.3} ms", cpu.as_secs_f64() * 1e3))
+            .collect();
+        println!(
+            "| `{case}` | {} ({} / {} / {}) | {} |",
+            work.total(),
+            work.visited,
+            work.read,
+            work.postings,
+            cpus.join(" | ")
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! Every listed worst case of a search or a type-ahead (docs/PERFORMANCE.md, "The cost of one
+//! request") is held to the work it counts (`botlist::domain::search::Work`): places of an
+//! order visited, documents read one by one, bitmap cells combined. A count, not a time, so
+//! it holds on a machine of any speed or load. Each case fails when a count passes ten times
+//! its bound: the bounds are the counts measured when the case was bounded (rounded up), so
+//! this catches a change that makes a case grow with the directory again (the old relevance
+//! ranking read every match: 10,000 documents here for `q=e`), not noise.
+//!
+//! Every search is a first search: what the index remembers is forgotten before it.
+
+use std::sync::Arc;
+
+use botlist::demo::{self, DemoSize};
+use botlist::domain::bot::BotView;
+use botlist::domain::search::{Search, Work};
+use botlist::domain::time::Timestamp;
+use botlist::index::SearchIndex;
+
+const BOTS: usize = 10_000;
+
+fn directory() -> SearchIndex {
+    let now = Timestamp::from_millis(1_795_000_000_000);
+    let generated = demo::build(
+        now,
+        &DemoSize {
+            bots: BOTS,
+            profiles: 100,
+            voters: 5_000,
+            votes: BOTS,
+            ..DemoSize::default()
+        },
+    );
+    let views: Vec<Arc<BotView>> = generated
+        .state
+        .bots
+        .into_iter()
+        .map(|b| {
+            let mut state = b.state;
+            state.restore();
+            Arc::new(state.view())
+        })
+        .collect();
+    SearchIndex::build(now.month(), views)
+}
+
+/// (route, parameters, bound of visited, of read, of postings), measured at 10,000 bots
+/// (`cargo test --test search_work -- --nocapture` prints the counts in this form).
+const CASES: &[(&str, &str, u64, u64, u64)] = &[
+    ("/bots", "q=e&sort=relevance", 0, 110, 3400),
+    ("/bots", "q=ard&sort=relevance", 0, 25, 9000),
+    ("/bots", "q=wizard&sort=relevance", 0, 1600, 11000),
+    ("/bots", "q=%2C&sort=relevance", 0, 33, 5100),
+    ("/bots", "q=e&sort=relevance&offset=5000&limit=100", 0, 6600, 6500),
+    ("/bots", "q=e&match=words&sort=relevance&limit=100", 0, 110, 3400),
+    ("/bots", "q=groovy+wizard&match=words&sort=relevance", 0, 1100, 8800),
+    ("/bots", "q=e&match=words&category=music,moderation,fun,games,economy,utility,social,anime,memes,leveling,logging,roleplay,fortnite,minecraft,crypto,stream,ai,translation,giveaway,tickets,welcome,reaction-roles,polls,nsfw-filter&sort=relevance&limit=100", 0, 110, 29000),
+    ("/bots", "category=music,fun,games,ai,memes,polls,crypto,stream&offset=9900&limit=100", 0, 0, 9000),
+    ("/bots", "q=e&sort=newest&offset=9900&limit=100", 0, 10000, 1100),
+    ("/bots", "category=music&sort=newest&offset=5000&limit=100", 0, 0, 2000),
+    ("/bots", "language=de&invites=100-1000&offset=5000&limit=100", 0, 0, 2700),
+    ("/bots", "offset=9900&limit=100", 130, 0, 0),
+    ("suggest", "w", 210, 0, 0),
+    ("suggest", "wizard", 0, 1100, 5700),
+];
+
+fn work(index: &SearchIndex, route: &str, params: &str) -> Work {
+    index.forget_remembered();
+    if route == "suggest" {
+        index.suggest_counted(params, 20).1
+    } else {
+        index
+            .search(&Search::parse(params).expect("a valid query"))
+            .work
+    }
+}
+
+#[test]
+fn no_listed_worst_case_does_ten_times_its_bound() {
+    let index = directory();
+    let mut failed = Vec::new();
+    for &(route, params, visited, read, postings) in CASES {
+        let done = work(&index, route, params);
+        println!(
+            "(\"{route}\", \"{params}\", {}, {}, {}),",
+            done.visited, done.read, done.postings
+        );
+        let over = done.visited > 10 * visited.max(1)
+            || done.read > 10 * read.max(1)
+            || done.postings > 10 * postings.max(1);
+        if over {
+            failed.push(format!(
+                "{route} {params}: {done:?} against ({visited}, {read}, {postings})"
+            ));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "past ten times the bound:\n{}",
+        failed.join("\n")
+    );
+}
