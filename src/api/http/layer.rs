@@ -21,7 +21,7 @@ use actix_web::http::header::{
     ContentEncoding, HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, ETAG, VARY,
 };
 use actix_web::http::{Method, StatusCode};
-use actix_web::{Error, HttpResponse, ResponseError};
+use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use futures_util::future::{CatchUnwind, FutureExt};
 use pin_project_lite::pin_project;
 
@@ -111,11 +111,23 @@ where
     }
 }
 
+/// Marks a HEAD answered as a GET, for the one handler that must know (a vote stream's HEAD
+/// answers its headers without opening a stream).
+#[derive(Clone, Copy)]
+pub struct Head;
+
+impl Head {
+    pub fn asked(request: &actix_web::HttpRequest) -> bool {
+        request.extensions().contains::<Head>()
+    }
+}
+
 /// Before routing: HEAD becomes GET (the HTTP layer sends a HEAD no body, but the headers and
 /// length a GET would have), the headers' size is checked, and the encoding chosen.
 fn arrive(request: &mut ServiceRequest) -> Result<Option<ContentEncoding>, ApiError> {
     if request.method() == Method::HEAD {
         request.head_mut().method = Method::GET;
+        request.extensions_mut().insert(Head);
     }
     headers_within_limit(request)?;
     if !request.headers().contains_key(ACCEPT_ENCODING) {
