@@ -7,8 +7,8 @@ pub mod resources;
 
 // The paths the rest of the crate, the tests and the benchmarks name.
 pub use http::{
-    admin_failures, around, cluster, connection, error, extract, guard, layer, limits, openapi,
-    reply, routes,
+    admin_failures, around, cluster, compress, connection, error, extract, guard, layer, limits,
+    openapi, reply, routes,
 };
 pub use resources::{
     admin, badge, bots, docs, growth, health, history, owners, profile_votes, stats, suggest,
@@ -18,8 +18,7 @@ pub use resources::{
 use std::sync::Arc;
 
 use actix::Addr;
-use actix_web::http::header::{HeaderValue, CONTENT_TYPE};
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::actors::directory::Directory;
 use crate::actors::registry::Registry;
@@ -35,7 +34,9 @@ pub struct AppState {
     /// `None`: the admin API answers 404.
     pub admin_token: Option<TokenHash>,
     /// The OpenAPI document, rendered once.
-    pub openapi_json: web::Bytes,
+    pub openapi_json: Arc<compress::Precompressed>,
+    /// The API reference's files, each compressed once for every worker.
+    pub docs: Arc<docs::Docs>,
     /// `None` when the service keeps its state in memory only.
     pub snapshots: Option<Arc<dyn admin::snapshot::TakeSnapshot>>,
     /// `None` with `--rate-limit 0`.
@@ -185,7 +186,7 @@ pub fn routes(
         }
         cfg.default_service(web::to(routes::no_route));
         if docs_first {
-            cfg.configure(docs_routes(base_path));
+            cfg.configure(docs_routes);
         }
         cfg.service(
             web::scope(base_path)
@@ -206,27 +207,20 @@ pub fn routes(
             cfg.configure(&mut operational);
         }
         if !docs_first {
-            cfg.configure(docs_routes(base_path));
+            cfg.configure(docs_routes);
         }
     }
 }
 
 /// `/docs` and the reference's files.
-fn docs_routes(base_path: &str) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
-    move |cfg| {
-        cfg.service(web::resource(docs::PATH).get(docs::redirect))
-            .service(
-                web::resource(format!("{}/{{file:.*}}", docs::PATH))
-                    .app_data(web::Data::new(docs::Docs::new(base_path)))
-                    .get(docs::file),
-            );
-    }
+fn docs_routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource(docs::PATH).get(docs::redirect))
+        .service(web::resource(format!("{}/{{file:.*}}", docs::PATH)).get(docs::file));
 }
 
-async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, HeaderValue::from_static(reply::JSON_UTF8)))
-        .body(state.openapi_json.clone())
+/// Compressed once, when first asked for compressed (http/compress.rs).
+async fn openapi_json(state: web::Data<AppState>, request: HttpRequest) -> HttpResponse {
+    state.openapi_json.respond(&request)
 }
 
 #[cfg(test)]

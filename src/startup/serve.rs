@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
+use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App};
 
@@ -14,6 +15,7 @@ use crate::api::admin::snapshot::TakeSnapshot;
 use crate::api::admin_failures::AdminFailures;
 use crate::api::around::Optional;
 use crate::api::cluster::{self, ClusterHttp};
+use crate::api::compress::Precompressed;
 use crate::api::connection::{self, ServerOptions};
 use crate::api::error::envelope_errors;
 use crate::api::history::History;
@@ -86,7 +88,11 @@ pub(super) fn serve(
             .admin_token
             .as_ref()
             .map(|token| TokenHash::of(token.expose())),
-        openapi_json: openapi_json.into(),
+        openapi_json: Precompressed::new(
+            HeaderValue::from_static(crate::api::reply::JSON_UTF8),
+            openapi_json.into(),
+        ),
+        docs: Arc::new(api::docs::Docs::new(&settings.base_path)),
         snapshots: started
             .persistence
             .clone()

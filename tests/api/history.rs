@@ -801,3 +801,24 @@ async fn the_stream_entry_and_the_webhook_vote_agree() {
     let page = page(&app, &bot, "").await;
     assert_eq!(page["results"][0], entry, "history shows the same entry");
 }
+
+/// A HEAD of the stream answers the stream's headers and ends, on the connection it came on,
+/// without taking one of the bot's places: more HEADs than there are places, then every place
+/// is still free for a real stream.
+#[actix_web::test]
+async fn a_head_of_the_stream_answers_its_headers_and_takes_no_place() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let path = format!("/api/v1/bots/{}/votes/stream", bot.id);
+    let mut connection = crate::compression::RawConnection::open(app.port).await;
+    for _ in 0..4 {
+        let head = connection
+            .exchange("HEAD", &path, &[("Authorization", &bot.token)])
+            .await;
+        assert_eq!(head.status, 200);
+        assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    }
+    let first = Events::start(&app, &bot, None).await;
+    let second = Events::start(&app, &bot, None).await;
+    drop((first, second));
+}

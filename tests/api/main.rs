@@ -5,6 +5,7 @@ mod auth;
 mod badge;
 mod bots;
 mod compat;
+mod compression;
 mod docs;
 mod errors;
 mod growth;

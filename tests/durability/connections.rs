@@ -108,3 +108,127 @@ fn a_new_client_is_answered_while_the_cap_is_held_by_idle_keep_alive_clients() {
     assert_eq!(stream.vote().1, 7);
     drop(readers);
 }
+
+/// The `host:port` the server listens on.
+fn address_of(server: &Server) -> String {
+    server
+        .base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned()
+}
+
+/// The slowest of five fresh clients' `GET /healthz`, each on a new connection.
+fn slowest_fresh_client(server: &Server) -> Duration {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client");
+    let url = server.base.replace("/api/v1", "/healthz");
+    // The first one waits for the server to have taken every connection queued before it.
+    let first = client.get(&url).send().expect("a new client is answered");
+    assert_eq!(first.status(), StatusCode::OK);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let response = client.get(&url).send().expect("a new client is answered");
+        assert_eq!(response.status(), StatusCode::OK);
+        slowest = slowest.max(started.elapsed());
+    }
+    slowest
+}
+
+/// Whether the server has closed `connection`: past whatever it sent last (a 408 for a head
+/// that never ended), the end, or an error.
+fn closed(connection: &mut TcpStream) -> bool {
+    connection
+        .set_read_timeout(Some(Duration::from_millis(5)))
+        .expect("timeout set");
+    let mut buffer = [0u8; 1024];
+    loop {
+        match connection.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(error) => {
+                return !matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            }
+        }
+    }
+}
+
+/// 10,500 connections that never send a byte, past the default cap of 10,000: each new one
+/// makes room by closing the one silent the longest, and a fresh client is answered at once.
+/// Before, a connection was idle only once its first request was answered, so these locked
+/// every new client out until the request timeout.
+#[test]
+fn a_new_client_is_answered_while_the_cap_is_held_by_silent_connections() {
+    const SILENT: usize = 10_500;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Silent clients are not cut by the request timeout while the test runs.
+    let server = Server::start(dir.path(), &["--request-timeout", "600"]);
+    let address = address_of(&server);
+    let mut silent = Vec::with_capacity(SILENT);
+    for _ in 0..SILENT {
+        silent.push(TcpStream::connect(&address).expect("connects"));
+    }
+    let slowest = slowest_fresh_client(&server);
+    assert!(
+        slowest < Duration::from_millis(100),
+        "answered after {slowest:?}"
+    );
+    println!("with {SILENT} silent connections a new client was answered within {slowest:?}");
+    // The oldest were the ones closed.
+    assert!(
+        closed(&mut silent[0]),
+        "the longest-silent connection was closed"
+    );
+    drop(silent);
+}
+
+/// With `--max-connections 50`, one client holds 150 sockets, half sending nothing and half a
+/// header byte a second: a fresh client is still answered at once, and the survivors among the
+/// slow ones are cut at `--request-timeout` all the same.
+#[test]
+fn a_small_cap_held_by_slow_and_silent_sockets_still_answers_and_still_cuts_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(
+        dir.path(),
+        &["--max-connections", "50", "--request-timeout", "3"],
+    );
+    let address = address_of(&server);
+    let head = b"GET /healthz HTTP/1.1\r\nHost: botlist\r\n\r\n";
+    let mut sockets: Vec<TcpStream> = (0..150)
+        .map(|_| TcpStream::connect(&address).expect("connects"))
+        .collect();
+    let trickle = |sockets: &mut [TcpStream], sent: usize| {
+        for socket in sockets.iter_mut().skip(1).step_by(2) {
+            let _ = socket.write_all(&head[sent..sent + 1]);
+        }
+    };
+    trickle(&mut sockets, 0);
+    let slowest = slowest_fresh_client(&server);
+    assert!(
+        slowest < Duration::from_millis(100),
+        "answered after {slowest:?}"
+    );
+    println!(
+        "at a cap of 50 held by 150 slow sockets a new client was answered within {slowest:?}"
+    );
+    // A header byte a second, for longer than the request timeout: every socket is closed by
+    // then, made room for or cut. (Real seconds: the timeout is the HTTP server's own timer,
+    // which no injected clock drives.)
+    let started = Instant::now();
+    for sent in 1..6 {
+        std::thread::sleep(Duration::from_secs(1));
+        trickle(&mut sockets, sent);
+    }
+    let open = sockets.iter_mut().map(closed).filter(|gone| !gone).count();
+    assert_eq!(open, 0, "{open} slow sockets outlived the request timeout");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

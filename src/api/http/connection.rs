@@ -1,8 +1,11 @@
 //! The HTTP server's connections, with three additions to actix-web's: after a body is refused as
 //! too large, the connection reads at most [`READ_AFTER_REFUSAL`] more bytes, then ends; a
 //! connection notes when its client has gone ([`PeerGone`]), for the vote streams; and at the
-//! connection cap the longest-idle keep-alive connection is closed to make room for a new client
-//! ([`Connections`]), as nginx and HAProxy do, so that idle clients never lock a new one out.
+//! connection cap the longest-idle connection is closed to make room for a new client
+//! ([`Connections`]), as nginx and HAProxy do, so that idle clients never lock a new one out. A
+//! connection is idle whenever no request of it is being answered: between requests, but also
+//! before its first request and while its client is still sending a request's head (a client
+//! that connects and never sends a byte is as idle as a finished keep-alive one).
 //!
 //! actix-http answers an early response and then goes on reading: it lingers on a connection
 //! whose body was not read (a `Content-Length` body: up to `client_disconnect_timeout`, some
@@ -109,13 +112,13 @@ impl PeerGone {
 }
 
 /// What a worker knows of one of its connections: whether it may be closed to make room.
-#[derive(Default)]
 pub struct Activity {
     /// Requests in flight on it, and vote streams open on it.
     busy: Cell<u32>,
-    /// Since when it has had nothing to do; `None` until its first request is answered (a
-    /// client that never sends one is cut off by the request timeout instead).
-    idle_since: Cell<Option<Instant>>,
+    /// Since when it has had nothing to do: since it was accepted, then since its last answer
+    /// was made. A request whose head is still arriving does not count as something to do, so
+    /// a client that trickles a header byte a second stays as idle as one that sends nothing.
+    idle_since: Cell<Instant>,
     /// Chosen to make room: its next read is the end of its input, and actix-http closes it.
     closing: Cell<bool>,
     /// Woken to make that read happen while the connection waits for its next request.
@@ -146,13 +149,14 @@ impl Drop for Busy {
         let busy = self.0.busy.get().saturating_sub(1);
         self.0.busy.set(busy);
         if busy == 0 {
-            self.0.idle_since.set(Some(Instant::now()));
+            self.0.idle_since.set(Instant::now());
         }
     }
 }
 
 /// One worker's connections. Past `cap` open at once, each new connection closes the one that
-/// has been idle the longest (never one with a request in flight or a vote stream open); while
+/// has been idle the longest (never one with a request in flight or a vote stream open, and
+/// possibly one that has not sent its first request yet); while
 /// none is idle, new connections are still taken up to the worker's hard limit, then wait in
 /// the listen backlog.
 struct Connections {
@@ -171,7 +175,12 @@ impl Connections {
     }
 
     fn opened(&self) -> Rc<Activity> {
-        let activity = Rc::new(Activity::default());
+        let activity = Rc::new(Activity {
+            busy: Cell::new(0),
+            idle_since: Cell::new(Instant::now()),
+            closing: Cell::new(false),
+            reader: RefCell::new(None),
+        });
         let open = self.open.get() + 1;
         self.open.set(open);
         let mut all = self.all.borrow_mut();
@@ -190,7 +199,8 @@ impl Connections {
         self.open.set(self.open.get().saturating_sub(1));
     }
 
-    /// A scan of this worker's connections, only while it is at its cap.
+    /// A scan of this worker's connections, only while it is at its cap (the one just
+    /// accepted is the newest, so never the one chosen while another is idle).
     fn close_longest_idle(&self) {
         let mut all = self.all.borrow_mut();
         all.retain(|a| a.strong_count() > 0);
@@ -198,7 +208,7 @@ impl Connections {
             .iter()
             .filter_map(Weak::upgrade)
             .filter(|a| a.busy.get() == 0 && !a.closing.get())
-            .filter_map(|a| a.idle_since.get().map(|since| (since, a)))
+            .map(|a| (a.idle_since.get(), a))
             .min_by_key(|(since, _)| *since);
         if let Some((_, activity)) = longest {
             activity.closing.set(true);
@@ -326,7 +336,7 @@ impl AsyncWrite for LimitedStream {
 /// The server's settings that actix-web's `HttpServer` would otherwise take.
 pub struct ServerOptions {
     pub workers: usize,
-    /// Per worker: past it, the longest-idle keep-alive connection is closed for each new one.
+    /// Per worker: past it, the longest-idle connection is closed for each new one.
     pub max_connections: usize,
     pub client_request_timeout: Duration,
     pub client_disconnect_timeout: Duration,
@@ -406,6 +416,12 @@ where
             fn_service(move |io: TcpStream| {
                 let connections = Rc::clone(&connections);
                 async move {
+                    // An answer the dispatcher writes in two pieces (a head, then a body that
+                    // was not ready with it) must not wait for the client's delayed ACK of the
+                    // first (Nagle's algorithm: some 40 ms on a reused connection).
+                    if let Err(error) = io.set_nodelay(true) {
+                        tracing::debug!(%error, "TCP_NODELAY could not be set");
+                    }
                     let peer = io.peer_addr().ok();
                     Ok((
                         LimitedStream::accepted(io, connections),

@@ -15,12 +15,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use actix_http::encoding::Encoder;
-use actix_web::body::{BodySize, BoxBody, MessageBody};
+use actix_web::body::{self, BodySize, BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::{
-    AcceptEncoding, ContentEncoding, Encoding, HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING,
-    CONTENT_TYPE, ETAG, VARY,
+    ContentEncoding, HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, ETAG, VARY,
 };
 use actix_web::http::{Method, StatusCode};
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
@@ -28,19 +26,11 @@ use futures_util::future::{CatchUnwind, FutureExt};
 use pin_project_lite::pin_project;
 
 use super::around::polled_again;
+use super::compress::{compress, negotiate};
 use super::error::{envelope, ApiError, Code};
 use super::guard::headers_within_limit;
 use super::semantics::{gzip_on_ties, with_allow, AllowedMethods, MIN_COMPRESSED_BYTES};
 use crate::telemetry::{AccessLog, Observation};
-
-/// The encodings a client may be answered in, identity first: what a client that ranks them
-/// all the same gets.
-const OFFERED: [Encoding; 4] = [
-    Encoding::identity(),
-    Encoding::brotli(),
-    Encoding::gzip(),
-    Encoding::deflate(),
-];
 
 /// The layer, made once per worker: what it needs is handed to it, not looked up per request.
 #[derive(Clone)]
@@ -96,6 +86,7 @@ where
     fn call(&self, mut request: ServiceRequest) -> Self::Future {
         let in_flight = InFlight::enter(Rc::clone(&self.layer));
         let observation = Observation::begin(&request);
+        let head = request.method() == Method::HEAD;
         let (step, encoding) = match arrive(&mut request) {
             Ok(encoding) => (
                 Step::Routed {
@@ -113,9 +104,21 @@ where
         Answer {
             step,
             encoding,
+            head,
             observation: Some(observation),
             in_flight,
         }
+    }
+}
+
+/// Marks a HEAD answered as a GET, for the one handler that must know (a vote stream's HEAD
+/// answers its headers without opening a stream).
+#[derive(Clone, Copy)]
+pub struct Head;
+
+impl Head {
+    pub fn asked(request: &actix_web::HttpRequest) -> bool {
+        request.extensions().contains::<Head>()
     }
 }
 
@@ -124,6 +127,7 @@ where
 fn arrive(request: &mut ServiceRequest) -> Result<Option<ContentEncoding>, ApiError> {
     if request.method() == Method::HEAD {
         request.head_mut().method = Method::GET;
+        request.extensions_mut().insert(Head);
     }
     headers_within_limit(request)?;
     if !request.headers().contains_key(ACCEPT_ENCODING) {
@@ -137,15 +141,7 @@ fn arrive(request: &mut ServiceRequest) -> Result<Option<ContentEncoding>, ApiEr
     if let Some(preferred) = preferred {
         request.headers_mut().insert(ACCEPT_ENCODING, preferred);
     }
-    // A header that does not parse is as if it were not there.
-    let Some(accepted) = request.get_header::<AcceptEncoding>() else {
-        return Ok(None);
-    };
-    match accepted.negotiate(OFFERED.iter()) {
-        Some(Encoding::Known(ContentEncoding::Identity)) | Some(Encoding::Unknown(_)) => Ok(None),
-        Some(Encoding::Known(encoding)) => Ok(Some(encoding)),
-        None => Err(Code::NotAcceptable.error()),
-    }
+    negotiate(request).map_err(|_| Code::NotAcceptable.error())
 }
 
 /// The answer to a request refused before routing. A 406 depends on `Accept-Encoding`, and
@@ -166,6 +162,8 @@ pin_project! {
         #[pin]
         step: Step<F>,
         encoding: Option<ContentEncoding>,
+        // A HEAD, answered as a GET: its body is never sent, so never compressed.
+        head: bool,
         observation: Option<Observation>,
         in_flight: InFlight,
     }
@@ -198,7 +196,8 @@ where
         };
         // The in-flight guard holds the layer this answer goes through.
         let layer = &this.in_flight.0;
-        let answered = answered.map(|response| depart(response, *this.encoding, &layer.allowed));
+        let answered =
+            answered.map(|response| depart(response, *this.encoding, *this.head, &layer.allowed));
         let Some(observation) = this.observation.take() else {
             return Poll::Ready(Err(polled_again()));
         };
@@ -227,6 +226,7 @@ fn panicked(panic: Box<dyn std::any::Any + Send>, observation: Option<&Observati
 fn depart(
     response: ServiceResponse<BoxBody>,
     encoding: Option<ContentEncoding>,
+    head: bool,
     allowed: &AllowedMethods,
 ) -> ServiceResponse<BoxBody> {
     let mut response = if response.status() == StatusCode::METHOD_NOT_ALLOWED {
@@ -235,8 +235,7 @@ fn depart(
         response
     };
     if let Some(encoding) = encoding.filter(|_| worth_compressing(response.response())) {
-        response =
-            response.map_body(|head, body| BoxBody::new(Encoder::response(encoding, head, body)));
+        response = compressed(response, encoding, head);
     }
     let headers = response.headers_mut();
     match headers.get(CONTENT_ENCODING).map(HeaderValue::as_bytes) {
@@ -259,6 +258,39 @@ fn depart(
         None => {}
     }
     response
+}
+
+/// The response with its body in `encoding`, whole, so that it goes out with its length in
+/// one write (a body of unknown length, which only a stream has, goes out as it is). A HEAD's
+/// body is dropped instead: it gets the headers a GET would, without the length, which only
+/// compressing would tell (as HTTP allows).
+fn compressed(
+    response: ServiceResponse<BoxBody>,
+    encoding: ContentEncoding,
+    head: bool,
+) -> ServiceResponse<BoxBody> {
+    let (request, response) = response.into_parts();
+    let (response, body) = response.into_parts();
+    let (mut response, body) = if head {
+        (response, BoxBody::new(body::None::new()))
+    } else {
+        let bytes = match body.try_into_bytes() {
+            Ok(bytes) => bytes,
+            Err(body) => return ServiceResponse::new(request, response.set_body(body)),
+        };
+        match compress(encoding, &bytes) {
+            Some(Ok(packed)) => (response, BoxBody::new(packed)),
+            Some(Err(error)) => {
+                tracing::error!(%error, "an answer could not be compressed; sent as it is");
+                return ServiceResponse::new(request, response.set_body(BoxBody::new(bytes)));
+            }
+            None => return ServiceResponse::new(request, response.set_body(BoxBody::new(bytes))),
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_ENCODING, encoding.to_header_value());
+    headers.append(VARY, HeaderValue::from_static("accept-encoding"));
+    ServiceResponse::new(request, response.set_body(body))
 }
 
 /// Not a body under [`MIN_COMPRESSED_BYTES`] (compressing it saves a few bytes at best), not one

@@ -7,6 +7,7 @@
 pub mod admin_failures;
 pub mod around;
 pub mod cluster;
+pub mod compress;
 pub mod connection;
 pub mod error;
 pub mod extract;

@@ -18,6 +18,7 @@ use crate::actors::directory::BotHandle;
 use crate::api::connection::{Busy, PeerGone};
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::OwnBot;
+use crate::api::layer::Head;
 use crate::api::limits::RetryAfter;
 use crate::api::{reply, AppState};
 
@@ -114,6 +115,11 @@ async fn open_stream(
             )));
         }
     };
+    // A HEAD gets the headers a stream would, and no stream: it would never end, and would
+    // hold one of the bot's places while it did not.
+    if Head::asked(request) {
+        return Ok(stream_head().finish());
+    }
     let settings = &state.history.settings;
     let Some(slot) = bot.ask(OpenStream(settings.max_streams_per_bot)).await? else {
         let mut response = reply::json(
@@ -141,11 +147,16 @@ async fn open_stream(
         }
         body.as_mut().poll_next(cx)
     });
-    Ok(HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, HeaderValue::from_static("text/event-stream")))
+    Ok(stream_head().streaming(body))
+}
+
+/// The head of a stream's answer.
+fn stream_head() -> actix_web::HttpResponseBuilder {
+    let mut head = HttpResponse::Ok();
+    head.insert_header((CONTENT_TYPE, HeaderValue::from_static("text/event-stream")))
         .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-store")))
         // Not compressed: a compressor holds back what it has until it has enough.
         .insert_header((CONTENT_ENCODING, HeaderValue::from_static("identity")))
-        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")))
-        .streaming(body))
+        .insert_header(("x-accel-buffering", HeaderValue::from_static("no")));
+    head
 }
