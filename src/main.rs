@@ -25,6 +25,10 @@ const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 const UNSAFE: u8 = 6;
 /// Cluster mode: the writer lost (or handed over) its role; restart it as a follower.
 const DEMOTED: u8 = 5;
+/// Refused or stopped: the data directory (or a cluster's stream) holds a file of a newer
+/// format or a record this build does not know. Nothing was changed or misapplied; run the
+/// newer botlist (docs/UPGRADING.md).
+const NEWER: u8 = 9;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -95,6 +99,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(UNSAFE);
         }
+        Err(StartError::Newer(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(NEWER);
+        }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");
             return ExitCode::FAILURE;
@@ -147,6 +155,10 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
             eprintln!("botlist will not start: {why}");
             ExitCode::from(REFUSED)
         }
+        Ended::Newer(why) => {
+            eprintln!("botlist stopped: {why}");
+            ExitCode::from(NEWER)
+        }
         Ended::Failed(why) => {
             eprintln!("botlist stopped with an error: {why}");
             ExitCode::FAILURE
@@ -189,6 +201,10 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
         Err(botlist::cluster::ClusterError::Refused(why)) => {
             eprintln!("botlist cluster init will not run: {why}");
             ExitCode::from(REFUSED)
+        }
+        Err(botlist::cluster::ClusterError::Newer(why)) => {
+            eprintln!("botlist cluster init will not run: {why}");
+            ExitCode::from(NEWER)
         }
         Err(error) => {
             eprintln!("botlist cluster init failed: {error}");

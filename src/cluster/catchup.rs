@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
 use super::{nats_error, ClusterError, EPOCH_HEADER};
-use crate::persist::journal::read_frame;
+use crate::persist::journal::{read_frame, FrameError};
 use crate::persist::state::{Record, Replayer, SavedState};
 
 /// State built from the stream so far.
@@ -92,10 +92,13 @@ pub fn judge(
     let mut next = applied + 1;
     let mut offset = 0;
     while offset < payload.len() {
-        let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| {
-            ClusterError::Refused(format!(
+        let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| match why {
+            FrameError::Damaged(why) => ClusterError::Refused(format!(
                 "stream message {stream_seq} holds a damaged record: {why}"
-            ))
+            )),
+            FrameError::Unknown(_) => ClusterError::Newer(format!(
+                "stream message {stream_seq} holds {why}. This node stopped rather than misapply it: upgrade it to the botlist that writes the stream (docs/UPGRADING.md)"
+            )),
         })?;
         offset += used;
         if seq > next {

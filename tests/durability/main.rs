@@ -12,4 +12,5 @@ mod ownership;
 mod process;
 mod refused;
 mod replay;
+mod upgrade;
 mod webhooks;
