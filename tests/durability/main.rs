@@ -5,6 +5,7 @@ mod connections;
 mod corruption;
 mod crash;
 mod damage;
+mod formats;
 mod hardening;
 mod history;
 mod lifecycle;
