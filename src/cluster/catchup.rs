@@ -416,6 +416,30 @@ mod tests {
             .is_err());
     }
 
+    #[test]
+    fn a_record_this_build_does_not_know_stops_the_node_instead_of_being_applied() {
+        let mut unknown = Vec::new();
+        rmp::encode::write_map_len(&mut unknown, 1).unwrap();
+        rmp::encode::write_str(&mut unknown, "AnnouncementPosted").unwrap();
+        rmp::encode::write_nil(&mut unknown).unwrap();
+        let batch: Vec<u8> = [frame(1, &profile_record(1)), frame(2, &unknown)].concat();
+        match judge(5, 1, 1, 0, &batch) {
+            Err(ClusterError::Newer(why)) => {
+                assert!(why.contains("stream message 5"), "{why}");
+                assert!(why.contains("AnnouncementPosted"), "{why}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("applied a record it does not know"),
+        }
+        // Damage stays damage.
+        let mut damaged = frame(1, &profile_record(1));
+        *damaged.last_mut().unwrap() ^= 1;
+        assert!(matches!(
+            judge(6, 1, 1, 0, &damaged),
+            Err(ClusterError::Refused(_))
+        ));
+    }
+
     mod property {
         use proptest::prelude::*;
 

@@ -185,9 +185,8 @@ fn refuse_newer(
 
 /// What a refused downgrade says: the ways back, in docs/UPGRADING.md.
 const GO_BACK: &str = "Run the newer botlist on this directory; or, to go back to this build, \
-    restore (with this build's `botlist restore`) a backup made before the upgrade, or start \
-    it on the `pre-upgrade` copy the newer botlist kept if there is one (docs/UPGRADING.md, \
-    \"Going back\"); writes made since the upgrade are not in either.";
+    restore a backup made before the upgrade with this build's `botlist restore` into a new \
+    directory (docs/UPGRADING.md, \"Going back\"): writes made since the upgrade are not in it.";
 
 /// The highest number any file shows was used, whatever state the files are in.
 fn everything_seen(journal: &[SegmentScan], snapshots: &[(u64, PathBuf)]) -> Extent {
