@@ -4,10 +4,12 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use botlist::config::{BackupArgs, RestoreArgs};
 use botlist::config::{Cli, ClusterCommand, ClusterInitArgs, Command, GenerateArgs, ServeArgs};
 use botlist::config::{ClusterSettings, Role, Settings};
 use botlist::demo::{self, DemoSize};
 use botlist::domain::time::{Clock, SystemClock};
+use botlist::persist::backup::{self, CopyError};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
 use botlist::startup::node::{self, Ended};
@@ -25,6 +27,12 @@ const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 const UNSAFE: u8 = 6;
 /// Cluster mode: the writer lost (or handed over) its role; restart it as a follower.
 const DEMOTED: u8 = 5;
+/// Refused or stopped: the data directory (or a cluster's stream) holds a file of a newer
+/// format or a record this build does not know. Nothing was changed or misapplied; run the
+/// newer botlist (docs/UPGRADING.md).
+const NEWER: u8 = 9;
+/// `backup --to` exists, or `restore --data-dir` is not empty: nothing was written there.
+const DESTINATION_TAKEN: u8 = 8;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -41,6 +49,128 @@ async fn main() -> ExitCode {
             telemetry::init_logs(LogFormat::Text);
             cluster_init(args).await
         }
+        Command::Backup(args) => {
+            telemetry::init_logs(LogFormat::Text);
+            backup(args).await
+        }
+        Command::Restore(args) => {
+            telemetry::init_logs(LogFormat::Text);
+            restore(&args)
+        }
+    }
+}
+
+/// The exit code of a backup or restore that did not finish (docs/BACKUP.md).
+fn copy_failed(command: &str, error: &CopyError) -> ExitCode {
+    eprintln!("botlist {command} failed: {error}");
+    ExitCode::from(match error {
+        CopyError::Io(_) => 1,
+        CopyError::Damaged(_) => REFUSED,
+        CopyError::Exists(_) => DESTINATION_TAKEN,
+        CopyError::Newer(_) => NEWER,
+    })
+}
+
+/// `botlist backup`: asks the running server for a snapshot, then copies it and the journal
+/// after it from the data directory, which needs no lock to read (docs/BACKUP.md).
+async fn backup(args: BackupArgs) -> ExitCode {
+    let started = Instant::now();
+    let token = match (&args.admin_token_file, &args.admin_token) {
+        (Some(path), _) => match std::fs::read_to_string(path) {
+            Ok(text) => text.trim().to_owned(),
+            Err(error) => {
+                eprintln!(
+                    "botlist backup failed: cannot read {}: {error}",
+                    path.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+        (None, Some(token)) => token.expose().to_owned(),
+        (None, None) => {
+            eprintln!("botlist backup failed: the server's admin token is needed (BOTLIST_ADMIN_TOKEN or --admin-token-file)");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.to.exists() {
+        return copy_failed(
+            "backup",
+            &CopyError::Exists(format!(
+                "{} already exists; a backup goes to a new path",
+                args.to.display()
+            )),
+        );
+    }
+    let seq = match take_snapshot(&args.url, &token).await {
+        Ok(seq) => seq,
+        Err(why) => {
+            eprintln!("botlist backup failed: {why}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (data_dir, to) = (args.data_dir.clone(), args.to.clone());
+    let copied = tokio::task::spawn_blocking(move || backup::backup(&data_dir, seq, &to)).await;
+    match copied {
+        Ok(Ok(copied)) => {
+            let seconds = started.elapsed().as_secs_f64();
+            println!(
+                "backed up to {}: snapshot {} and the journal to record {}, {} bots, {} bytes in {seconds:.2} s ({:.1} MB/s), verified",
+                args.to.display(),
+                copied.snapshot_seq,
+                copied.last_seq,
+                copied.bots,
+                copied.bytes,
+                copied.bytes as f64 / 1e6 / seconds.max(1e-9)
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Err(error)) => copy_failed("backup", &error),
+        Err(error) => {
+            eprintln!("botlist backup failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `POST {url}/admin/snapshot`: the sequence number of the snapshot the server wrote.
+async fn take_snapshot(url: &str, token: &str) -> Result<u64, String> {
+    let address = format!("{}/admin/snapshot", url.trim_end_matches('/'));
+    let response = reqwest::Client::new()
+        .post(&address)
+        .header("Authorization", token)
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach the server at {address}: {e}"))?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if !status.is_success() {
+        return Err(format!("{address} answered {status}: {body}"));
+    }
+    body["file"]
+        .as_str()
+        .and_then(|file| std::path::Path::new(file).file_name()?.to_str())
+        .and_then(snapshot::parse_snapshot_name)
+        .ok_or_else(|| format!("{address} answered without a snapshot's file: {body}"))
+}
+
+/// `botlist restore`: a backup into a new or empty data directory, verified first.
+fn restore(args: &RestoreArgs) -> ExitCode {
+    let started = Instant::now();
+    match backup::restore(&args.from, &args.data_dir) {
+        Ok(copied) => {
+            println!(
+                "restored {} into {}: snapshot {} and the journal to record {}, {} bots, {} bytes in {:.2} s, verified",
+                args.from.display(),
+                args.data_dir.display(),
+                copied.snapshot_seq,
+                copied.last_seq,
+                copied.bots,
+                copied.bytes,
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => copy_failed("restore", &error),
     }
 }
 
@@ -94,6 +224,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(StartError::Unsafe(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(UNSAFE);
+        }
+        Err(StartError::Newer(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(NEWER);
         }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");
@@ -149,6 +283,10 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
             eprintln!("botlist will not start: {why}");
             ExitCode::from(REFUSED)
         }
+        Ended::Newer(why) => {
+            eprintln!("botlist stopped: {why}");
+            ExitCode::from(NEWER)
+        }
         Ended::Failed(why) => {
             eprintln!("botlist stopped with an error: {why}");
             ExitCode::FAILURE
@@ -191,6 +329,10 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
         Err(botlist::cluster::ClusterError::Refused(why)) => {
             eprintln!("botlist cluster init will not run: {why}");
             ExitCode::from(REFUSED)
+        }
+        Err(botlist::cluster::ClusterError::Newer(why)) => {
+            eprintln!("botlist cluster init will not run: {why}");
+            ExitCode::from(NEWER)
         }
         Err(error) => {
             eprintln!("botlist cluster init failed: {error}");

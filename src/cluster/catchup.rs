@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 
 use super::{nats_error, ClusterError, EPOCH_HEADER};
-use crate::persist::journal::read_frame;
+use crate::persist::journal::{read_frame, FrameError};
 use crate::persist::state::{Record, Replayer, SavedState};
 
 /// State built from the stream so far.
@@ -92,10 +92,13 @@ pub fn judge(
     let mut next = applied + 1;
     let mut offset = 0;
     while offset < payload.len() {
-        let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| {
-            ClusterError::Refused(format!(
+        let (seq, record, used) = read_frame(&payload[offset..]).map_err(|why| match why {
+            FrameError::Damaged(why) => ClusterError::Refused(format!(
                 "stream message {stream_seq} holds a damaged record: {why}"
-            ))
+            )),
+            FrameError::Unknown(_) => ClusterError::Newer(format!(
+                "stream message {stream_seq} holds {why}. This node stopped rather than misapply it: upgrade it to the botlist that writes the stream (docs/UPGRADING.md)"
+            )),
         })?;
         offset += used;
         if seq > next {
@@ -411,6 +414,30 @@ mod tests {
         assert!(catch_up
             .apply_message(4, 3, &frame(9, &profile_record(9)))
             .is_err());
+    }
+
+    #[test]
+    fn a_record_this_build_does_not_know_stops_the_node_instead_of_being_applied() {
+        let mut unknown = Vec::new();
+        rmp::encode::write_map_len(&mut unknown, 1).unwrap();
+        rmp::encode::write_str(&mut unknown, "AnnouncementPosted").unwrap();
+        rmp::encode::write_nil(&mut unknown).unwrap();
+        let batch: Vec<u8> = [frame(1, &profile_record(1)), frame(2, &unknown)].concat();
+        match judge(5, 1, 1, 0, &batch) {
+            Err(ClusterError::Newer(why)) => {
+                assert!(why.contains("stream message 5"), "{why}");
+                assert!(why.contains("AnnouncementPosted"), "{why}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("applied a record it does not know"),
+        }
+        // Damage stays damage.
+        let mut damaged = frame(1, &profile_record(1));
+        *damaged.last_mut().unwrap() ^= 1;
+        assert!(matches!(
+            judge(6, 1, 1, 0, &damaged),
+            Err(ClusterError::Refused(_))
+        ));
     }
 
     mod property {

@@ -27,7 +27,10 @@ pub async fn seed(
     settings: ClusterSettings,
     from: std::path::PathBuf,
 ) -> Result<Seeded, ClusterError> {
-    let recovered = recovery::recover(&from, false).map_err(|r| ClusterError::Refused(r.0))?;
+    let recovered = recovery::recover(&from, false).map_err(|refused| match refused {
+        recovery::StartRefused::Damaged(why) => ClusterError::Refused(why.0),
+        recovery::StartRefused::Newer(why) => ClusterError::Newer(why),
+    })?;
     for warning in &recovered.warnings {
         tracing::warn!("{warning}");
     }

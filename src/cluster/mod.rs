@@ -41,6 +41,10 @@ pub const EPOCH_HEADER: &str = "Botlist-Epoch";
 pub enum ClusterError {
     #[error("{0}")]
     Refused(String),
+    /// A stream message or a file of this node holds a record (or a format) this build does
+    /// not know: a newer botlist wrote it. The node stops (exit code 9) rather than misapply it.
+    #[error("{0}")]
+    Newer(String),
     #[error("NATS: {0}")]
     Nats(String),
 }

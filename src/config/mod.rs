@@ -46,6 +46,44 @@ pub enum Command {
     /// Cluster administration (docs/CLUSTER.md).
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Back up a running server's data directory: a snapshot taken now and the journal after
+    /// it, verified, into a new directory (docs/BACKUP.md).
+    Backup(BackupArgs),
+    /// Restore a backup into a new or empty data directory, verified first (docs/BACKUP.md).
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    /// The new directory to write the backup to; it must not exist.
+    #[arg(long)]
+    pub to: PathBuf,
+    /// The running server's data directory, as this command sees it.
+    #[arg(long, env = "BOTLIST_DATA_DIR", default_value = "snapshots")]
+    pub data_dir: PathBuf,
+    /// The running server's API, base path included.
+    #[arg(
+        long,
+        env = "BOTLIST_URL",
+        default_value = "http://127.0.0.1:8080/api/v1"
+    )]
+    pub url: String,
+    /// The server's admin token (a flag is visible in `ps`: prefer the variable or the file).
+    #[arg(long, env = "BOTLIST_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<Secret>,
+    /// A file holding the server's admin token.
+    #[arg(long, env = "BOTLIST_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// The backup to restore (a directory `botlist backup` wrote).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The data directory to restore into; it must be missing or empty.
+    #[arg(long)]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -469,7 +507,10 @@ mod tests {
         fn into_serve_args(self) -> ServeArgs {
             match self.into_command() {
                 Command::Serve(args) => args,
-                Command::Generate(_) | Command::Cluster(_) => panic!("not serve"),
+                Command::Generate(_)
+                | Command::Cluster(_)
+                | Command::Backup(_)
+                | Command::Restore(_) => panic!("not serve"),
             }
         }
     }

@@ -2,6 +2,7 @@
 //!
 //! docs/PERSISTENCE.md describes the files and the guarantees.
 
+pub mod backup;
 pub mod codec;
 pub mod continuity;
 pub mod files;

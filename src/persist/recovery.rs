@@ -27,6 +27,17 @@ pub struct Recovered {
 #[error("{0}")]
 pub struct RecoveryRefused(pub String);
 
+/// Why a start is refused: damage or missing records (`--recover` passes over them), or files
+/// a newer botlist wrote, which nothing passes over: starting from older state would drop the
+/// newer data, and applying a record this build does not know would serve a wrong state.
+#[derive(Debug, thiserror::Error)]
+pub enum StartRefused {
+    #[error("{0}")]
+    Damaged(#[from] RecoveryRefused),
+    #[error("{0}")]
+    Newer(String),
+}
+
 const RECOVER: &str = "Start with --recover to serve what remains (it says which records are \
     lost, numbers new records after every number ever used, and keeps each file it cannot use \
     as *.corrupt).";
@@ -58,7 +69,7 @@ impl Reading {
 /// Reads the data directory. With `recover`, what would refuse the start is passed over: the
 /// service starts from the last good state, says which records are lost, and moves every file
 /// it cannot use aside as `*.corrupt`.
-pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, RecoveryRefused> {
+pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, StartRefused> {
     super::private::create_dir(dir).map_err(|e| {
         RecoveryRefused(format!(
             "cannot create the data directory {}: {e}",
@@ -73,9 +84,9 @@ pub fn recover(dir: &Path, recover: bool) -> Result<Recovered, RecoveryRefused> 
     let mut journal = read_journal(dir)?;
     let found = head::read(dir)
         .map_err(|e| RecoveryRefused(format!("cannot read {}: {e}", head::path(dir).display())))?;
-    refuse_newer(dir, &journal, &found)?;
     let snapshots =
         snapshot::list(dir).map_err(|e| RecoveryRefused(format!("cannot list snapshots: {e}")))?;
+    refuse_newer(dir, &journal, &found, &snapshots)?;
 
     let mut extent = everything_seen(&journal, &snapshots);
     let unknown = account_for_newest(dir, &journal, &found, &mut extent, &mut reading)?
@@ -125,28 +136,57 @@ fn read_journal(dir: &Path) -> Result<Vec<SegmentScan>, RecoveryRefused> {
         .collect()
 }
 
-/// Files of a newer format are refused even with `--recover`: starting from older state would
-/// drop the newer data.
-fn refuse_newer(dir: &Path, journal: &[SegmentScan], found: &Found) -> Result<(), RecoveryRefused> {
+/// Files of a newer format, and records this build does not know, are refused even with
+/// `--recover`, before any file is changed: starting from older state would drop the newer
+/// data. The message says how to go back (docs/UPGRADING.md).
+fn refuse_newer(
+    dir: &Path,
+    journal: &[SegmentScan],
+    found: &Found,
+    snapshots: &[(u64, PathBuf)],
+) -> Result<(), StartRefused> {
+    let this = super::FORMAT_VERSION;
     let newer = journal
         .iter()
-        .find_map(|s| match s.end {
-            SegmentEnd::NewerVersion(v) => Some((s.path.clone(), v)),
+        .find_map(|s| match &s.end {
+            SegmentEnd::NewerVersion(v) => Some(format!(
+                "{} was written by a newer botlist (format version {v}; this build reads version {this} and older)",
+                s.path.display()
+            )),
+            SegmentEnd::UnknownRecord { offset, seq, reason } => Some(format!(
+                "{} holds record {seq} (at byte {offset}) of a kind this build does not know: {reason}",
+                s.path.display()
+            )),
             _ => None,
         })
-        .or(match found {
-            Found::Newer(v) => Some((head::path(dir), *v)),
+        .or_else(|| match found {
+            Found::Newer(v) => Some(format!(
+                "{} was written by a newer botlist (format version {v}; this build reads version {this} and older)",
+                head::path(dir).display()
+            )),
             _ => None,
+        })
+        .or_else(|| {
+            snapshots.iter().find_map(|(_, path)| {
+                let v = snapshot::newer_version(path)?;
+                Some(format!(
+                    "snapshot {} was written by a newer botlist (format version {v}; this build reads version {this} and older)",
+                    path.display()
+                ))
+            })
         });
     match newer {
-        Some((path, version)) => Err(RecoveryRefused(format!(
-            "{} was written by a newer botlist (format version {version}; this build reads version {}). Run that botlist.",
-            path.display(),
-            super::FORMAT_VERSION
+        Some(why) => Err(StartRefused::Newer(format!(
+            "{why}. Nothing was changed. {GO_BACK}"
         ))),
         None => Ok(()),
     }
 }
+
+/// What a refused downgrade says: the ways back, in docs/UPGRADING.md.
+const GO_BACK: &str = "Run the newer botlist on this directory; or, to go back to this build, \
+    restore a backup made before the upgrade with this build's `botlist restore` into a new \
+    directory (docs/UPGRADING.md, \"Going back\"): writes made since the upgrade are not in it.";
 
 /// The highest number any file shows was used, whatever state the files are in.
 fn everything_seen(journal: &[SegmentScan], snapshots: &[(u64, PathBuf)]) -> Extent {

@@ -594,6 +594,18 @@ fn in_parallel<T: Sync, R: Send>(
     Ok(all)
 }
 
+/// The format version in a snapshot's header when it is newer than this build's, read without
+/// the rest of the file; `None` for every other file (damaged ones are judged when read).
+pub fn newer_version(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0u8; files::HEADER_START];
+    fs::File::open(path).ok()?.read_exact(&mut header).ok()?;
+    match files::read_header(&header, MAGIC) {
+        Err(HeaderFault::Newer(version)) => Some(version),
+        _ => None,
+    }
+}
+
 /// Snapshot files in `dir`, newest first.
 pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut found = SNAPSHOTS.list(dir)?;

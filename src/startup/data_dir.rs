@@ -12,7 +12,7 @@ use super::StartError;
 use crate::api::admin::snapshot::{SnapshotTaken, TakeSnapshot};
 use crate::config::Settings;
 use crate::persist::lock::{DirLock, LockError};
-use crate::persist::recovery::{self, Recovered};
+use crate::persist::recovery::{self, Recovered, StartRefused};
 use crate::persist::snapshot;
 use crate::persist::state::SavedState;
 use crate::persist::Persistence;
@@ -40,9 +40,10 @@ pub(super) fn claim_data_dir(settings: &Settings) -> Result<Option<DirLock>, Sta
 /// The newest good snapshot with the journal after it; an empty state without a data directory.
 pub(super) fn recover_state(settings: &Settings) -> Result<Recovered, StartError> {
     let recovered = match &settings.data_dir {
-        Some(dir) => {
-            recovery::recover(dir, settings.recover).map_err(|r| StartError::Refused(r.0))?
-        }
+        Some(dir) => recovery::recover(dir, settings.recover).map_err(|refused| match refused {
+            StartRefused::Damaged(why) => StartError::Refused(why.0),
+            StartRefused::Newer(why) => StartError::Newer(why),
+        })?,
         None => Recovered {
             state: SavedState::default(),
             next_seq: 1,

@@ -47,6 +47,9 @@ pub enum StartError {
     /// An unsafe setup: an admin token too short, a data directory others can write to or
     /// another user owns, a symlink where a file of ours belongs (exit code 6).
     Unsafe(String),
+    /// The data directory holds files of a newer format or a record this build does not know
+    /// (exit code 9): refused even with `--recover`, nothing changed.
+    Newer(String),
     Io(std::io::Error),
 }
 
@@ -59,7 +62,9 @@ impl From<std::io::Error> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Refused(why) | Self::InUse(why) | Self::Unsafe(why) => f.write_str(why),
+            Self::Refused(why) | Self::InUse(why) | Self::Unsafe(why) | Self::Newer(why) => {
+                f.write_str(why)
+            }
             Self::Io(error) => write!(f, "{error}"),
         }
     }

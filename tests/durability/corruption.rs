@@ -43,10 +43,15 @@ impl Scene {
     }
 
     fn refused(&self, extra: &[&str]) -> String {
+        self.refused_with(2, extra)
+    }
+
+    /// Refused with `code`: 2 for damage, 9 for a newer format (docs/UPGRADING.md).
+    fn refused_with(&self, code: i32, extra: &[&str]) -> String {
         match Server::try_start(self.path(), extra) {
             Ok(_) => panic!("the server started on damaged state"),
             Err(refused) => {
-                assert_eq!(refused.status.code(), Some(2), "{}", refused.stderr);
+                assert_eq!(refused.status.code(), Some(code), "{}", refused.stderr);
                 refused.stderr
             }
         }
@@ -194,12 +199,12 @@ fn a_snapshot_of_a_newer_format_version_is_refused() {
     bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
     fs::write(&newest, bytes).expect("written");
 
-    let message = scene.refused(&[]);
+    let message = scene.refused_with(9, &[]);
     assert!(
         message.contains("newer") && message.contains(&name(&newest)),
         "{message}"
     );
-    let message = scene.refused(&["--recover"]);
+    let message = scene.refused_with(9, &["--recover"]);
     assert!(
         message.contains("newer"),
         "--recover does not drop a newer version's data: {message}"

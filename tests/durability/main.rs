@@ -1,9 +1,11 @@
 //! Durability: the real binary, killed and restarted on the same data directory.
 
+mod backup;
 mod connections;
 mod corruption;
 mod crash;
 mod damage;
+mod formats;
 mod hardening;
 mod history;
 mod lifecycle;
@@ -13,4 +15,5 @@ mod people;
 mod process;
 mod refused;
 mod replay;
+mod upgrade;
 mod webhooks;

@@ -25,8 +25,9 @@ use super::state::Record;
 
 pub use file_sink::FileSink;
 pub use frames::{
-    frame, list, parse_segment_name, read_frame, segment_header, segment_name, FRAME_HEADER_LEN,
-    HEADER_LEN, MAGIC, MAX_RECORD_BYTES, SEGMENTS, ZEROED_AHEAD,
+    frame, frame_bytes, list, parse_segment_name, read_frame, record_kind, segment_header,
+    segment_name, FrameError, FRAME_HEADER_LEN, HEADER_LEN, MAGIC, MAX_RECORD_BYTES, SEGMENTS,
+    ZEROED_AHEAD,
 };
 pub use scan::{read_segment, scan_segment, SegmentEnd, SegmentScan};
 use writer::spawn_threads;

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::frames::{
-    parse_segment_name, read_frame, FRAME_HEADER_LEN, HEADER_LEN, MAGIC, ZEROED_AHEAD,
+    parse_segment_name, read_frame, FrameError, FRAME_HEADER_LEN, HEADER_LEN, MAGIC, ZEROED_AHEAD,
 };
 use crate::persist::files::{self, HeaderFault};
 use crate::persist::state::Record;
@@ -33,6 +33,14 @@ pub enum SegmentEnd {
     },
     /// Written by a newer botlist: refused, never passed over.
     NewerVersion(u32),
+    /// A record with a good checksum this build cannot decode (a newer botlist wrote a kind of
+    /// record it does not know): refused like a newer version, even with `--recover`, never
+    /// read as damage or a torn write.
+    UnknownRecord {
+        offset: u64,
+        seq: u64,
+        reason: String,
+    },
 }
 
 #[derive(Debug)]
@@ -115,7 +123,9 @@ fn read_frames(scan: &mut SegmentScan, bytes: &[u8]) {
             if seq == expected {
                 Ok((seq, record, used))
             } else {
-                Err(format!("record {seq} where record {expected} belongs"))
+                Err(FrameError::Damaged(format!(
+                    "record {seq} where record {expected} belongs"
+                )))
             }
         });
         match frame {
@@ -124,7 +134,15 @@ fn read_frames(scan: &mut SegmentScan, bytes: &[u8]) {
                 offset += used;
                 expected = seq + 1;
             }
-            Err(reason) => {
+            Err(FrameError::Unknown(reason)) => {
+                scan.end = SegmentEnd::UnknownRecord {
+                    offset: offset as u64,
+                    seq: expected,
+                    reason,
+                };
+                return;
+            }
+            Err(FrameError::Damaged(reason)) => {
                 scan.end = end_at(
                     &bytes[offset..],
                     offset as u64,

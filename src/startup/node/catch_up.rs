@@ -43,6 +43,7 @@ pub(super) async fn at_start(
         match result {
             Ok(()) => return Ok(Some(read)),
             Err(ClusterError::Refused(why)) => return Err(ClusterError::Refused(why)),
+            Err(ClusterError::Newer(why)) => return Err(ClusterError::Newer(why)),
             Err(error) => {
                 tracing::warn!(%error, "catching up with the stream failed; retrying");
                 caught_up = read;

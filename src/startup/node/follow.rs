@@ -9,11 +9,11 @@ use async_nats::jetstream::Message;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{Node, POLL};
-use crate::cluster::catchup;
+use super::{Ended, Node, POLL};
 use crate::cluster::follow::Applier;
 use crate::cluster::lease;
 use crate::cluster::view::NodeRole;
+use crate::cluster::{catchup, ClusterError};
 use crate::config::Role;
 
 /// What became of one message.
@@ -32,7 +32,7 @@ pub(super) async fn follow(
     node: Node,
     applier: Arc<tokio::sync::Mutex<Applier>>,
     stop: watch::Receiver<bool>,
-    overtaken: mpsc::UnboundedSender<String>,
+    overtaken: mpsc::UnboundedSender<Ended>,
 ) {
     let mut messages: Option<Ordered> = None;
     let mut looked = Instant::now() - POLL;
@@ -127,7 +127,7 @@ async fn apply(
     applier: &tokio::sync::Mutex<Applier>,
     stop: &watch::Receiver<bool>,
     next: &Message,
-    overtaken: &mpsc::UnboundedSender<String>,
+    overtaken: &mpsc::UnboundedSender<Ended>,
 ) -> Applied {
     let Ok(info) = next.info() else {
         return Applied::Again;
@@ -155,6 +155,12 @@ async fn apply(
         node.view.set_stream_last_seq(stream_seq + pending);
         return Applied::Next;
     };
+    if let Some(ClusterError::Newer(why)) = error {
+        // A record this build does not know: a newer botlist writes the stream. Applying
+        // the rest without it would serve a wrong state, and retrying cannot help.
+        let _ = overtaken.send(Ended::Newer(why));
+        return Applied::Stop;
+    }
     if let Some(error) = error {
         // The stream was purged past this node (it fell behind the oldest uploaded
         // snapshot): it restarts from that snapshot.
@@ -162,9 +168,9 @@ async fn apply(
         let name = node.cluster.stream_name();
         if let Ok(first) = catchup::first_stream_seq(&node.nats.js, &name).await {
             if first > at + 1 {
-                let _ = overtaken.send(format!(
+                let _ = overtaken.send(Ended::Demoted(format!(
                     "the stream was purged below message {first}, past this node's {at}"
-                ));
+                )));
                 return Applied::Stop;
             }
         }

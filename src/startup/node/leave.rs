@@ -26,7 +26,7 @@ pub(super) struct Held {
 pub(super) async fn when_done(
     stop: impl Future<Output = ()>,
     role: impl Future<Output = Ended>,
-    mut overtaken: mpsc::UnboundedReceiver<String>,
+    mut overtaken: mpsc::UnboundedReceiver<Ended>,
     journal: Journal,
     held: Held,
     view: Arc<ClusterView>,
@@ -35,12 +35,13 @@ pub(super) async fn when_done(
     let why = tokio::select! {
         () = stop => Ended::Stopped,
         why = role => why,
-        Some(why) = overtaken.recv() => Ended::Demoted(why),
+        Some(why) = overtaken.recv() => why,
     };
     let was_writer = view.role() == NodeRole::Writer;
     // No write is acknowledged from here on, and no last snapshot is written. A node asked
     // to stop finishes its requests in flight and writes its last snapshot instead.
-    if let Ended::Demoted(why) | Ended::Refused(why) | Ended::Failed(why) = &why {
+    if let Ended::Demoted(why) | Ended::Refused(why) | Ended::Newer(why) | Ended::Failed(why) = &why
+    {
         if let Some(clock) = held
             .fence
             .lock()

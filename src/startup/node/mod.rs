@@ -52,6 +52,9 @@ pub enum Ended {
     Demoted(String),
     /// Refused to start (exit 2).
     Refused(String),
+    /// Met a record or a file of a format this build does not know, at start or in the
+    /// stream: stopped rather than misapply it (exit 9).
+    Newer(String),
     Failed(String),
 }
 
@@ -73,6 +76,7 @@ pub async fn run(settings: Settings, cluster: ClusterSettings, clock: Arc<dyn Cl
     match run_inner(settings, cluster, clock).await {
         Ok(ended) => ended,
         Err(ClusterError::Refused(why)) => Ended::Refused(why),
+        Err(ClusterError::Newer(why)) => Ended::Newer(why),
         Err(error) => Ended::Failed(error.to_string()),
     }
 }
@@ -150,7 +154,7 @@ async fn live(
         step_down,
     } = following;
     let (stop_following, follow_stop) = tokio::sync::watch::channel(false);
-    let (overtaken_tx, overtaken) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (overtaken_tx, overtaken) = tokio::sync::mpsc::unbounded_channel::<Ended>();
     node.nats.runtime.handle.spawn(follow::follow(
         node.clone(),
         Arc::clone(&applier),
@@ -311,6 +315,7 @@ async fn start_following(node: &Node, start: Start) -> Result<Following, Cluster
             StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why) => {
                 ClusterError::Refused(why)
             }
+            StartError::Newer(why) => ClusterError::Newer(why),
             StartError::Io(error) => nats_error(error),
         })?;
     let applier = Arc::new(tokio::sync::Mutex::new(Applier::new(

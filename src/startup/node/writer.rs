@@ -172,7 +172,9 @@ async fn claim_slot(
             .await;
         if let Err(error) = result {
             // A refused record (a gap, damage) stops the promotion; a slow stream is retried.
-            if matches!(error, ClusterError::Refused(_)) || std::time::Instant::now() >= give_up {
+            if matches!(error, ClusterError::Refused(_) | ClusterError::Newer(_))
+                || std::time::Instant::now() >= give_up
+            {
                 return Err(error);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
