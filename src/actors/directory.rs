@@ -126,6 +126,8 @@ pub struct Directory {
     platform_ids: ByKey<Snowflake, BotId>,
     tokens: ByKey<TokenHash, BotId>,
     profiles: ByKey<ProfileId, Arc<Profile>>,
+    /// Profiles by their linked platform id: the classic surface names users so.
+    profile_platform_ids: ByKey<Snowflake, ProfileId>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
     /// Counts the index's changes: written only under the index's write guard, so a reader
@@ -148,6 +150,7 @@ impl Directory {
             platform_ids: ByKey::default(),
             tokens: ByKey::default(),
             profiles: ByKey::default(),
+            profile_platform_ids: ByKey::default(),
             index: RwLock::new(SearchIndex::new(now.month())),
             index_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),
@@ -187,6 +190,12 @@ impl Directory {
         self.profiles
             .get(&id)
             .map(|entry| Arc::clone(entry.value()))
+    }
+
+    /// The profile linked to this platform id.
+    pub fn profile_by_platform_id(&self, platform_id: Snowflake) -> Option<Arc<Profile>> {
+        let id = *self.profile_platform_ids.get(&platform_id)?;
+        self.profile(id)
     }
 
     pub fn len(&self) -> usize {
@@ -309,11 +318,27 @@ impl Directory {
     }
 
     pub(super) fn publish_profile(&self, profile: Arc<Profile>) {
-        self.profiles.insert(profile.id, profile);
+        let (id, platform_id) = (profile.id, profile.platform_id);
+        if let Some(old) = self.profiles.insert(id, profile) {
+            self.unlink_platform_id(id, old.platform_id);
+        }
+        if let Some(platform_id) = platform_id {
+            self.profile_platform_ids.insert(platform_id, id);
+        }
     }
 
     pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
-        self.profiles.remove(&id);
+        if let Some((_, old)) = self.profiles.remove(&id) {
+            self.unlink_platform_id(id, old.platform_id);
+        }
+    }
+
+    /// Forgets a platform id the profile `id` held, unless another profile took it since.
+    fn unlink_platform_id(&self, id: ProfileId, platform_id: Option<Snowflake>) {
+        if let Some(platform_id) = platform_id {
+            self.profile_platform_ids
+                .remove_if(&platform_id, |_, holder| *holder == id);
+        }
     }
 }
 

@@ -71,8 +71,11 @@ pub(super) fn serve(
     // This application's access-log and metrics threads, which end when it stops.
     let access_log = Arc::new(telemetry::AccessLog::default());
     let telemetry = telemetry::Threads::start(&access_log, address.port(), &loops);
-    let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
-        .map_err(std::io::Error::other)?;
+    let openapi_document = serde_json::to_value(openapi::document(
+        &settings.base_path,
+        &settings.classic_base_path,
+    ))
+    .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
     let layer = Layer::new(
         Arc::clone(&access_log),
@@ -119,6 +122,7 @@ fn serve_api(
     metrics_on_api: bool,
 ) -> std::io::Result<Server> {
     let base_path = settings.base_path.clone();
+    let classic_base_path = settings.classic_base_path.clone();
     let cors_origins = settings.cors_origins.clone();
     let cors_on = !cors_origins.is_empty();
     let cluster_on = cluster.is_some();
@@ -149,7 +153,12 @@ fn serve_api(
                         cfg.app_data(cluster.clone());
                     }
                 })
-                .configure(routes(&base_path, metrics_on_api, cluster_on))
+                .configure(routes(
+                    &base_path,
+                    &classic_base_path,
+                    metrics_on_api,
+                    cluster_on,
+                ))
         },
     )
 }

@@ -209,15 +209,20 @@ async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process()
 }
 
 /// Every route the router serves, as `METHOD path`: walked from the declarations the router is
-/// mounted from, the API's under `base`.
+/// mounted from, the API's under `base`, the classic surface's under `/api`.
 fn served_routes(base: &str) -> BTreeSet<String> {
     let api = botlist::api::api_routes()
         .into_iter()
         .map(|route| format!("{} {base}{}", route.method, route.path));
+    // The classic surface, under its default `/api`.
+    let classic = botlist::api::classic_routes()
+        .into_iter()
+        .map(|route| format!("{} /api{}", route.method, route.path));
     botlist::api::root_routes()
         .into_iter()
         .map(|route| format!("{} {}", route.method, route.path))
         .chain(api)
+        .chain(classic)
         .collect()
 }
 
