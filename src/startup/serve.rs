@@ -70,6 +70,14 @@ pub(super) fn serve(
     let address = listener.local_addr()?;
     // This application's access-log and metrics threads, which end when it stops.
     let access_log = Arc::new(telemetry::AccessLog::default());
+    let mut surfaces = vec![(settings.base_path.clone(), telemetry::Surface::Base)];
+    if !settings.classic_base_path.is_empty() && settings.classic_base_path != settings.base_path {
+        surfaces.push((
+            settings.classic_base_path.clone(),
+            telemetry::Surface::Classic,
+        ));
+    }
+    access_log.set_surfaces(surfaces);
     let telemetry = telemetry::Threads::start(&access_log, address.port(), &loops);
     let openapi_document = serde_json::to_value(openapi::document(
         &settings.base_path,

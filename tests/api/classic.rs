@@ -764,3 +764,34 @@ async fn the_openapi_document_describes_the_classic_surface() {
         assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
     }
 }
+
+/// `/metrics` labels each request with its surface: `classic` under `/api`, `base` under
+/// `/api/v1` (which is under `/api` too), `none` outside both.
+#[actix_web::test]
+async fn metrics_label_requests_by_surface() {
+    let app = spawn_app().await;
+    app.create_bot(42, json!({})).await;
+    get(&app, "/bots/42", None).await;
+    app.get("/bots/42").await;
+    app.client
+        .get(format!("{}/healthz", app.root))
+        .send()
+        .await
+        .expect("sent");
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.root))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    for line in [
+        r#"botlist_http_requests_total{route="/api/bots/{id}",method="GET",status="200",surface="classic"} 1"#,
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200",surface="base"} 1"#,
+        r#"botlist_http_requests_total{route="/healthz",method="GET",status="200",surface="none"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in {text}");
+    }
+}
