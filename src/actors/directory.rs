@@ -136,6 +136,8 @@ pub struct Directory {
     bot_tokens: ByKey<BotId, TokenHash>,
     /// Profile tokens by hash: one map read, like a bot token's.
     profile_tokens: ByKey<TokenHash, Grant>,
+    /// Profiles by their linked platform id: the classic surface names users so.
+    profile_platform_ids: ByKey<Snowflake, ProfileId>,
     /// Searched under one read guard; written under one write guard per published change.
     index: RwLock<SearchIndex>,
     /// Counts the index's changes: written only under the index's write guard, so a reader
@@ -161,6 +163,7 @@ impl Directory {
             hidden: ByKey::default(),
             bot_tokens: ByKey::default(),
             profile_tokens: ByKey::default(),
+            profile_platform_ids: ByKey::default(),
             index: RwLock::new(SearchIndex::new(now.month())),
             index_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),
@@ -220,6 +223,12 @@ impl Directory {
         self.profiles
             .get(&id)
             .map(|entry| Arc::clone(entry.value()))
+    }
+
+    /// The profile linked to this platform id.
+    pub fn profile_by_platform_id(&self, platform_id: Snowflake) -> Option<Arc<Profile>> {
+        let id = *self.profile_platform_ids.get(&platform_id)?;
+        self.profile(id)
     }
 
     pub fn len(&self) -> usize {
@@ -395,20 +404,20 @@ impl Directory {
 
     /// A profile saved, or its tokens changed: the tokens it no longer has stop working here.
     pub(super) fn publish_profile(&self, profile: Arc<Profile>) {
-        if let Some(old) = self
-            .profiles
-            .get(&profile.id)
-            .map(|p| Arc::clone(p.value()))
-        {
+        let (id, platform_id) = (profile.id, profile.platform_id);
+        if let Some(old) = self.profiles.get(&id).map(|p| Arc::clone(p.value())) {
             for token in &old.tokens {
                 self.profile_tokens.remove(&token.hash);
             }
+            self.unlink_platform_id(id, old.platform_id);
         }
         for token in &profile.tokens {
-            self.profile_tokens
-                .insert(token.hash, token.grant(profile.id));
+            self.profile_tokens.insert(token.hash, token.grant(id));
         }
-        self.profiles.insert(profile.id, profile);
+        self.profiles.insert(id, profile);
+        if let Some(platform_id) = platform_id {
+            self.profile_platform_ids.insert(platform_id, id);
+        }
     }
 
     pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
@@ -416,6 +425,15 @@ impl Directory {
             for token in &old.tokens {
                 self.profile_tokens.remove(&token.hash);
             }
+            self.unlink_platform_id(id, old.platform_id);
+        }
+    }
+
+    /// Forgets a platform id the profile `id` held, unless another profile took it since.
+    fn unlink_platform_id(&self, id: ProfileId, platform_id: Option<Snowflake>) {
+        if let Some(platform_id) = platform_id {
+            self.profile_platform_ids
+                .remove_if(&platform_id, |_, holder| *holder == id);
         }
     }
 }

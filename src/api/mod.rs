@@ -11,8 +11,8 @@ pub use http::{
     openapi, reply, routes,
 };
 pub use resources::{
-    admin, badge, bots, docs, growth, health, history, owners, profile_votes, stats, suggest,
-    users, votes, weekend,
+    admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, stats,
+    suggest, users, votes, weekend,
 };
 
 use std::sync::Arc;
@@ -96,6 +96,11 @@ pub fn api_routes() -> Vec<Route> {
     all
 }
 
+/// The classic surface's routes (`--classic-base-path`), in the order they are matched.
+pub fn classic_routes() -> Vec<Route> {
+    classic::routes()
+}
+
 /// The routes a cluster node serves beside the others, with their paths as served (the API's
 /// under `base_path`).
 fn cluster_routes(base_path: &str) -> Vec<Route> {
@@ -153,11 +158,12 @@ fn by_limit(routes: Vec<Route>) -> (Vec<(Limit, Vec<Route>)>, Vec<Route>) {
 /// Without `metrics_on_api` (`--metrics-bind`), the routes of the metrics listener are served
 /// there and not here. With `cluster_on`, the cluster's routes come first, each its own
 /// resource at its full path.
-pub fn routes(
-    base_path: &str,
+pub fn routes<'a>(
+    base_path: &'a str,
+    classic_base_path: &'a str,
     metrics_on_api: bool,
     cluster_on: bool,
-) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+) -> impl FnOnce(&mut web::ServiceConfig) + 'a {
     move |cfg| {
         if cluster_on {
             routes::resources(cfg, "", cluster_routes(base_path));
@@ -166,7 +172,6 @@ pub fn routes(
             .into_iter()
             .filter(|route| metrics_on_api || !route.properties.metrics)
             .collect();
-        let (limited, rest) = by_limit(api_routes());
         let docs_first = base_path.is_empty();
         // actix tries its services in the order they are added, and every API request is one
         // the operational routes would refuse first: the API goes first when no operational
@@ -188,27 +193,49 @@ pub fn routes(
         if docs_first {
             cfg.configure(docs_routes);
         }
-        cfg.service(
-            web::scope(base_path)
-                .configure(|cfg| {
-                    for (limit, routes) in limited {
-                        let scope = routes::common_scope(routes.iter().map(|r| r.path.as_str()));
-                        cfg.service(
-                            web::scope(&scope)
-                                .wrap(limits::Limited::wrap(limit))
-                                .configure(|cfg| routes::mount(cfg, base_path, &scope, routes)),
-                        );
-                    }
-                })
-                .service(web::resource("/openapi.json").get(openapi_json))
-                .configure(|cfg| routes::mount(cfg, base_path, "", rest)),
-        );
+        // Of two surfaces one of which is under the other (`/api/v1` under `/api`), the one
+        // below goes first: actix gives a request to the first scope its path is under.
+        let classic_on = !classic_base_path.is_empty() && classic_base_path != base_path;
+        let classic_first = classic_on && under(classic_base_path, base_path);
+        if classic_first {
+            cfg.configure(surface(classic_base_path, classic_routes(), false));
+        }
+        cfg.configure(surface(base_path, api_routes(), true));
+        if classic_on && !classic_first {
+            cfg.configure(surface(classic_base_path, classic_routes(), false));
+        }
         if api_first {
             cfg.configure(&mut operational);
         }
         if !docs_first {
             cfg.configure(docs_routes);
         }
+    }
+}
+
+/// One surface's routes under its base path: the routes of each rate limit in a scope of
+/// their own, wrapped in that limit, then the rest (with the OpenAPI document on `{base}`).
+fn surface(
+    base_path: &str,
+    routes: Vec<Route>,
+    openapi: bool,
+) -> impl FnOnce(&mut web::ServiceConfig) + '_ {
+    move |cfg| {
+        let (limited, rest) = by_limit(routes);
+        let mut scope = web::scope(base_path).configure(|cfg| {
+            for (limit, routes) in limited {
+                let scope = routes::common_scope(routes.iter().map(|r| r.path.as_str()));
+                cfg.service(
+                    web::scope(&scope)
+                        .wrap(limits::Limited::wrap(limit))
+                        .configure(|cfg| routes::mount(cfg, base_path, &scope, routes)),
+                );
+            }
+        });
+        if openapi {
+            scope = scope.service(web::resource("/openapi.json").get(openapi_json));
+        }
+        cfg.service(scope.configure(|cfg| routes::mount(cfg, base_path, "", rest)));
     }
 }
 

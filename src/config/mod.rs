@@ -142,6 +142,12 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_BASE_PATH", default_value = "/api/v1", value_parser = parse_base_path)]
     pub base_path: String,
 
+    /// Path prefix of the classic surface: the routes and shapes the released client libraries
+    /// (topggpy, top.py, @top-gg/sdk 3, dblapi.js) call, over the same data (docs/API.md, "The
+    /// classic surface"). Empty (`''` or `/`) serves none; it may not be the base path.
+    #[arg(long, env = "BOTLIST_CLASSIC_BASE_PATH", default_value = "/api", value_parser = parse_base_path)]
+    pub classic_base_path: String,
+
     /// Directory for state files.
     #[arg(long, env = "BOTLIST_DATA_DIR", default_value = "snapshots")]
     pub data_dir: PathBuf,
@@ -421,6 +427,8 @@ impl Secret {
 pub struct Settings {
     pub bind: SocketAddr,
     pub base_path: String,
+    /// Empty: no classic surface.
+    pub classic_base_path: String,
     pub admin_token: Option<Secret>,
     pub demo: bool,
     pub workers: usize,
@@ -459,6 +467,18 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The two surfaces need paths of their own: one that is the other's would hide it.
+    pub fn check_paths(&self) -> Result<(), String> {
+        if !self.classic_base_path.is_empty() && self.classic_base_path == self.base_path {
+            return Err(format!(
+                "--classic-base-path `{}` is also --base-path: give the classic surface another \
+                 prefix, or an empty one to serve none",
+                self.classic_base_path
+            ));
+        }
+        Ok(())
+    }
+
     /// The settings of the command line, with the admin token already read (see
     /// [`ServeArgs::admin_token`]).
     pub fn from_args(args: &ServeArgs, admin_token: Option<Secret>) -> Self {
@@ -466,6 +486,7 @@ impl Settings {
         Self {
             bind: args.bind,
             base_path: args.base_path.clone(),
+            classic_base_path: args.classic_base_path.clone(),
             admin_token,
             demo: args.demo,
             workers: args.workers.map_or(cores, NonZeroUsize::get),

@@ -45,7 +45,8 @@ pub enum StartError {
     /// Another process holds the data directory (exit code 3).
     InUse(String),
     /// An unsafe setup: an admin token too short, a data directory others can write to or
-    /// another user owns, a symlink where a file of ours belongs (exit code 6).
+    /// another user owns, a symlink where a file of ours belongs, the classic surface on the
+    /// base path (exit code 6).
     Unsafe(String),
     /// The data directory holds files of a newer format or a record this build does not know
     /// (exit code 9): refused even with `--recover`, nothing changed.
@@ -139,6 +140,7 @@ impl Application {
         if let Some(token) = &settings.admin_token {
             token.check_admin_token().map_err(StartError::Unsafe)?;
         }
+        settings.check_paths().map_err(StartError::Unsafe)?;
         // The lock comes first: recovery moves and removes files, which only the owner may do.
         let lock = claim_data_dir(&settings)?;
         telemetry::install_metrics();

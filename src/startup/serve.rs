@@ -72,9 +72,20 @@ pub(super) fn serve(
     let address = listener.local_addr()?;
     // This application's access-log and metrics threads, which end when it stops.
     let access_log = Arc::new(telemetry::AccessLog::default());
+    let mut surfaces = vec![(settings.base_path.clone(), telemetry::Surface::Base)];
+    if !settings.classic_base_path.is_empty() && settings.classic_base_path != settings.base_path {
+        surfaces.push((
+            settings.classic_base_path.clone(),
+            telemetry::Surface::Classic,
+        ));
+    }
+    access_log.set_surfaces(surfaces);
     let telemetry = telemetry::Threads::start(&access_log, address.port(), &loops);
-    let openapi_document = serde_json::to_value(openapi::document(&settings.base_path))
-        .map_err(std::io::Error::other)?;
+    let openapi_document = serde_json::to_value(openapi::document(
+        &settings.base_path,
+        &settings.classic_base_path,
+    ))
+    .map_err(std::io::Error::other)?;
     let openapi_json = serde_json::to_vec(&openapi_document).map_err(std::io::Error::other)?;
     let layer = Layer::new(
         Arc::clone(&access_log),
@@ -125,6 +136,7 @@ fn serve_api(
     metrics_on_api: bool,
 ) -> std::io::Result<Server> {
     let base_path = settings.base_path.clone();
+    let classic_base_path = settings.classic_base_path.clone();
     let cors_origins = settings.cors_origins.clone();
     let cors_on = !cors_origins.is_empty();
     let cluster_on = cluster.is_some();
@@ -155,7 +167,12 @@ fn serve_api(
                         cfg.app_data(cluster.clone());
                     }
                 })
-                .configure(routes(&base_path, metrics_on_api, cluster_on))
+                .configure(routes(
+                    &base_path,
+                    &classic_base_path,
+                    metrics_on_api,
+                    cluster_on,
+                ))
         },
     )
 }

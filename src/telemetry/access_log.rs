@@ -157,6 +157,9 @@ const ACCESS_QUEUE: usize = 8_192;
 /// shard's lock once, for its counts and its line together.
 pub struct AccessLog {
     pub(super) shards: Box<[Shard]>,
+    /// The API surfaces' base paths, for the `surface` label (set once the router's paths are
+    /// known; see [`super::Surface`]).
+    pub(super) surfaces: std::sync::OnceLock<Vec<(String, super::Surface)>>,
     /// Whether the thread runs: until then, and once it has ended, requests write their own.
     pub(super) running: std::sync::atomic::AtomicBool,
 }
@@ -184,6 +187,7 @@ impl Default for AccessLog {
     fn default() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            surfaces: std::sync::OnceLock::new(),
             running: Default::default(),
         }
     }

@@ -34,4 +34,5 @@ pub use logging::{init_logs, log_line, LogFormat};
 pub use request::{
     request_id, route_pattern, Observation, RateKeyKind, RoutePattern, MAX_REQUEST_ID, REQUEST_ID,
 };
+pub use request_families::Surface;
 pub use threads::Threads;

@@ -30,8 +30,9 @@ impl AccessLog {
             format!("# HELP {DURATION} {DURATION_HELP}\n# TYPE {DURATION} histogram\n");
         for ((route, method, status), latencies) in &all {
             let labels = format!(
-                "route=\"{}\",method=\"{method}\",status=\"{status}\"",
-                label_value(route)
+                "route=\"{}\",method=\"{method}\",status=\"{status}\",surface=\"{}\"",
+                label_value(route),
+                self.surface_of(route).label()
             );
             let count = latencies.count;
             let _ = writeln!(counts, "{REQUESTS}{{{labels}}} {count}");
@@ -53,10 +54,58 @@ impl AccessLog {
     }
 }
 
+impl AccessLog {
+    /// Says under which base path each API surface is served, for the `surface` label; the
+    /// first call wins (the router's paths do not change while it serves).
+    pub fn set_surfaces(&self, surfaces: Vec<(String, Surface)>) {
+        let _ = self.surfaces.set(surfaces);
+    }
+
+    /// The surface a route pattern is on: the one with the longest base path the pattern is
+    /// under (`/api/v1/...` is under `/api` too), else none.
+    fn surface_of(&self, route: &str) -> Surface {
+        let Some(surfaces) = self.surfaces.get() else {
+            return Surface::None;
+        };
+        surfaces
+            .iter()
+            .filter(|(base, _)| {
+                route
+                    .strip_prefix(base.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .max_by_key(|(base, _)| base.len())
+            .map_or(Surface::None, |(_, surface)| *surface)
+    }
+}
+
+/// The API surfaces requests are counted by (the `surface` label): one row each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Surface {
+    /// `{base}` (`--base-path`): SPEC.md's API.
+    Base,
+    /// `--classic-base-path`: the classic client libraries' routes and shapes.
+    Classic,
+    /// Outside every surface: health, metrics, the reference, unmatched paths.
+    None,
+}
+
+impl Surface {
+    pub fn label(self) -> &'static str {
+        match self {
+            Surface::Base => "base",
+            Surface::Classic => "classic",
+            Surface::None => "none",
+        }
+    }
+}
+
 const REQUESTS: &str = "botlist_http_requests_total";
-const REQUESTS_HELP: &str = "HTTP requests answered, by route pattern, method and status.";
+const REQUESTS_HELP: &str =
+    "HTTP requests answered, by route pattern, method, status and API surface.";
 const DURATION: &str = "botlist_http_request_duration_seconds";
-const DURATION_HELP: &str = "Time to answer a request, by route pattern, method and status.";
+const DURATION_HELP: &str =
+    "Time to answer a request, by route pattern, method, status and API surface.";
 
 /// A label value as the text exposition escapes it.
 fn label_value(value: &str) -> Cow<'_, str> {
@@ -103,7 +152,7 @@ mod tests {
         let text = log.render_requests();
         let bucket = |le: &str| {
             format!(
-            "botlist_http_request_duration_seconds_bucket{{route=\"/a\",method=\"GET\",status=\"200\",le=\"{le}\"}} "
+            "botlist_http_request_duration_seconds_bucket{{route=\"/a\",method=\"GET\",status=\"200\",surface=\"none\",le=\"{le}\"}} "
         )
         };
         for (le, count) in [
@@ -119,13 +168,13 @@ mod tests {
             );
         }
         assert!(text.contains(
-            "botlist_http_requests_total{route=\"/a\",method=\"GET\",status=\"200\"} 3\n"
+            "botlist_http_requests_total{route=\"/a\",method=\"GET\",status=\"200\",surface=\"none\"} 3\n"
         ));
         assert!(text.contains(
-            "botlist_http_request_duration_seconds_sum{route=\"/a\",method=\"GET\",status=\"200\"} 9.00035"
+            "botlist_http_request_duration_seconds_sum{route=\"/a\",method=\"GET\",status=\"200\",surface=\"none\"} 9.00035"
         ));
         assert!(text.contains(
-            "botlist_http_requests_total{route=\"/weird\\\"\\\\\",method=\"GET\",status=\"404\"} 1\n"
+            "botlist_http_requests_total{route=\"/weird\\\"\\\\\",method=\"GET\",status=\"404\",surface=\"none\"} 1\n"
         ), "{text}");
         assert_eq!(text.matches("# TYPE ").count(), 2);
     }

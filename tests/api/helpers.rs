@@ -86,6 +86,7 @@ pub fn test_settings() -> Settings {
     Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
         base_path: "/api/v1".into(),
+        classic_base_path: "/api".into(),
         admin_token: Some(ADMIN.into()),
         demo: false,
         workers: 1,

@@ -4,6 +4,7 @@ mod admin;
 mod auth;
 mod badge;
 mod bots;
+mod classic;
 mod compat;
 mod compression;
 mod docs;

@@ -67,19 +67,19 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
         assert!(value >= n, "{line} {value}");
     };
     at_least(
-        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200"}"#,
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200",surface="base"}"#,
         2.0,
     );
     at_least(
-        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="404"}"#,
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="404",surface="base"}"#,
         1.0,
     );
     at_least(
-        r#"botlist_http_requests_total{route="unmatched",method="GET",status="404"}"#,
+        r#"botlist_http_requests_total{route="unmatched",method="GET",status="404",surface="none"}"#,
         1.0,
     );
     at_least(
-        r#"botlist_http_request_duration_seconds_count{route="/api/v1/bots/{id}",method="GET",status="200"}"#,
+        r#"botlist_http_request_duration_seconds_count{route="/api/v1/bots/{id}",method="GET",status="200",surface="base"}"#,
         2.0,
     );
     assert!(
@@ -97,7 +97,7 @@ async fn each_application_counts_its_own_requests_exactly() {
     for _ in 0..3 {
         one.get(&format!("/bots/{}", bot.id)).await;
     }
-    let route = r#"route="/api/v1/bots/{id}",method="GET",status="200""#;
+    let route = r#"route="/api/v1/bots/{id}",method="GET",status="200",surface="base""#;
     let text = scrape(&one).await;
     assert_eq!(
         sample(&text, &format!("botlist_http_requests_total{{{route}}}")),
@@ -209,15 +209,20 @@ async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process()
 }
 
 /// Every route the router serves, as `METHOD path`: walked from the declarations the router is
-/// mounted from, the API's under `base`.
+/// mounted from, the API's under `base`, the classic surface's under `/api`.
 fn served_routes(base: &str) -> BTreeSet<String> {
     let api = botlist::api::api_routes()
         .into_iter()
         .map(|route| format!("{} {base}{}", route.method, route.path));
+    // The classic surface, under its default `/api`.
+    let classic = botlist::api::classic_routes()
+        .into_iter()
+        .map(|route| format!("{} /api{}", route.method, route.path));
     botlist::api::root_routes()
         .into_iter()
         .map(|route| format!("{} {}", route.method, route.path))
         .chain(api)
+        .chain(classic)
         .collect()
 }
 

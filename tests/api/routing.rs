@@ -216,15 +216,15 @@ async fn routes_with_an_id_are_counted_under_their_pattern() {
         assert!(value >= n, "{line} {value}");
     };
     at_least(
-        r#"botlist_http_requests_total{route="/api/v1/bots/{id}/check",method="GET",status="200"}"#,
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}/check",method="GET",status="200",surface="base"}"#,
         3.0,
     );
     at_least(
-        r#"botlist_http_requests_total{route="/api/v1/bots/{id}/check",method="POST",status="405"}"#,
+        r#"botlist_http_requests_total{route="/api/v1/bots/{id}/check",method="POST",status="405",surface="base"}"#,
         1.0,
     );
     at_least(
-        r#"botlist_http_requests_total{route="/api/v1/admin/bots/{id}/webhook/deliveries",method="GET",status="200"}"#,
+        r#"botlist_http_requests_total{route="/api/v1/admin/bots/{id}/webhook/deliveries",method="GET",status="200",surface="base"}"#,
         1.0,
     );
 }

@@ -67,6 +67,10 @@ function env() {
     TOKEN: process.env.TOKEN,
     VOTER: process.env.VOTER,
     OTHER: process.env.OTHER_USER || '123456789012345678',
+    // What the classic reads must show (run.sh documents them).
+    BOT_USERNAME: process.env.BOT_USERNAME,
+    OWNER: process.env.OWNER,
+    OWNER_NAME: process.env.OWNER_NAME,
     SERVERS: Number(process.env.SERVER_COUNT || '4242'),
     // What GET /weekend should answer now (run.sh works it out).
     WEEKEND: (process.env.EXPECT_WEEKEND || 'false') === 'true',

@@ -22,6 +22,10 @@ def env():
         "TOKEN": os.environ["TOKEN"],
         "VOTER": os.environ["VOTER"],
         "OTHER": os.environ.get("OTHER_USER", "123456789012345678"),
+        # What the classic reads must show (run.sh documents them).
+        "BOT_USERNAME": os.environ["BOT_USERNAME"],
+        "OWNER": os.environ["OWNER"],
+        "OWNER_NAME": os.environ["OWNER_NAME"],
         "SERVERS": int(os.environ.get("SERVER_COUNT", "4242")),
         # What GET /weekend should answer now (run.sh works it out from the day and
         # WEEKEND_MULTIPLIER, the server's --weekend-multiplier).
@@ -60,6 +64,9 @@ class StubBot:
 
     def dispatch(self, name, *a, **kw):
         self.events.append(name)
+
+    def get_user(self, user_id):
+        return None  # top.py's models look the user up in the client's cache
 
 
 class Results:

@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Existing client libraries against a running botlist (docs/API.md, "The classic routes").
-#
-# Starts nothing: point it at a server you started, e.g.
-#   ./target/release/botlist serve --demo --bind 127.0.0.1:18181 &
-#   BASE=http://127.0.0.1:18181/api/v1 BOT_ID=<platform id> TOKEN=<bot token> VOTER=<recent voter> \
+# Existing client libraries against a running botlist's classic surface (docs/API.md, "The
+# classic surface"). ci.sh starts a server, fills it and runs this; to run it by hand:
+#   ./target/release/botlist serve --bind 127.0.0.1:18181 &
+#   BASE=http://127.0.0.1:18181/api BOT_ID=<platform id> TOKEN=<bot token> VOTER=<recent voter> \
+#     OWNER=<owner's platform id> OWNER_NAME=<owner's username> BOT_USERNAME=<bot's username> \
 #     tests/clients/run.sh
 #
-# BASE    base URL of the v1 API (must be loopback, plain http)
-# BOT_ID  the bot's platform (snowflake) id -- what the libraries put in paths,
-#         as they take it from the chat client's user id; the listing UUID also works
-# TOKEN   that bot's API token
-# VOTER   a platform user id that voted for the bot within 12 h (check must say 1)
+# BASE          base URL of the classic surface (`--classic-base-path`, default /api; must be
+#               loopback, plain http)
+# BOT_ID        the bot's platform (snowflake) id -- what the libraries put in paths,
+#               as they take it from the chat client's user id
+# TOKEN         that bot's API token
+# VOTER         a platform user id that voted for the bot within 12 h (check must say 1)
+# OWNER         the platform id of a profile that owns the bot (getUser reads it, getBot's
+#               owners must hold it); OWNER_NAME its username
+# BOT_USERNAME  the bot's username (getBot), also in its name: getBots searches
+#               `username: BOT_USERNAME`, which botlist reads as its `q` (name or short
+#               description)
 # Optional: OTHER_USER (a user that did not vote; default 123456789012345678),
 #           SERVER_COUNT (default 4242), KEEP_TMP=1 to keep the temp dir,
 #           TOPGGPY / TOPPY / TOPGG_SDK / DBLAPI to override the package specs,
@@ -21,11 +27,14 @@
 # (@top-gg/sdk 3.x, dblapi.js). The scripts change nothing in the libraries but
 # their base URL (see each file's header; the npm libraries hard-code
 # https://top.gg/api, so _redirect.js rewrites that origin to BASE in-process).
-# About 24 requests on the bot's token in total: well inside the 60/min limit.
+# Every method of each library that calls the API is called and its value checked: about
+# 50 requests on the bot's token in all, which the 60-a-minute limit holds (topggpy paces
+# itself at 59 a minute too).
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${BASE:?set BASE}" "${BOT_ID:?set BOT_ID}" "${TOKEN:?set TOKEN}" "${VOTER:?set VOTER}"
-export BASE BOT_ID TOKEN VOTER
+: "${OWNER:?set OWNER}" "${OWNER_NAME:?set OWNER_NAME}" "${BOT_USERNAME:?set BOT_USERNAME}"
+export BASE BOT_ID TOKEN VOTER OWNER OWNER_NAME BOT_USERNAME
 # What GET /weekend must answer today: true only with a multiplier, Friday to Sunday UTC.
 EXPECT_WEEKEND=false
 if [ "${WEEKEND_MULTIPLIER:-1}" -gt 1 ] && [ "$(date -u +%u)" -ge 5 ]; then EXPECT_WEEKEND=true; fi
@@ -37,8 +46,8 @@ esac
 
 TOPGGPY="${TOPGGPY:-topggpy==1.4.0}"
 TOPPY="${TOPPY:-top.py==1.4.3}"
-TOPGG_SDK="${TOPGG_SDK:-@top-gg/sdk@3}"
-DBLAPI="${DBLAPI:-dblapi.js@2}"
+TOPGG_SDK="${TOPGG_SDK:-@top-gg/sdk@3.1.6}"
+DBLAPI="${DBLAPI:-dblapi.js@2.4.1}"
 
 tmp="$(mktemp -d /tmp/botlist-clients.XXXXXX)"
 if [ "${KEEP_TMP:-0}" != 1 ]; then trap 'rm -rf "$tmp"' EXIT; else echo "temp dir: $tmp"; fi

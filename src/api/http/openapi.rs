@@ -68,6 +68,7 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         (name = "users", description = "Public profiles"),
         (name = "admin", description = "Filling the directory; the admin token"),
         (name = "operations", description = "Health and metrics, outside the base path"),
+        (name = "classic", description = "The classic surface, under `--classic-base-path` (default `/api`): the routes and shapes the released client libraries call, over the same data, tokens and limits"),
     )
 )]
 struct ApiDoc;
@@ -518,6 +519,30 @@ fn listed(items: &[String], and: &str) -> String {
     }
 }
 
+/// The operations of one path.
+fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .filter_map(Option::as_mut)
+}
+
+/// An operation of the classic surface: tagged `classic`, and its id prefixed so that the
+/// base's routes it shares keep ids of their own.
+fn classic_operation(operation: &mut Operation) {
+    operation.tags = Some(vec!["classic".into()]);
+    if let Some(id) = &mut operation.operation_id {
+        if !id.starts_with("classic_") {
+            *id = format!("classic_{id}");
+        }
+    }
+}
+
 /// The description, with what it says of the routes' rate limits and `ETag`s made from their
 /// declarations.
 fn description(routes: &[Route]) -> String {
@@ -552,8 +577,9 @@ fn description(routes: &[Route]) -> String {
 }
 
 /// The document of the routes the router serves (see [`super::routes`]), the API's under
-/// `base_path`.
-pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
+/// `base_path`, the classic surface's under `classic_base_path` (none when it is empty or the
+/// base path).
+pub fn document(base_path: &str, classic_base_path: &str) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     let mut paths = Paths::new();
     let mut schemas = Vec::new();
@@ -563,6 +589,18 @@ pub fn document(base_path: &str) -> utoipa::openapi::OpenApi {
         .collect();
     for route in &routes {
         route.document(base_path, &mut paths, &mut schemas);
+    }
+    if !classic_base_path.is_empty() && classic_base_path != base_path {
+        let mut classic = Paths::new();
+        for route in crate::api::classic_routes() {
+            route.document(classic_base_path, &mut classic, &mut schemas);
+        }
+        for (path, mut item) in classic.paths {
+            for operation in operations(&mut item) {
+                classic_operation(operation);
+            }
+            paths.paths.insert(path, item);
+        }
     }
     doc.info.description = Some(description(&routes));
     doc.paths = paths;

@@ -29,6 +29,13 @@ pub fn ok_static(body: &'static [u8]) -> HttpResponse {
         .body(body)
 }
 
+/// A 200 with JSON already rendered.
+pub fn json_bytes(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8)))
+        .body(body)
+}
+
 pub fn ok<T: Serialize + ?Sized>(body: &T) -> HttpResponse {
     json(StatusCode::OK, body)
 }

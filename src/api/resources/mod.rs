@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod badge;
 pub mod bots;
+pub mod classic;
 pub mod cluster;
 pub mod docs;
 pub mod growth;
