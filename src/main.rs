@@ -25,10 +25,18 @@ const STOPPED_AFTER_JOURNAL_FAILURE: u8 = 4;
 const UNSAFE: u8 = 6;
 /// Cluster mode: the writer lost (or handed over) its role; restart it as a follower.
 const DEMOTED: u8 = 5;
+/// The exit code of a start refused for a setting that cannot be used: a bad flag or variable
+/// value, an address that is taken, a token file that cannot be read. The message names the
+/// flag and its variable.
+const CONFIG: u8 = 7;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    match Cli::parse().into_command() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return bad_arguments(&error),
+    };
+    match cli.into_command() {
         Command::Serve(args) => {
             telemetry::init_logs(args.log_format);
             serve(args).await
@@ -40,6 +48,23 @@ async fn main() -> ExitCode {
         Command::Cluster(ClusterCommand::Init(args)) => {
             telemetry::init_logs(LogFormat::Text);
             cluster_init(args).await
+        }
+    }
+}
+
+/// `--help` and `--version` exit 0; any other refusal of the command line or of a `BOTLIST_*`
+/// variable exits [`CONFIG`], not clap's 2, which is damaged state here.
+fn bad_arguments(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = error.print();
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => {
+            eprintln!(
+                "(every flag also reads its BOTLIST_* variable; booleans take true/false, \
+                 yes/no, on/off or 1/0; README.md, \"Configuration\")"
+            );
+            ExitCode::from(CONFIG)
         }
     }
 }
@@ -67,15 +92,23 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(token) => token,
         Err(why) => {
             eprintln!("botlist will not start: {why}");
-            return ExitCode::from(UNSAFE);
+            return ExitCode::from(CONFIG);
         }
     };
     if let Some(Err(why)) = admin_token.as_ref().map(|token| token.check_admin_token()) {
         eprintln!("botlist will not start: {why}");
         return ExitCode::from(UNSAFE);
     }
+    let cluster_token = match args.cluster_token() {
+        Ok(token) => token,
+        Err(why) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(CONFIG);
+        }
+    };
     let settings = Settings::from_args(&args, admin_token);
-    if let Some(cluster) = ClusterSettings::from_args(&args) {
+    if let Some(cluster) = cluster_token.and_then(|token| ClusterSettings::with_token(&args, token))
+    {
         return serve_replicated(settings, cluster).await;
     }
     let app = match Application::build(settings, Arc::new(SystemClock)).await {
@@ -94,6 +127,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(StartError::Unsafe(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(UNSAFE);
+        }
+        Err(StartError::Config(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(CONFIG);
         }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");

@@ -36,4 +36,7 @@ pub enum Rejection {
     AlreadyVoted { retry_at: Timestamp },
     /// The change could not be made durable; the service refuses writes from now on.
     NotStored(String),
+    /// The change failed after it reached the disk (or the cluster's stream): it may be kept,
+    /// and shown after a restart. A client retries; a retried vote is then 409.
+    MaybeStored(String),
 }

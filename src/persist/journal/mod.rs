@@ -101,6 +101,54 @@ pub enum JournalError {
     /// Cluster mode: this node follows the stream and makes no records of its own.
     #[error("this node does not write; writes go to the writer")]
     NotWriter,
+    /// The write failed after the batch's bytes were handed to the file (a write cut short, a
+    /// flush or an fsync that failed): the records may be on disk and replayed at the next start.
+    #[error("journal write failed after the records reached the file: {0}")]
+    MaybeWritten(#[source] Arc<io::Error>),
+}
+
+impl JournalError {
+    /// Whether the record may have been kept although it was refused: its bytes reached the
+    /// file (or, in cluster mode, the stream may have taken it), so a restart may replay it.
+    pub fn maybe_stored(&self) -> bool {
+        match self {
+            Self::MaybeWritten(_) | Self::Fenced(_) => true,
+            Self::Write(_) | Self::Encode(_) | Self::Stopped | Self::NotWriter => false,
+        }
+    }
+
+    /// The failure's kind, for the metric and the readiness answer: `enospc` (disk or quota
+    /// full), `read_only`, `io` (EIO), `permission`, `other`; `fenced`, `stopped`,
+    /// `not_writer`, `encode` for the journal's own refusals.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Write(error) | Self::MaybeWritten(error) => io_kind(error),
+            Self::Encode(_) => "encode",
+            Self::Stopped => "stopped",
+            Self::Fenced(_) => "fenced",
+            Self::NotWriter => "not_writer",
+        }
+    }
+
+    /// The same failure as told to a record that never reached the file: every record after
+    /// the batch that failed is refused before it is written.
+    fn not_written(self) -> Self {
+        match self {
+            Self::MaybeWritten(error) => Self::Write(error),
+            other => other,
+        }
+    }
+}
+
+/// One of `telemetry::JOURNAL_FAILURE_KINDS`, which the metric shows from the start.
+fn io_kind(error: &io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => "enospc",
+        Some(libc::EROFS) => "read_only",
+        Some(libc::EIO) => "io",
+        Some(libc::EACCES | libc::EPERM) => "permission",
+        _ => "other",
+    }
 }
 
 /// What a change shows readers, run once its record is durable: never for a record that failed,
@@ -139,7 +187,13 @@ struct Shared {
     durable_seq: AtomicU64,
     /// The writer and publisher threads, joined by [`Journal::close`].
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Writes refused since the journal failed, and when that was last logged.
+    refusals: AtomicU64,
+    refusals_logged: Mutex<Option<std::time::Instant>>,
 }
+
+/// How often refused writes are logged while the journal cannot take them.
+pub const REFUSALS_LOGGED_EVERY: Duration = Duration::from_secs(10);
 
 /// A handle to the journal; cheap to clone, one per actor.
 #[derive(Clone)]
@@ -214,6 +268,7 @@ impl Journal {
         submitter.queue = Some(queue);
         submitter.next_seq = next_seq;
         submitter.follows = false;
+        crate::telemetry::journal_healthy(true);
         self.shared
             .durable_seq
             .store(next_seq.saturating_sub(1), Ordering::Release);
@@ -233,6 +288,8 @@ impl Journal {
                 rotate: AtomicBool::new(false),
                 durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
                 threads: Mutex::new(Vec::new()),
+                refusals: AtomicU64::new(0),
+                refusals_logged: Mutex::new(None),
             }),
         }
     }
@@ -264,6 +321,7 @@ impl Journal {
         let journal = Self::with_queue(next_seq, None);
         let queue = spawn_threads(Arc::clone(&journal.shared), sink, fault)?;
         lock(&journal.shared.submitter).queue = Some(queue);
+        crate::telemetry::journal_healthy(true);
         Ok(journal)
     }
 
@@ -290,6 +348,7 @@ impl Journal {
             }
         };
         if let Some(error) = self.failure() {
+            self.note_refusal(&error);
             settle(Err(error));
             return 0;
         }
@@ -406,6 +465,18 @@ impl Journal {
     /// service can no longer promise that what it acknowledges is kept.
     pub fn failure(&self) -> Option<JournalError> {
         lock(&self.shared.failed).clone()
+    }
+
+    /// Counts a write refused because the journal failed, and says so in the log at most once
+    /// per [`REFUSALS_LOGGED_EVERY`] (with how many there were), not once per write.
+    pub fn note_refusal(&self, error: &JournalError) {
+        let refused = self.shared.refusals.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = lock(&self.shared.refusals_logged);
+        if last.is_some_and(|at| at.elapsed() < REFUSALS_LOGGED_EVERY) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+        tracing::warn!(%error, refused_so_far = refused, "writes are refused: the journal cannot take them");
     }
 }
 
