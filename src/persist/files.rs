@@ -125,5 +125,5 @@ pub fn available_bytes(dir: &std::path::Path) -> Option<u64> {
         }
         stat.assume_init()
     };
-    Some(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
