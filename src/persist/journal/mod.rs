@@ -513,3 +513,77 @@ pub trait Sink: Send + 'static {
         FsyncMode::Always
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::BotId;
+
+    /// A sink whose every batch fails with `errno`, after its bytes reached the file or before.
+    struct Failing {
+        errno: i32,
+        after_write: bool,
+    }
+
+    impl Sink for Failing {
+        fn commit(&mut self, _: &[&[u8]], _: u64, _: bool, _: bool) -> Result<(), JournalError> {
+            let error = Arc::new(io::Error::from_raw_os_error(self.errno));
+            Err(if self.after_write {
+                JournalError::MaybeWritten(error)
+            } else {
+                JournalError::Write(error)
+            })
+        }
+
+        fn sync(&mut self) -> Result<(), JournalError> {
+            Ok(())
+        }
+    }
+
+    fn outcome(journal: &Journal) -> JournalError {
+        let (_, durable) = journal.submit(&Record::BotDelisted(BotId::new_random()));
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(durable.wait())
+            .expect_err("refused")
+    }
+
+    #[test]
+    fn a_batch_that_failed_after_its_write_may_be_stored_and_every_later_one_was_not() {
+        let sink = Failing {
+            errno: libc::ENOSPC,
+            after_write: true,
+        };
+        let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+        let first = outcome(&journal);
+        assert!(first.maybe_stored(), "{first}");
+        assert_eq!(first.kind(), "enospc");
+        let later = outcome(&journal);
+        assert!(!later.maybe_stored(), "{later}");
+        assert_eq!(later.kind(), "enospc");
+        assert_eq!(journal.failure().map(|e| e.kind()), Some("enospc"));
+        journal.close();
+    }
+
+    #[test]
+    fn a_batch_that_failed_before_its_write_was_not_stored_and_kinds_follow_the_error() {
+        for (errno, kind) in [
+            (libc::EROFS, "read_only"),
+            (libc::EIO, "io"),
+            (libc::EDQUOT, "enospc"),
+            (libc::EACCES, "permission"),
+            (libc::EINVAL, "other"),
+        ] {
+            let sink = Failing {
+                errno,
+                after_write: false,
+            };
+            let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+            let error = outcome(&journal);
+            assert!(!error.maybe_stored(), "{error}");
+            assert_eq!(error.kind(), kind);
+            journal.close();
+        }
+    }
+}
