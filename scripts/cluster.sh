@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A cluster on loopback for a person to try (docs/CLUSTER.md): three nats-servers (routes,
 # JetStream, sync_interval: always, max_payload: 8MB) and three botlist nodes on ports 8081-8083,
-# --lease-ttl 3, admin token `cluster-admin-token`, cluster token `cluster-secret`. A node that exits 5
+# --lease-ttl 3, admin token `cluster-admin-token`, cluster token `cluster-secret` (from files in
+# .cluster/, never on a command line). A node that exits 5
 # (a writer that lost its role) is started again, as a supervisor would. Ctrl-C stops all.
 #
 #   scripts/cluster.sh            # uses target/release/botlist (cargo build --release first)
@@ -43,6 +44,10 @@ CONF
     echo "nats$i: nats://127.0.0.1:$((4221 + i)) (pid $!)"
 done
 urls=nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224
+# The tokens go in files only this user reads, never on a command line (`ps` shows those to
+# every local user).
+(umask 077 && printf '%s\n' cluster-secret > "$work/cluster-token" \
+    && printf '%s\n' cluster-admin-token > "$work/admin-token")
 
 # One node, restarted while it exits 5.
 node() {
@@ -50,7 +55,8 @@ node() {
     while true; do
         set +e
         "$botlist" serve --bind "127.0.0.1:$((8080 + i))" --replicate "$urls" \
-            --node-id "node$i" --cluster-token cluster-secret --admin-token cluster-admin-token \
+            --node-id "node$i" --cluster-token-file "$work/cluster-token" \
+            --admin-token-file "$work/admin-token" \
             --lease-ttl 3 --data-dir "$work/node$i" >> "$work/node$i.log" 2>&1 &
         local pid=$!
         echo "$pid" > "$work/node$i.pid"

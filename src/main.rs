@@ -33,10 +33,18 @@ const DEMOTED: u8 = 5;
 const NEWER: u8 = 9;
 /// `backup --to` exists, or `restore --data-dir` is not empty: nothing was written there.
 const DESTINATION_TAKEN: u8 = 8;
+/// The exit code of a start refused for a setting that cannot be used: a bad flag or variable
+/// value, an address that is taken, a token file that cannot be read. The message names the
+/// flag and its variable.
+const CONFIG: u8 = 7;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    match Cli::parse().into_command() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return bad_arguments(&error),
+    };
+    match cli.into_command() {
         Command::Serve(args) => {
             telemetry::init_logs(args.log_format);
             serve(args).await
@@ -174,6 +182,23 @@ fn restore(args: &RestoreArgs) -> ExitCode {
     }
 }
 
+/// `--help` and `--version` exit 0; any other refusal of the command line or of a `BOTLIST_*`
+/// variable exits [`CONFIG`], not clap's 2, which is damaged state here.
+fn bad_arguments(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = error.print();
+    match error.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => {
+            eprintln!(
+                "(every flag also reads its BOTLIST_* variable; booleans take true/false, \
+                 yes/no, on/off or 1/0; README.md, \"Configuration\")"
+            );
+            ExitCode::from(CONFIG)
+        }
+    }
+}
+
 /// Turns off glibc's fast bins once the state is loaded. Fast bins keep freed small blocks
 /// aside and merge them all on the next large free or allocation. A snapshot lets go of a few
 /// hundred thousand small blocks (one per bot it read); the next large free on that thread
@@ -197,15 +222,23 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(token) => token,
         Err(why) => {
             eprintln!("botlist will not start: {why}");
-            return ExitCode::from(UNSAFE);
+            return ExitCode::from(CONFIG);
         }
     };
     if let Some(Err(why)) = admin_token.as_ref().map(|token| token.check_admin_token()) {
         eprintln!("botlist will not start: {why}");
         return ExitCode::from(UNSAFE);
     }
+    let cluster_token = match args.cluster_token() {
+        Ok(token) => token,
+        Err(why) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(CONFIG);
+        }
+    };
     let settings = Settings::from_args(&args, admin_token);
-    if let Some(cluster) = ClusterSettings::from_args(&args) {
+    if let Some(cluster) = cluster_token.and_then(|token| ClusterSettings::with_token(&args, token))
+    {
         return serve_replicated(settings, cluster).await;
     }
     let app = match Application::build(settings, Arc::new(SystemClock)).await {
@@ -228,6 +261,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(StartError::Newer(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(NEWER);
+        Err(StartError::Config(why)) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(CONFIG);
         }
         Err(StartError::Io(error)) => {
             eprintln!("botlist could not start: {error}");

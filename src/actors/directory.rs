@@ -105,7 +105,10 @@ impl BotHandle {
     {
         self.addr.send(message).await.map_err(|error| match error {
             MailboxError::Closed => self.delisted(),
-            MailboxError::Timeout => Rejection::NotStored("the bot did not answer in time".into()),
+            // The message may have been handled after all: its write may be kept.
+            MailboxError::Timeout => {
+                Rejection::MaybeStored("the bot did not answer in time".into())
+            }
         })
     }
 

@@ -11,7 +11,7 @@ use actix::ResponseFuture;
 use crate::domain::Rejection;
 use tokio::sync::oneshot;
 
-use crate::persist::journal::{Durable, Settle};
+use crate::persist::journal::{Durable, JournalError, Settle};
 
 /// Where a write's answer goes. The asker makes the pair ([`Answer::pair`]), sends the
 /// [`Answer`] with its message and awaits the [`Answered`] on its own thread. The actor refuses
@@ -37,9 +37,7 @@ impl<T: Send + 'static> Answer<T> {
     /// `reply`, once the record it waits for is durable; `NotStored` if it never will be.
     pub(crate) fn once_durable(self, reply: T) -> Settle {
         Box::new(move |result| {
-            let answer = result
-                .map(|()| reply)
-                .map_err(|e| Rejection::NotStored(e.to_string()));
+            let answer = result.map(|()| reply).map_err(refused);
             let _ = self.0.send(answer);
         })
     }
@@ -55,16 +53,22 @@ impl<T> Answered<T> {
     }
 }
 
+/// What a write the journal refused is told: whether it may be stored after all.
+pub(crate) fn refused(error: JournalError) -> Rejection {
+    if error.maybe_stored() {
+        Rejection::MaybeStored(error.to_string())
+    } else {
+        Rejection::NotStored(error.to_string())
+    }
+}
+
 /// The reply to a write, sent once its journal record is durable.
 pub(crate) fn when_durable<T: Send + 'static>(
     durable: Durable,
     reply: T,
 ) -> ResponseFuture<Result<T, Rejection>> {
     Box::pin(async move {
-        durable
-            .wait()
-            .await
-            .map_err(|e| Rejection::NotStored(e.to_string()))?;
+        durable.wait().await.map_err(refused)?;
         Ok(reply)
     })
 }

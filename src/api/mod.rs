@@ -52,6 +52,8 @@ pub struct AppState {
     pub history: Arc<history::History>,
     /// The application's access log, which also counts the requests in flight.
     pub access_log: Arc<crate::telemetry::AccessLog>,
+    /// Whether the journal takes writes (`GET /readyz`).
+    pub journal_health: Arc<dyn health::JournalHealth>,
 }
 
 /// Every route the resource modules declare.

@@ -30,8 +30,15 @@ pub enum Role {
 }
 
 impl ClusterSettings {
-    /// `None` without `--replicate` (single-node mode).
+    /// `None` without `--replicate` (single-node mode) or without the cluster token (which
+    /// `ServeArgs::cluster_token` reads, from the flag or its file form).
     pub fn from_args(args: &ServeArgs) -> Option<Self> {
+        let token = args.cluster_token().ok().flatten()?;
+        Self::with_token(args, token)
+    }
+
+    /// As [`Self::from_args`], with the cluster token already read.
+    pub fn with_token(args: &ServeArgs, token: Secret) -> Option<Self> {
         let servers = args.replicate.clone()?;
         Some(Self {
             servers,
@@ -39,7 +46,7 @@ impl ClusterSettings {
             advertise_url: args.advertise_url.clone(),
             prefix: args.cluster_prefix.clone(),
             lease_ttl: Duration::from_secs(args.lease_ttl),
-            token: args.cluster_token.clone()?,
+            token,
             role: args.role,
             publish_deadline: Duration::from_secs(args.publish_deadline),
             min_seq_wait: Duration::from_millis(args.min_seq_wait_ms),

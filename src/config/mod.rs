@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::persist::journal::{FsyncMode, JournalFault};
@@ -167,7 +168,7 @@ pub struct ServeArgs {
     pub inject_journal_fault: Option<JournalFault>,
 
     /// Start from the last good state when a file is damaged, moving it aside as *.corrupt.
-    #[arg(long, env = "BOTLIST_RECOVER")]
+    #[arg(long, env = "BOTLIST_RECOVER", value_parser = BoolishValueParser::new())]
     pub recover: bool,
 
     /// Requests per minute per key on `/bots` routes and, separately, on `/users`; 0 turns
@@ -178,7 +179,7 @@ pub struct ServeArgs {
 
     /// Key rate limits (and count failed admin logins) by the X-Forwarded-For address the
     /// trusted proxies appended (behind trusted proxies only).
-    #[arg(long, env = "BOTLIST_TRUST_FORWARDED_FOR")]
+    #[arg(long, env = "BOTLIST_TRUST_FORWARDED_FOR", value_parser = BoolishValueParser::new())]
     pub trust_forwarded_for: bool,
 
     /// Proxies in front of the server that each append to X-Forwarded-For: the client is the
@@ -201,7 +202,7 @@ pub struct ServeArgs {
     pub keep_alive: u64,
 
     /// Let webhook URLs point at loopback, private and link-local addresses.
-    #[arg(long, env = "BOTLIST_ALLOW_PRIVATE_WEBHOOKS")]
+    #[arg(long, env = "BOTLIST_ALLOW_PRIVATE_WEBHOOKS", value_parser = BoolishValueParser::new())]
     pub allow_private_webhooks: bool,
 
     /// Token of the admin API, at least 16 characters; without one the admin API answers 404.
@@ -219,7 +220,7 @@ pub struct ServeArgs {
 
     /// Load the deterministic demo directory when the directory is empty (not with
     /// `--replicate`: the demo's directory is loaded, not journaled).
-    #[arg(long, env = "BOTLIST_DEMO", conflicts_with = "replicate")]
+    #[arg(long, env = "BOTLIST_DEMO", conflicts_with = "replicate", value_parser = BoolishValueParser::new())]
     pub demo: bool,
 
     /// An origin browsers may call the API from, like https://example.com; repeat for more,
@@ -263,7 +264,7 @@ pub struct ServeArgs {
 
     /// Cluster mode: the NATS servers (nats://HOST:PORT[,...]) whose JetStream stream holds the
     /// journal. docs/CLUSTER.md.
-    #[arg(long, env = "BOTLIST_REPLICATE", requires = "cluster_token")]
+    #[arg(long, env = "BOTLIST_REPLICATE")]
     pub replicate: Option<String>,
 
     /// Cluster mode: this node's unique name (default: the bound address).
@@ -287,6 +288,15 @@ pub struct ServeArgs {
     /// Cluster mode: the secret nodes put on writes they forward to the writer (required).
     #[arg(long, env = "BOTLIST_CLUSTER_TOKEN", hide_env_values = true)]
     pub cluster_token: Option<Secret>,
+
+    /// Cluster mode: a file holding the cluster token (one line), instead of --cluster-token,
+    /// which every local user reads in `ps`.
+    #[arg(
+        long,
+        env = "BOTLIST_CLUSTER_TOKEN_FILE",
+        conflicts_with = "cluster_token"
+    )]
+    pub cluster_token_file: Option<PathBuf>,
 
     /// Cluster mode: auto takes the writer's role when it is free; follower never does.
     #[arg(long, env = "BOTLIST_ROLE", value_enum, default_value = "auto")]
@@ -394,18 +404,47 @@ pub const MIN_ADMIN_TOKEN_CHARS: usize = 16;
 impl ServeArgs {
     /// The admin token of `--admin-token` or of the file `--admin-token-file` names.
     pub fn admin_token(&self) -> Result<Option<Secret>, String> {
-        let Some(path) = &self.admin_token_file else {
-            return Ok(self.admin_token.clone());
-        };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the admin token file {}: {e}", path.display()))?;
-        let token = text.trim();
-        if token.is_empty() {
-            return Err(format!("the admin token file {} is empty", path.display()));
+        match &self.admin_token_file {
+            None => Ok(self.admin_token.clone()),
+            Some(path) => {
+                read_token_file(path, "--admin-token-file (BOTLIST_ADMIN_TOKEN_FILE)").map(Some)
+            }
         }
-        Ok(Some(Secret(token.to_owned())))
+    }
+
+    /// Cluster mode: the token of `--cluster-token` or of the file `--cluster-token-file`
+    /// names; `None` without `--replicate`; an error when cluster mode has neither.
+    pub fn cluster_token(&self) -> Result<Option<Secret>, String> {
+        if self.replicate.is_none() {
+            return Ok(None);
+        }
+        match (&self.cluster_token, &self.cluster_token_file) {
+            (Some(token), _) => Ok(Some(token.clone())),
+            (None, Some(path)) => {
+                read_token_file(path, "--cluster-token-file (BOTLIST_CLUSTER_TOKEN_FILE)").map(Some)
+            }
+            (None, None) => Err("--replicate (BOTLIST_REPLICATE) needs the cluster token: \
+                 --cluster-token-file (BOTLIST_CLUSTER_TOKEN_FILE) or BOTLIST_CLUSTER_TOKEN"
+                .into()),
+        }
     }
 }
+
+/// A token kept in a file (one line; surrounding whitespace dropped), for `flag`'s message.
+fn read_token_file(path: &std::path::Path, flag: &str) -> Result<Secret, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{flag}: cannot read the token file {}: {e}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "{flag}: the token file {} is empty",
+            path.display()
+        ));
+    }
+    Ok(Secret(token.to_owned()))
+}
+
+impl ServeArgs {}
 
 impl Secret {
     /// Refuses a token shorter than [`MIN_ADMIN_TOKEN_CHARS`], without repeating it.
@@ -615,8 +654,10 @@ mod tests {
             "t",
         ]);
         assert!(demo.is_err(), "--demo with --replicate");
-        let tokenless = Cli::try_parse_from(["botlist", "serve", "--replicate", "nats://a:4222"]);
-        assert!(tokenless.is_err(), "--replicate without --cluster-token");
+        let tokenless =
+            Cli::parse_from(["botlist", "serve", "--replicate", "nats://a:4222"]).into_serve_args();
+        let refusal = tokenless.cluster_token().expect_err("no cluster token");
+        assert!(refusal.contains("--cluster-token-file"), "{refusal}");
         let args = Cli::parse_from([
             "botlist",
             "serve",

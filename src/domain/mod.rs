@@ -40,4 +40,7 @@ pub enum Rejection {
     NotStored(String),
     /// The asker may not do this (not an owner, not the first owner): says why.
     Forbidden(String),
+    /// The change failed after it reached the disk (or the cluster's stream): it may be kept,
+    /// and shown after a restart. A client retries; a retried vote is then 409.
+    MaybeStored(String),
 }

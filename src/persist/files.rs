@@ -110,3 +110,20 @@ pub fn u64_at(bytes: &[u8], at: usize) -> u64 {
     b.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(b)
 }
+
+/// Bytes an unprivileged writer may still use on the file system holding `dir` (statvfs), for
+/// the `botlist_data_dir_available_bytes` gauge; `None` if it cannot be read.
+pub fn available_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is a NUL-terminated string and `stat` room for one statvfs, which the
+    // call fills when it returns 0.
+    let stat = unsafe {
+        if libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) != 0 {
+            return None;
+        }
+        stat.assume_init()
+    };
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}

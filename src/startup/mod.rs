@@ -52,6 +52,9 @@ pub enum StartError {
     /// (exit code 9): refused even with `--recover`, nothing changed.
     Newer(String),
     Io(std::io::Error),
+    /// A setting that cannot be used: the address of `--bind` is taken or not this host's
+    /// (exit code 7). The message names the flag and its variable.
+    Config(String),
 }
 
 impl From<std::io::Error> for StartError {
@@ -63,7 +66,11 @@ impl From<std::io::Error> for StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Refused(why) | Self::InUse(why) | Self::Unsafe(why) | Self::Newer(why) => {
+            Self::Refused(why)
+            | Self::InUse(why)
+            | Self::Unsafe(why)
+            | Self::Newer(why)
+            | Self::Config(why) => {
                 f.write_str(why)
             }
             Self::Io(error) => write!(f, "{error}"),
@@ -141,6 +148,14 @@ impl Application {
             token.check_admin_token().map_err(StartError::Unsafe)?;
         }
         settings.check_paths().map_err(StartError::Unsafe)?;
+        // The port is bound before anything is loaded: a taken address is found at once, not
+        // after the demo was built and snapshotted.
+        let listener = TcpListener::bind(settings.bind).map_err(|error| {
+            StartError::Config(format!(
+                "cannot listen on --bind (BOTLIST_BIND) {}: {error}",
+                settings.bind
+            ))
+        })?;
         // The lock comes first: recovery moves and removes files, which only the owner may do.
         let lock = claim_data_dir(&settings)?;
         telemetry::install_metrics();
@@ -150,7 +165,7 @@ impl Application {
         let started = start_actors(&settings, &clock, recovered, loops.clone(), None).await?;
         let history_key = data_dir::cursor_key(settings.data_dir.as_deref())?;
         let serving = Serving {
-            listener: None,
+            listener: Some(listener),
             cluster: None,
             history_key,
         };

@@ -115,6 +115,10 @@ pub(super) fn serve(
         allow_private_webhooks: settings.allow_private_webhooks,
         history,
         access_log,
+        journal_health: Arc::new(JournalState {
+            journal: started.journal.clone(),
+            data_dir: settings.data_dir.clone(),
+        }),
     });
     let metrics = match settings.metrics_bind {
         Some(bind) => Some(serve_metrics(bind, state.clone())?),
@@ -175,6 +179,24 @@ fn serve_api(
                 ))
         },
     )
+}
+
+/// The journal as readiness sees it.
+struct JournalState {
+    journal: crate::persist::journal::Journal,
+    data_dir: Option<std::path::PathBuf>,
+}
+
+impl crate::api::health::JournalHealth for JournalState {
+    fn failure(&self) -> Option<(&'static str, String)> {
+        self.journal
+            .failure()
+            .map(|error| (error.kind(), error.to_string()))
+    }
+
+    fn available_bytes(&self) -> Option<u64> {
+        crate::persist::files::available_bytes(self.data_dir.as_deref()?)
+    }
 }
 
 /// The routes declared for the metrics listener (`GET /metrics`) alone on their own address

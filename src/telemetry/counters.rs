@@ -68,6 +68,30 @@ pub fn timed_fsync<T, E>(fsync: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     result
 }
 
+/// The kinds of storage failure the journal counts (`botlist_journal_failures_total{kind}`).
+pub const JOURNAL_FAILURE_KINDS: [&str; 5] = ["enospc", "read_only", "io", "permission", "other"];
+
+/// The journal failed (the first failure of a run: it refuses every write after it).
+pub fn journal_failed(kind: &'static str) {
+    counter!("botlist_journal_failures_total", "kind" => kind).increment(1);
+    journal_healthy(false);
+}
+
+/// 1 while the journal takes writes, 0 once it failed.
+pub fn journal_healthy(healthy: bool) {
+    gauge!("botlist_journal_healthy").set(if healthy { 1.0 } else { 0.0 });
+}
+
+/// Bytes left on the data directory's file system, as of the scrape.
+pub fn data_dir_available(bytes: u64) {
+    gauge!("botlist_data_dir_available_bytes").set(bytes as f64);
+}
+
+/// 1 when `GET /readyz` would answer 200, else 0.
+pub fn set_ready(ready: bool) {
+    gauge!("botlist_ready").set(if ready { 1.0 } else { 0.0 });
+}
+
 pub fn journal_written(bytes: usize) {
     WRITE_COUNTERS.with(|counters| counters.journal_bytes.increment(bytes as u64));
 }

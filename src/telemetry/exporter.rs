@@ -91,6 +91,23 @@ fn describe_all() {
         "botlist_journal_fsync_failures_total",
         "Journal fsyncs that failed (writes are refused after the first)."
     );
+    describe_counter!(
+        "botlist_journal_failures_total",
+        "Journal failures by kind (enospc, read_only, io, permission, other), whatever call failed: write, fsync, making room, rotation, head. Writes are refused after the first."
+    );
+    describe_gauge!(
+        "botlist_journal_healthy",
+        "1 while the journal takes writes; 0 once it failed (GET /readyz answers 503 with the reason)."
+    );
+    describe_gauge!(
+        "botlist_data_dir_available_bytes",
+        Unit::Bytes,
+        "Bytes left on the data directory's file system (as of the scrape; absent without a data directory)."
+    );
+    describe_gauge!(
+        "botlist_ready",
+        "1 when GET /readyz answers 200, else 0 (as of the last scrape)."
+    );
     describe_histogram!(
         "botlist_snapshot_duration_seconds",
         Unit::Seconds,
@@ -145,6 +162,9 @@ fn register_all() {
     for outcome in ["delivered", "failed"] {
         counter!("botlist_webhook_deliveries_total", "outcome" => outcome).absolute(0);
     }
+    for kind in super::counters::JOURNAL_FAILURE_KINDS {
+        counter!("botlist_journal_failures_total", "kind" => kind).absolute(0);
+    }
     for name in [
         "botlist_stats_posts_total",
         "botlist_journal_written_bytes_total",
@@ -166,9 +186,12 @@ fn register_all() {
         "botlist_snapshot_last_success_timestamp_seconds",
         "botlist_webhook_queue_depth",
         "botlist_profiles_listed",
+        "botlist_ready",
     ] {
         let _ = gauge!(name);
     }
+    // A journal is healthy until it fails (the in-memory one never does).
+    gauge!("botlist_journal_healthy").set(1.0);
 }
 
 /// The Prometheus text exposition, with gauges read at scrape time brought up to date, and

@@ -77,7 +77,7 @@ async fn every_error_status_is_documented_with_the_envelope_and_its_codes() {
             }
         }
         for status in ["400", "431", "500"] {
-            let operational = path == "/healthz" || path == "/metrics";
+            let operational = path == "/healthz" || path == "/readyz" || path == "/metrics";
             if status != "400" || !operational {
                 assert!(
                     response(&doc, &operation, status).is_some(),

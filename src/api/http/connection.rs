@@ -45,8 +45,10 @@ struct WorkerShutdown {
 }
 
 impl WorkerShutdown {
-    /// Made on the worker's thread, as the worker starts.
-    fn start(server: actix_server::GracefulShutdownSignal) -> Rc<Self> {
+    /// Made on the worker's thread, as the worker starts; when the stop begins, the worker's
+    /// idle connections (no request in flight, no stream open) are closed at once, those that
+    /// never sent a request among them, instead of waiting out their timeouts.
+    fn start(server: actix_server::GracefulShutdownSignal, all: Rc<Connections>) -> Rc<Self> {
         let worker = Rc::new(Self {
             begun: Cell::new(false),
             connections: tokio::sync::Notify::new(),
@@ -56,6 +58,7 @@ impl WorkerShutdown {
             server.notified().await;
             waiting.begun.set(true);
             waiting.connections.notify_waiters();
+            all.close_idle();
         });
         worker
     }
@@ -66,6 +69,28 @@ impl WorkerShutdown {
         if !self.begun.get() {
             self.connections.notified().await;
         }
+    }
+}
+
+/// Resolves once the server has begun to stop, for a response that would otherwise go on for
+/// ever (a vote stream): the stream ends then, so that the stop does not wait for it.
+pub struct Stopping(Option<Pin<Box<dyn std::future::Future<Output = ()>>>>);
+
+impl Stopping {
+    /// The signal of the worker `request` arrived on (never resolves for one not made here).
+    pub fn of(request: &HttpRequest) -> Self {
+        Self(
+            request
+                .conn_data::<Rc<WorkerShutdown>>()
+                .map(|worker| Box::pin(Rc::clone(worker).begun()) as _),
+        )
+    }
+
+    /// Whether the stop has begun; otherwise `cx` is woken when it does.
+    pub fn poll_begun(&mut self, cx: &mut Context<'_>) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|begun| begun.as_mut().poll(cx).is_ready())
     }
 }
 
@@ -123,6 +148,16 @@ pub struct Activity {
     closing: Cell<bool>,
     /// Woken to make that read happen while the connection waits for its next request.
     reader: RefCell<Option<Waker>>,
+}
+
+impl Activity {
+    /// Its next read is the end of its input, and actix-http closes it.
+    fn close(&self) {
+        self.closing.set(true);
+        if let Some(reader) = self.reader.borrow_mut().take() {
+            reader.wake();
+        }
+    }
 }
 
 /// Keeps a connection busy (a request in flight, a vote stream open) while held.
@@ -199,6 +234,16 @@ impl Connections {
         self.open.set(self.open.get().saturating_sub(1));
     }
 
+    /// Closes every connection with nothing to do: the server is stopping.
+    fn close_idle(&self) {
+        let all = self.all.borrow();
+        for activity in all.iter().filter_map(Weak::upgrade) {
+            if activity.busy.get() == 0 {
+                activity.close();
+            }
+        }
+    }
+
     /// A scan of this worker's connections, only while it is at its cap (the one just
     /// accepted is the newest, so never the one chosen while another is idle).
     fn close_longest_idle(&self) {
@@ -211,10 +256,7 @@ impl Connections {
             .map(|a| (a.idle_since.get(), a))
             .min_by_key(|(since, _)| *since);
         if let Some((_, activity)) = longest {
-            activity.closing.set(true);
-            if let Some(reader) = activity.reader.borrow_mut().take() {
-                reader.wake();
-            }
+            activity.close();
         }
     }
 }
@@ -349,6 +391,9 @@ pub struct ServerOptions {
 /// writes for each one of these while a busy stream sends its votes of an interval.)
 const STREAM_WRITE_BUFFER: usize = 96 * 1024;
 
+/// Seconds a stop waits for the requests in flight before the workers are stopped anyway.
+const SHUTDOWN_PATIENCE: u64 = 1;
+
 /// Serves `factory`'s app on `listener` as `HttpServer` would (HTTP/1, graceful stop, no signal
 /// handling of its own), over [`LimitedStream`] connections.
 pub fn serve<F, I, S, B>(
@@ -379,11 +424,14 @@ where
     } = options;
     Ok(builder
         .workers(workers)
+        // A backstop: streams end as the stop begins and idle connections close, so what is
+        // left is requests in flight, which take milliseconds (docs/OPERATIONS.md, "Stop").
+        .shutdown_timeout(SHUTDOWN_PATIENCE)
         .max_concurrent_connections(hard_limit(max_connections))
         .disable_signals()
         .listen("botlist", listener, move || {
-            let shutdown = WorkerShutdown::start(shutdown.clone());
             let connections = Connections::new(max_connections);
+            let shutdown = WorkerShutdown::start(shutdown.clone(), Rc::clone(&connections));
             let app = factory()
                 .into_factory()
                 .map_err(|error| error.into().error_response());
@@ -400,6 +448,7 @@ where
                     response
                 }
             });
+            let stopping = Rc::clone(&shutdown);
             let http = HttpService::build()
                 .h1_write_buffer_size(STREAM_WRITE_BUFFER)
                 .keep_alive(KeepAlive::from(keep_alive))
@@ -407,10 +456,11 @@ where
                 .client_disconnect_timeout(client_disconnect_timeout)
                 .local_addr(address)
                 .graceful_shutdown_signal(move || Rc::clone(&shutdown).begun())
-                .on_connect_ext(|io: &LimitedStream, data| {
+                .on_connect_ext(move |io: &LimitedStream, data| {
                     data.insert(io.limit.clone());
                     data.insert(io.gone.clone());
                     data.insert(Rc::clone(&io.activity));
+                    data.insert(Rc::clone(&stopping));
                 })
                 .finish(map_config(app, |_| AppConfig::default()));
             fn_service(move |io: TcpStream| {

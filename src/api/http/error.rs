@@ -89,6 +89,12 @@ errors! {
     /// Cluster mode: no node holds the writer's role.
     NoWriter = SERVICE_UNAVAILABLE, "no_writer",
         "no node of the cluster takes writes right now; retry";
+    /// The write failed after it reached the disk (or the stream): it may be kept, and shown
+    /// after a restart. Retry it: a vote already kept answers 409 `already_voted`.
+    MaybeStored = SERVICE_UNAVAILABLE, "maybe_stored",
+        "the change may have been stored; retry it once the service is ready";
+    /// `GET /readyz`: the service cannot take writes now; the message says why.
+    NotReady = SERVICE_UNAVAILABLE, "not_ready", "the service cannot take writes now";
 }
 
 impl Code {
@@ -255,9 +261,14 @@ impl From<Rejection> for ApiError {
             Rejection::Conflict(m) => Code::Conflict.with(m),
             Rejection::Forbidden(m) => Code::Forbidden.with(m),
             Rejection::Invalid(m) => Code::BadRequest.with(m),
+            // The journal logs its failure once and refused writes at a bounded rate.
             Rejection::NotStored(why) => {
-                tracing::error!(%why, "a write was not stored");
-                Code::Unavailable.with("the change could not be stored; writes are refused until the operator restarts the service".into())
+                tracing::debug!(%why, "a write was not stored");
+                Code::Unavailable.with("the change was not stored; writes are refused until the operator restarts the service (GET /readyz says why)".into())
+            }
+            Rejection::MaybeStored(why) => {
+                tracing::warn!(%why, "a write failed after it reached the disk; it may be kept");
+                Code::MaybeStored.with("the change may have been stored (it failed after it reached the disk); retry it once GET /readyz answers 200: a vote already kept is then answered 409".into())
             }
             Rejection::AlreadyVoted { retry_at } => Code::AlreadyVoted.with(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::frames::{segment_header, segment_name, HEADER_LEN};
 use super::scan::read_segment;
-use super::writer::io_error;
+use super::writer::{io_error, io_error_after_write};
 use super::{FsyncMode, JournalError, Sink};
 use crate::persist::{head, sync_dir};
 
@@ -148,14 +148,20 @@ impl Sink for FileSink {
         let more: u64 = frames.iter().map(|f| f.len() as u64).sum();
         self.segment.make_room(&self.dir, more).map_err(io_error)?;
         for frame in frames {
-            self.segment.file.write_all(frame).map_err(io_error)?;
+            self.segment
+                .file
+                .write_all(frame)
+                .map_err(io_error_after_write)?;
             self.segment.bytes += frame.len() as u64;
             crate::telemetry::journal_written(frame.len());
             self.segment.records += 1;
         }
-        self.segment.file.flush().map_err(io_error)?;
+        self.segment.file.flush().map_err(io_error_after_write)?;
         if sync {
-            self.sync()?;
+            self.sync().map_err(|error| match error {
+                JournalError::Write(error) => JournalError::MaybeWritten(error),
+                other => other,
+            })?;
         }
         Ok(())
     }

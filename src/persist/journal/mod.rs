@@ -102,6 +102,54 @@ pub enum JournalError {
     /// Cluster mode: this node follows the stream and makes no records of its own.
     #[error("this node does not write; writes go to the writer")]
     NotWriter,
+    /// The write failed after the batch's bytes were handed to the file (a write cut short, a
+    /// flush or an fsync that failed): the records may be on disk and replayed at the next start.
+    #[error("journal write failed after the records reached the file: {0}")]
+    MaybeWritten(#[source] Arc<io::Error>),
+}
+
+impl JournalError {
+    /// Whether the record may have been kept although it was refused: its bytes reached the
+    /// file (or, in cluster mode, the stream may have taken it), so a restart may replay it.
+    pub fn maybe_stored(&self) -> bool {
+        match self {
+            Self::MaybeWritten(_) | Self::Fenced(_) => true,
+            Self::Write(_) | Self::Encode(_) | Self::Stopped | Self::NotWriter => false,
+        }
+    }
+
+    /// The failure's kind, for the metric and the readiness answer: `enospc` (disk or quota
+    /// full), `read_only`, `io` (EIO), `permission`, `other`; `fenced`, `stopped`,
+    /// `not_writer`, `encode` for the journal's own refusals.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Write(error) | Self::MaybeWritten(error) => io_kind(error),
+            Self::Encode(_) => "encode",
+            Self::Stopped => "stopped",
+            Self::Fenced(_) => "fenced",
+            Self::NotWriter => "not_writer",
+        }
+    }
+
+    /// The same failure as told to a record that never reached the file: every record after
+    /// the batch that failed is refused before it is written.
+    fn not_written(self) -> Self {
+        match self {
+            Self::MaybeWritten(error) => Self::Write(error),
+            other => other,
+        }
+    }
+}
+
+/// One of `telemetry::JOURNAL_FAILURE_KINDS`, which the metric shows from the start.
+fn io_kind(error: &io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => "enospc",
+        Some(libc::EROFS) => "read_only",
+        Some(libc::EIO) => "io",
+        Some(libc::EACCES | libc::EPERM) => "permission",
+        _ => "other",
+    }
 }
 
 /// What a change shows readers, run once its record is durable: never for a record that failed,
@@ -140,7 +188,13 @@ struct Shared {
     durable_seq: AtomicU64,
     /// The writer and publisher threads, joined by [`Journal::close`].
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Writes refused since the journal failed, and when that was last logged.
+    refusals: AtomicU64,
+    refusals_logged: Mutex<Option<std::time::Instant>>,
 }
+
+/// How often refused writes are logged while the journal cannot take them.
+pub const REFUSALS_LOGGED_EVERY: Duration = Duration::from_secs(10);
 
 /// A handle to the journal; cheap to clone, one per actor.
 #[derive(Clone)]
@@ -215,6 +269,7 @@ impl Journal {
         submitter.queue = Some(queue);
         submitter.next_seq = next_seq;
         submitter.follows = false;
+        crate::telemetry::journal_healthy(true);
         self.shared
             .durable_seq
             .store(next_seq.saturating_sub(1), Ordering::Release);
@@ -234,6 +289,8 @@ impl Journal {
                 rotate: AtomicBool::new(false),
                 durable_seq: AtomicU64::new(next_seq.saturating_sub(1)),
                 threads: Mutex::new(Vec::new()),
+                refusals: AtomicU64::new(0),
+                refusals_logged: Mutex::new(None),
             }),
         }
     }
@@ -265,6 +322,7 @@ impl Journal {
         let journal = Self::with_queue(next_seq, None);
         let queue = spawn_threads(Arc::clone(&journal.shared), sink, fault)?;
         lock(&journal.shared.submitter).queue = Some(queue);
+        crate::telemetry::journal_healthy(true);
         Ok(journal)
     }
 
@@ -291,6 +349,7 @@ impl Journal {
             }
         };
         if let Some(error) = self.failure() {
+            self.note_refusal(&error);
             settle(Err(error));
             return 0;
         }
@@ -408,6 +467,18 @@ impl Journal {
     pub fn failure(&self) -> Option<JournalError> {
         lock(&self.shared.failed).clone()
     }
+
+    /// Counts a write refused because the journal failed, and says so in the log at most once
+    /// per [`REFUSALS_LOGGED_EVERY`] (with how many there were), not once per write.
+    pub fn note_refusal(&self, error: &JournalError) {
+        let refused = self.shared.refusals.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = lock(&self.shared.refusals_logged);
+        if last.is_some_and(|at| at.elapsed() < REFUSALS_LOGGED_EVERY) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+        tracing::warn!(%error, refused_so_far = refused, "writes are refused: the journal cannot take them");
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -441,5 +512,79 @@ pub trait Sink: Send + 'static {
     /// When batches must be durable: decides how the writer groups and syncs them.
     fn mode(&self) -> FsyncMode {
         FsyncMode::Always
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::BotId;
+
+    /// A sink whose every batch fails with `errno`, after its bytes reached the file or before.
+    struct Failing {
+        errno: i32,
+        after_write: bool,
+    }
+
+    impl Sink for Failing {
+        fn commit(&mut self, _: &[&[u8]], _: u64, _: bool, _: bool) -> Result<(), JournalError> {
+            let error = Arc::new(io::Error::from_raw_os_error(self.errno));
+            Err(if self.after_write {
+                JournalError::MaybeWritten(error)
+            } else {
+                JournalError::Write(error)
+            })
+        }
+
+        fn sync(&mut self) -> Result<(), JournalError> {
+            Ok(())
+        }
+    }
+
+    fn outcome(journal: &Journal) -> JournalError {
+        let (_, durable) = journal.submit(&Record::BotDelisted(BotId::new_random()));
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(durable.wait())
+            .expect_err("refused")
+    }
+
+    #[test]
+    fn a_batch_that_failed_after_its_write_may_be_stored_and_every_later_one_was_not() {
+        let sink = Failing {
+            errno: libc::ENOSPC,
+            after_write: true,
+        };
+        let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+        let first = outcome(&journal);
+        assert!(first.maybe_stored(), "{first}");
+        assert_eq!(first.kind(), "enospc");
+        let later = outcome(&journal);
+        assert!(!later.maybe_stored(), "{later}");
+        assert_eq!(later.kind(), "enospc");
+        assert_eq!(journal.failure().map(|e| e.kind()), Some("enospc"));
+        journal.close();
+    }
+
+    #[test]
+    fn a_batch_that_failed_before_its_write_was_not_stored_and_kinds_follow_the_error() {
+        for (errno, kind) in [
+            (libc::EROFS, "read_only"),
+            (libc::EIO, "io"),
+            (libc::EDQUOT, "enospc"),
+            (libc::EACCES, "permission"),
+            (libc::EINVAL, "other"),
+        ] {
+            let sink = Failing {
+                errno,
+                after_write: false,
+            };
+            let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+            let error = outcome(&journal);
+            assert!(!error.maybe_stored(), "{error}");
+            assert_eq!(error.kind(), kind);
+            journal.close();
+        }
     }
 }

@@ -88,7 +88,7 @@ impl Writer {
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         if unsynced {
                             if let Err(error) = self.sink.sync() {
-                                self.fail(error);
+                                self.fail(&error);
                             }
                             unsynced = false;
                             last_sync = Instant::now();
@@ -121,7 +121,7 @@ impl Writer {
             }
             unsynced = !sync_now;
             if let Err(error) = &result {
-                self.fail(error.clone());
+                self.fail(error);
             }
             if let Err(mpsc::SendError(written)) = self.published.send((batch, result)) {
                 // The publisher is gone (it only stops with the process): publish here.
@@ -132,7 +132,7 @@ impl Writer {
         // reads the segment for what it holds.
         if lock(&self.shared.failed).is_none() {
             if let Err(error) = self.sink.close() {
-                self.fail(error);
+                self.fail(&error);
             }
         } else if unsynced {
             let _ = self.sink.sync();
@@ -162,15 +162,25 @@ impl Writer {
         self.sink.commit(&frames, batch[0].seq, rotate, sync)
     }
 
-    fn fail(&self, error: JournalError) {
-        tracing::error!(%error, "the journal failed; writes are refused from now on");
+    /// The first failure is logged (once), counted by kind and kept: every record after it is
+    /// refused before it is written. A batch refused for that kept failure is not another.
+    fn fail(&self, error: &JournalError) {
         let mut failed = lock(&self.shared.failed);
-        if failed.is_none() {
-            *failed = Some(error);
+        if failed.is_some() {
+            return;
         }
+        tracing::error!(%error, kind = error.kind(), "the journal failed; writes are refused from now on (GET /readyz says why)");
+        crate::telemetry::journal_failed(error.kind());
+        *failed = Some(error.clone().not_written());
     }
 }
 
+/// A failure before any byte of the batch reached the file.
 pub(super) fn io_error(error: io::Error) -> JournalError {
     JournalError::Write(Arc::new(error))
+}
+
+/// A failure after some of the batch's bytes may have reached the file.
+pub(super) fn io_error_after_write(error: io::Error) -> JournalError {
+    JournalError::MaybeWritten(Arc::new(error))
 }

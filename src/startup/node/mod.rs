@@ -312,9 +312,10 @@ async fn start_following(node: &Node, start: Start) -> Result<Following, Cluster
     let app = Application::build_replicated(settings, clock, recovered, listener, cluster_node)
         .await
         .map_err(|error| match error {
-            StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why) => {
-                ClusterError::Refused(why)
-            }
+            StartError::Refused(why)
+            | StartError::InUse(why)
+            | StartError::Unsafe(why)
+            | StartError::Config(why) => ClusterError::Refused(why),
             StartError::Newer(why) => ClusterError::Newer(why),
             StartError::Io(error) => nats_error(error),
         })?;

@@ -15,7 +15,7 @@ use super::feed::Feed;
 use super::VoteEntry;
 use crate::actors::bot::OpenStream;
 use crate::actors::directory::BotHandle;
-use crate::api::connection::{Busy, PeerGone};
+use crate::api::connection::{Busy, PeerGone, Stopping};
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::OwnBot;
 use crate::api::layer::Head;
@@ -93,6 +93,11 @@ pub(super) fn stream_events(get: &mut Operation) {
     }
 }
 
+/// The last thing a stream sends when the server stops: a comment (SSE clients skip it) and the
+/// end of the response. A client that reconnects with its last id gets every vote it missed.
+const STOPPING: &[u8] =
+    b": the server is stopping; reconnect with Last-Event-ID set to the last id received\n\n";
+
 /// Seconds a client refused for too many streams is told to wait.
 const STREAM_RETRY_AFTER: u64 = 5;
 
@@ -140,10 +145,18 @@ async fn open_stream(
     let gone = PeerGone::of(request);
     // A connection with a stream open is never closed to make room for a new client.
     let busy = Busy::of(request);
+    // A stop ends the stream with a last comment, so that the stop does not wait for it and
+    // the client reconnects (to this server once it is back, or another) with its last id.
+    let mut stopping = Stopping::of(request);
+    let mut said_goodbye = false;
     let body = futures_util::stream::poll_fn(move |cx| {
         let _busy = &busy;
-        if gone.is_gone() {
+        if gone.is_gone() || said_goodbye {
             return std::task::Poll::Ready(None);
+        }
+        if stopping.poll_begun(cx) {
+            said_goodbye = true;
+            return std::task::Poll::Ready(Some(Ok(web::Bytes::from_static(STOPPING))));
         }
         body.as_mut().poll_next(cx)
     });

@@ -1,0 +1,240 @@
+//! Exit codes of a start refused for a setting (7, never 2, which is damaged state), each
+//! naming the flag or variable; and readiness on a journal that fails (`GET /readyz`).
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+
+use crate::process::{binary, Server};
+
+const CONFIG: i32 = 7;
+
+/// Runs `serve` with `args` and `env` and returns its exit code and standard error, or `None`
+/// for the code when it was still running after 20 s (it started).
+fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut command = Command::new(binary());
+    command
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["--snapshot-interval", "0"])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, String::new());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut err, &mut stderr);
+    }
+    (code, stderr)
+}
+
+#[test]
+fn a_bad_boolean_variable_exits_7_naming_the_flag_and_the_accepted_ones_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, stderr) = run(
+        &dir.path().join("a"),
+        &["--bind", "127.0.0.1:0"],
+        &[("BOTLIST_RECOVER", "maybe")],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--recover"), "{stderr}");
+    assert!(stderr.contains("BOTLIST_"), "{stderr}");
+    for accepted in ["1", "yes", "0", "off", "true"] {
+        let started = {
+            let mut command = Command::new(binary());
+            command
+                .args(["serve", "--bind", "127.0.0.1:0", "--snapshot-interval", "0"])
+                .arg("--data-dir")
+                .arg(dir.path().join(format!("b{accepted}")))
+                .env("BOTLIST_RECOVER", accepted)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
+            let mut child = command.spawn().expect("starts");
+            let mut out = String::new();
+            let stdout = child.stdout.take().expect("piped");
+            let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+            let listening = lines
+                .next()
+                .and_then(Result::ok)
+                .is_some_and(|line| line.starts_with("listening on"));
+            out.push_str(if listening { "listening" } else { "not" });
+            let _ = child.kill();
+            let _ = child.wait();
+            out
+        };
+        assert_eq!(started, "listening", "BOTLIST_RECOVER={accepted}");
+    }
+}
+
+#[test]
+fn a_bad_bind_an_address_in_use_and_an_unreadable_token_file_exit_7() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, stderr) = run(&dir.path().join("a"), &["--bind", "nonsense"], &[]);
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--bind"), "{stderr}");
+
+    // The port is bound before anything is loaded: the demo is never built.
+    let taken = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = taken.local_addr().expect("address").to_string();
+    let began = Instant::now();
+    let (code, stderr) = run(&dir.path().join("b"), &["--bind", &address, "--demo"], &[]);
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--bind (BOTLIST_BIND)"), "{stderr}");
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "refused before the demo loads"
+    );
+    assert!(
+        !dir.path().join("b").exists()
+            || std::fs::read_dir(dir.path().join("b"))
+                .expect("readable")
+                .next()
+                .is_none(),
+        "nothing written"
+    );
+
+    let missing = dir.path().join("missing-token");
+    let missing = missing.to_str().expect("utf-8");
+    let (code, stderr) = run(
+        &dir.path().join("c"),
+        &["--bind", "127.0.0.1:0", "--admin-token-file", missing],
+        &[],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--admin-token-file"), "{stderr}");
+    let (code, stderr) = run(
+        &dir.path().join("d"),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--replicate",
+            "nats://127.0.0.1:1",
+            "--cluster-token-file",
+            missing,
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--cluster-token-file"), "{stderr}");
+    let (code, stderr) = run(
+        &dir.path().join("e"),
+        &["--bind", "127.0.0.1:0", "--replicate", "nats://127.0.0.1:1"],
+        &[],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("cluster token"), "{stderr}");
+}
+
+#[test]
+fn readyz_answers_503_with_the_reason_once_the_journal_fails_and_200_after_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(
+        dir.path(),
+        &["--inject-journal-fault", "fail-from:40:enospc"],
+    );
+    let root = server.base.trim_end_matches("/api/v1").to_owned();
+    let ready = server
+        .client
+        .get(format!("{root}/readyz"))
+        .send()
+        .expect("sent");
+    assert_eq!(ready.status(), StatusCode::OK);
+    let (bot, _) = server.create_bot(3);
+    let mut refused = 0;
+    let mut body = serde_json::Value::Null;
+    for user in 1..=60u64 {
+        let answer = server
+            .post(
+                &format!("/admin/bots/{bot}/votes"),
+                crate::process::ADMIN,
+                &serde_json::json!({ "user_id": user.to_string(), "username": "u", "avatar": null }),
+            )
+            .expect("sent");
+        if answer.0 == StatusCode::SERVICE_UNAVAILABLE {
+            refused += 1;
+            body = answer.1;
+        }
+    }
+    assert!(refused > 10, "writes refused once the journal failed");
+    // The refused writes never reached the file: "not stored".
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not stored")),
+        "{body}"
+    );
+    let not_ready = server
+        .client
+        .get(format!("{root}/readyz"))
+        .send()
+        .expect("sent");
+    assert_eq!(not_ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let why: serde_json::Value = not_ready.json().expect("json");
+    assert_eq!(why["error"]["code"], "not_ready", "{why}");
+    assert!(
+        why["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("enospc")),
+        "{why}"
+    );
+    // Liveness stays 200.
+    let live = server
+        .client
+        .get(format!("{root}/healthz"))
+        .send()
+        .expect("sent");
+    assert_eq!(live.status(), StatusCode::OK);
+    let metrics = server
+        .client
+        .get(format!("{root}/metrics"))
+        .send()
+        .expect("sent")
+        .text()
+        .expect("text");
+    assert!(metrics.contains("botlist_journal_healthy 0"), "{metrics}");
+    assert!(metrics.contains("botlist_ready 0"), "{metrics}");
+    assert!(
+        metrics.contains("botlist_journal_failures_total{kind=\"enospc\"} 1"),
+        "{metrics}"
+    );
+    // One line for the failure, and refusals at a bounded rate, not one per write.
+    let log = server.log();
+    assert_eq!(log.matches("the journal failed").count(), 1, "{log}");
+    assert!(log.matches("writes are refused").count() <= 3, "{log}");
+    let exit = server.terminate();
+    assert_eq!(
+        exit.code(),
+        Some(4),
+        "no last snapshot after a journal failure"
+    );
+
+    // The disk fixed (no fault), a restart takes writes again.
+    let again = Server::start(dir.path(), &[]);
+    let ready = again
+        .client
+        .get(format!(
+            "{root_again}/readyz",
+            root_again = again.base.trim_end_matches("/api/v1")
+        ))
+        .send()
+        .expect("sent");
+    assert_eq!(ready.status(), StatusCode::OK);
+    assert_eq!(again.vote(&bot, 1000), StatusCode::CREATED);
+}
