@@ -30,6 +30,11 @@ pub use crate::webhooks::outbox::DeliveryLog;
 use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
+mod project;
+pub use project::{
+    PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
+};
+
 use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::{when_durable, Answer};
 
@@ -112,10 +117,21 @@ impl Unacked {
                 growth: Some((*at, GrowthChange::Post)),
                 ..nothing
             },
+            // Its earliest entry: from that interval on, a failed journal's reads show the
+            // count acknowledged last.
+            Record::MetricsBatchPosted { entries, at, .. } => Self {
+                growth: Some((
+                    entries.first().map_or(*at, |(first, _)| *first),
+                    GrowthChange::Post,
+                )),
+                ..nothing
+            },
             Record::DeliverySaved { delivery, .. } => Self {
                 delivery: Some(delivery.id),
                 ..nothing
             },
+            // Read through the actor only once durable (`ReadProject`), and never published.
+            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => nothing,
             Record::BotEdited { .. }
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. }
@@ -229,9 +245,12 @@ impl BotActor {
                 let voted = self.vote_publication(voter.id, *at);
                 Some(self.publication(Some(voted)))
             }
-            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
-                Some(self.publication(None))
-            }
+            Record::StatsPosted { .. }
+            | Record::StatsUpdated { .. }
+            | Record::MetricsBatchPosted { .. }
+            | Record::BotEdited { .. } => Some(self.publication(None)),
+            // Commands and announcements are read through the actor, once durable.
+            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
             // Deliveries are not shown to readers of the bot.
             Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }

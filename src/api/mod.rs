@@ -67,6 +67,7 @@ fn declared() -> Vec<Route> {
         growth::routes(),
         suggest::routes(),
         resources::cluster::routes(),
+        resources::projects::routes(),
     ]
     .into_iter()
     .flatten()

@@ -11,6 +11,7 @@ pub mod growth;
 pub mod ids;
 pub mod patch;
 pub mod profile;
+pub mod project;
 pub mod query;
 pub mod render;
 pub mod search;
@@ -36,4 +37,7 @@ pub enum Rejection {
     AlreadyVoted { retry_at: Timestamp },
     /// The change could not be made durable; the service refuses writes from now on.
     NotStored(String),
+    /// Too soon after the last change of its kind (an announcement within 4 hours): allowed
+    /// again in `retry_after` seconds.
+    TooSoon { retry_after: u64, message: String },
 }

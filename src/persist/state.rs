@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::profile::Profile;
+use crate::domain::project::{Announcement, Commands};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
@@ -126,6 +127,26 @@ pub enum Record {
         )]
         weight: Weight,
     },
+    /// The bot's application commands replaced (the project API's `PUT`/`POST
+    /// /projects/@me/commands`).
+    CommandsSet {
+        bot: BotId,
+        commands: Commands,
+        at: Timestamp,
+    },
+    /// An announcement posted (`POST /projects/@me/announcements`), its time in it.
+    AnnouncementPosted {
+        bot: BotId,
+        announcement: Announcement,
+    },
+    /// A metrics batch (`POST /projects/@me/metrics/batch`): each entry's time and count, in
+    /// time order, applied in that order into the growth history; an entry newer than the
+    /// bot's last count also becomes its count.
+    MetricsBatchPosted {
+        bot: BotId,
+        entries: Vec<(Timestamp, ServerCount)>,
+        at: Timestamp,
+    },
 }
 
 impl Record {
@@ -140,7 +161,10 @@ impl Record {
             | Record::BotEdited { bot, .. }
             | Record::DeliverySaved { bot, .. }
             | Record::DeliveryProgressed { bot, .. }
-            | Record::OutboxOverflowed { bot, .. } => Some(*bot),
+            | Record::OutboxOverflowed { bot, .. }
+            | Record::CommandsSet { bot, .. }
+            | Record::AnnouncementPosted { bot, .. }
+            | Record::MetricsBatchPosted { bot, .. } => Some(*bot),
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -217,6 +241,13 @@ impl ApplyRecord for BotState {
                 self.deliveries.update(*delivery, progress.clone());
             }
             Record::OutboxOverflowed { given_up, .. } => self.deliveries.give_up_full(given_up),
+            Record::CommandsSet { commands, at, .. } => {
+                self.project.set_commands(commands.clone(), *at)
+            }
+            Record::AnnouncementPosted { announcement, .. } => {
+                self.project.announce(announcement.clone())
+            }
+            Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -312,7 +343,10 @@ impl<B: Listed> RegistryBook<B> {
             | Record::BotEdited { .. }
             | Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
-            | Record::OutboxOverflowed { .. } => return Err(NotApplied::NotARegistryRecord),
+            | Record::OutboxOverflowed { .. }
+            | Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::MetricsBatchPosted { .. } => return Err(NotApplied::NotARegistryRecord),
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ mod limits;
 mod logs;
 mod openapi;
 mod operations;
+mod projects;
 mod routing;
 mod search;
 mod search_concurrency;

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod growth;
 pub mod health;
 pub mod history;
+pub mod projects;
 pub mod stats;
 pub mod suggest;
 pub mod users;
