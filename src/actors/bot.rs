@@ -185,8 +185,13 @@ impl BotActor {
 
     /// Keeps a test event's delivery, journals it, and schedules its first attempt; past the
     /// open limit the oldest open ones are given up, journaled by id only.
-    fn send_test(&mut self) -> Result<(Delivery, Durable), Rejection> {
-        let (delivery, record) = self.outbox.test_event(&self.state, self.clock.now())?;
+    fn send_test(
+        &mut self,
+        owner: Option<crate::domain::webhook::TestOwner>,
+    ) -> Result<(Delivery, Durable), Rejection> {
+        let (delivery, record) = self
+            .outbox
+            .test_event(&self.state, self.clock.now(), owner)?;
         let durable = self.apply_and_journal(record);
         Ok(match self.outbox.overflowed(&self.state) {
             Some(given_up) => (delivery, self.apply_and_journal(given_up)),
@@ -503,13 +508,13 @@ impl Handler<DeliveryOutcome> for BotActor {
 /// Queues a `webhook.test` event to the bot's receiver.
 #[derive(Message)]
 #[rtype(result = "Result<Delivery, Rejection>")]
-pub struct SendTest;
+pub struct SendTest(pub Option<crate::domain::webhook::TestOwner>);
 
 impl Handler<SendTest> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
-    fn handle(&mut self, _: SendTest, _: &mut Self::Context) -> Self::Result {
-        match self.send_test() {
+    fn handle(&mut self, SendTest(owner): SendTest, _: &mut Self::Context) -> Self::Result {
+        match self.send_test(owner) {
             Ok((delivery, durable)) => when_durable(durable, delivery),
             Err(rejection) => Box::pin(async move { Err(rejection) }),
         }
