@@ -30,6 +30,11 @@ pub use crate::webhooks::outbox::DeliveryLog;
 use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
+mod project;
+pub use project::{
+    PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
+};
+
 use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::{when_durable, Answer};
 
@@ -112,10 +117,21 @@ impl Unacked {
                 growth: Some((*at, GrowthChange::Post)),
                 ..nothing
             },
+            // Its earliest entry: from that interval on, a failed journal's reads show the
+            // count acknowledged last.
+            Record::MetricsBatchPosted { entries, at, .. } => Self {
+                growth: Some((
+                    entries.first().map_or(*at, |(first, _)| *first),
+                    GrowthChange::Post,
+                )),
+                ..nothing
+            },
             Record::DeliverySaved { delivery, .. } => Self {
                 delivery: Some(delivery.id),
                 ..nothing
             },
+            // Read through the actor only once durable (`ReadProject`), and never published.
+            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => nothing,
             Record::BotEdited { .. }
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. }
@@ -171,8 +187,13 @@ impl BotActor {
 
     /// Keeps a test event's delivery, journals it, and schedules its first attempt; past the
     /// open limit the oldest open ones are given up, journaled by id only.
-    fn send_test(&mut self) -> Result<(Delivery, Durable), Rejection> {
-        let (delivery, record) = self.outbox.test_event(&self.state, self.clock.now())?;
+    fn send_test(
+        &mut self,
+        owner: Option<crate::domain::webhook::TestOwner>,
+    ) -> Result<(Delivery, Durable), Rejection> {
+        let (delivery, record) = self
+            .outbox
+            .test_event(&self.state, self.clock.now(), owner)?;
         let durable = self.apply_and_journal(record);
         Ok(match self.outbox.overflowed(&self.state) {
             Some(given_up) => (delivery, self.apply_and_journal(given_up)),
@@ -231,9 +252,12 @@ impl BotActor {
                 let voted = self.vote_publication(voter.id, *at);
                 Some(self.publication(Some(voted)))
             }
-            Record::StatsPosted { .. } | Record::StatsUpdated { .. } | Record::BotEdited { .. } => {
-                Some(self.publication(None))
-            }
+            Record::StatsPosted { .. }
+            | Record::StatsUpdated { .. }
+            | Record::MetricsBatchPosted { .. }
+            | Record::BotEdited { .. } => Some(self.publication(None)),
+            // Commands and announcements are read through the actor, once durable.
+            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
             // Deliveries are not shown to readers of the bot.
             Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
@@ -496,13 +520,13 @@ impl Handler<DeliveryOutcome> for BotActor {
 /// Queues a `webhook.test` event to the bot's receiver.
 #[derive(Message)]
 #[rtype(result = "Result<Delivery, Rejection>")]
-pub struct SendTest;
+pub struct SendTest(pub Option<crate::domain::webhook::TestOwner>);
 
 impl Handler<SendTest> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
-    fn handle(&mut self, _: SendTest, _: &mut Self::Context) -> Self::Result {
-        match self.send_test() {
+    fn handle(&mut self, SendTest(owner): SendTest, _: &mut Self::Context) -> Self::Result {
+        match self.send_test(owner) {
             Ok((delivery, durable)) => when_durable(durable, delivery),
             Err(rejection) => Box::pin(async move { Err(rejection) }),
         }

@@ -73,6 +73,7 @@ fn declared() -> Vec<Route> {
         resources::cluster::routes(),
         owners::routes(),
         profile_votes::routes(),
+        resources::projects::routes(),
     ]
     .into_iter()
     .flatten()

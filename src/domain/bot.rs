@@ -9,6 +9,7 @@ use super::growth::Growth;
 use super::ids::{BotId, ProfileId, Snowflake};
 pub use super::listing::{Decider, ListingStatus};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
+use super::project::ProjectState;
 use super::render::{ListingRender, RenderedListing};
 pub use super::stats::ServerCount;
 use super::stats::{ShardCounts, StatsUpdate};
@@ -246,6 +247,10 @@ pub struct BotState {
     /// snapshots written without it load (as an empty history).
     #[serde(default)]
     pub growth: Growth,
+    /// The project API's commands and announcements; last, so that snapshots written without
+    /// it load (as none).
+    #[serde(default)]
+    pub project: ProjectState,
 }
 
 impl BotState {
@@ -288,6 +293,7 @@ impl BotState {
             last_seq: 0,
             shards: ShardCounts::default(),
             growth: Growth::default(),
+            project: ProjectState::default(),
         }
     }
 
@@ -391,6 +397,16 @@ impl BotState {
             };
         }
         Ok((listing, webhook))
+    /// A metrics batch, in time order: each entry goes into the growth history at its time,
+    /// and one no older than the bot's last count becomes its count, as a post would.
+    pub fn post_metrics_batch(&mut self, entries: &[(Timestamp, ServerCount)]) {
+        for &(at, count) in entries {
+            if at >= self.updated_at || self.server_count.is_none() {
+                self.post_stats(&StatsUpdate::Whole(count), at);
+            } else {
+                self.growth.post(at, count.get());
+            }
+        }
     }
 
     pub fn post_stats(&mut self, update: &StatsUpdate, now: Timestamp) {

@@ -13,6 +13,7 @@ pub mod listing;
 pub mod patch;
 pub mod people;
 pub mod profile;
+pub mod project;
 pub mod query;
 pub mod render;
 pub mod search;
@@ -43,4 +44,7 @@ pub enum Rejection {
     /// The change failed after it reached the disk (or the cluster's stream): it may be kept,
     /// and shown after a restart. A client retries; a retried vote is then 409.
     MaybeStored(String),
+    /// Too soon after the last change of its kind (an announcement within 4 hours): allowed
+    /// again in `retry_after` seconds.
+    TooSoon { retry_after: u64, message: String },
 }

@@ -9,6 +9,7 @@ use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
+use crate::domain::project::{Announcement, Commands};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
@@ -136,6 +137,25 @@ pub enum Record {
     ProfileTokenRevoked {
         profile: ProfileId,
         token: Uuid,
+    /// The bot's application commands replaced (the project API's `PUT`/`POST
+    /// /projects/@me/commands`).
+    CommandsSet {
+        bot: BotId,
+        commands: Commands,
+        at: Timestamp,
+    },
+    /// An announcement posted (`POST /projects/@me/announcements`), its time in it.
+    AnnouncementPosted {
+        bot: BotId,
+        announcement: Announcement,
+    },
+    /// A metrics batch (`POST /projects/@me/metrics/batch`): each entry's time and count, in
+    /// time order, applied in that order into the growth history; an entry newer than the
+    /// bot's last count also becomes its count.
+    MetricsBatchPosted {
+        bot: BotId,
+        entries: Vec<(Timestamp, ServerCount)>,
+        at: Timestamp,
     },
 }
 
@@ -151,7 +171,10 @@ impl Record {
             | Record::BotEdited { bot, .. }
             | Record::DeliverySaved { bot, .. }
             | Record::DeliveryProgressed { bot, .. }
-            | Record::OutboxOverflowed { bot, .. } => Some(*bot),
+            | Record::OutboxOverflowed { bot, .. }
+            | Record::CommandsSet { bot, .. }
+            | Record::AnnouncementPosted { bot, .. }
+            | Record::MetricsBatchPosted { bot, .. } => Some(*bot),
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -230,6 +253,13 @@ impl ApplyRecord for BotState {
                 self.deliveries.update(*delivery, progress.clone());
             }
             Record::OutboxOverflowed { given_up, .. } => self.deliveries.give_up_full(given_up),
+            Record::CommandsSet { commands, at, .. } => {
+                self.project.set_commands(commands.clone(), *at)
+            }
+            Record::AnnouncementPosted { announcement, .. } => {
+                self.project.announce(announcement.clone())
+            }
+            Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -338,7 +368,10 @@ impl<B: Listed> RegistryBook<B> {
             | Record::BotEdited { .. }
             | Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
-            | Record::OutboxOverflowed { .. } => return Err(NotApplied::NotARegistryRecord),
+            | Record::OutboxOverflowed { .. }
+            | Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::MetricsBatchPosted { .. } => return Err(NotApplied::NotARegistryRecord),
         }
         Ok(())
     }

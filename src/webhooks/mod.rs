@@ -537,7 +537,35 @@ impl Dispatcher {
                 let value = HeaderValue::from_str(secret).map_err(Refusal::SecretNotAHeader)?;
                 request = request.header(AUTHORIZATION, value);
             }
+            // Signed at send time, every attempt afresh: these receivers refuse a signature
+            // more than 30 s old.
+            (WebhookFormat::V1, Some(secret)) => {
+                let t = self.clock.now().millis().div_euclid(1000);
+                request = request.header(
+                    "x-topgg-signature",
+                    sign::signature_header(secret, t, &prepared.body),
+                );
+            }
+            (WebhookFormat::Standard, Some(secret)) => {
+                let t = self.clock.now().millis().div_euclid(1000);
+                let id = job.delivery.to_string();
+                // Checked when the secret was set; a secret of an earlier build that is not
+                // one is sent unsigned, which the receiver refuses.
+                if let Ok(key) = crate::domain::webhook::standard_key(secret) {
+                    request = request.header(
+                        "webhook-signature",
+                        sign::standard_signature(&key, &id, t, &prepared.body),
+                    );
+                }
+                request = request
+                    .header("webhook-id", id)
+                    .header("webhook-timestamp", t.to_string());
+            }
             (_, None) => {}
+        }
+        if prepared.target.format == WebhookFormat::V1 {
+            // Both 2026 receivers require it; the delivery's id correlates it with the log.
+            request = request.header("x-topgg-trace", job.delivery.to_string());
         }
         let response = request
             .body(prepared.body.clone())

@@ -25,7 +25,7 @@ use crate::domain::bot::BotState;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
 use crate::domain::webhook::{
-    Attempt, Delivery, DeliveryState, EventKind, TestEvent, VoteCreated, Wants,
+    Attempt, Delivery, DeliveryState, EventKind, TestEvent, TestOwner, VoteCreated, Wants,
 };
 use crate::domain::weekend::Weight;
 use crate::domain::Rejection;
@@ -144,9 +144,11 @@ impl Outbox {
         &mut self,
         state: &BotState,
         now: Timestamp,
+        owner: Option<TestOwner>,
     ) -> Result<(Delivery, Record), Rejection> {
         let test = TestEvent {
             bot: state.listing.event_bot(),
+            owner,
         };
         self.queue(state, test, now, true).ok_or_else(no_webhook)
     }

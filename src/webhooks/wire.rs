@@ -26,8 +26,12 @@ impl Wire for Delivery {
         });
         match rendered {
             Ok(body) => Cow::Owned(body),
+            // Bodies of an earlier build, which knew only these two: the newer formats are
+            // sent the signed body (their signatures are still made at send time).
             Err(bodies) => Cow::Borrowed(match format {
-                WebhookFormat::Signed => &bodies.signed,
+                WebhookFormat::Signed | WebhookFormat::V1 | WebhookFormat::Standard => {
+                    &bodies.signed
+                }
                 WebhookFormat::Legacy => &bodies.legacy,
             }),
         }
@@ -47,6 +51,8 @@ impl KindVisitor for Render {
         match self.format {
             WebhookFormat::Signed => kind.signed(self.head),
             WebhookFormat::Legacy => kind.legacy(self.head),
+            WebhookFormat::V1 => kind.v1(self.head),
+            WebhookFormat::Standard => kind.standard(self.head),
         }
         .to_string()
     }

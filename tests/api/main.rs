@@ -20,6 +20,7 @@ mod openapi;
 mod operations;
 mod people;
 mod people_replay;
+mod projects;
 mod routing;
 mod search;
 mod search_concurrency;

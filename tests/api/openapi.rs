@@ -48,7 +48,28 @@ fn response<'a>(doc: &'a Value, operation: &'a Value, status: &str) -> Option<&'
 fn body_schema(response: &Value) -> &str {
     response["content"]["application/json"]["schema"]["$ref"]
         .as_str()
+        .or_else(|| response["content"]["application/problem+json"]["schema"]["$ref"].as_str())
         .unwrap_or_default()
+}
+
+/// A route of the project API (`Authorization: Bearer`, errors as problem details).
+fn is_project(path: &str) -> bool {
+    path.starts_with("/projects")
+}
+
+/// Asserts an RFC 9457 problem of `status` with the error table's `code`.
+async fn assert_problem(response: reqwest::Response, status: StatusCode, code: &str) {
+    assert_eq!(response.status(), status);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/problem+json")
+    );
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status.as_u16(), "{body}");
 }
 
 #[actix_web::test]
@@ -67,6 +88,13 @@ async fn every_error_status_is_documented_with_the_envelope_and_its_codes() {
                 // failed authentications is (issue 27).
                 "429" if path.starts_with("/admin") => {
                     assert_eq!(schema, "#/components/schemas/ErrorBody", "{method} {path}")
+                }
+                // The project API answers every error as problem details (RFC 9457).
+                s if is_project(&path) && (s.starts_with('4') || s.starts_with('5')) => {
+                    assert_eq!(
+                        schema, "#/components/schemas/ProblemDetails",
+                        "{method} {path} {status}"
+                    )
                 }
                 "429" => assert_eq!(schema, "#/components/schemas/RetryAfter"),
                 s if s.starts_with('4') || s.starts_with('5') => assert_eq!(
@@ -112,7 +140,9 @@ fn fill(
         .replace("{delivery_id}", "00000000-0000-4000-8000-000000000000")
         .replace("{token_id}", "00000000-0000-4000-8000-000000000000");
     let security = operation["security"].to_string();
-    let token = if security.contains("admin_token") {
+    let token = if security.contains("bearer") {
+        Some(format!("Bearer {}", bot.token))
+    } else if security.contains("admin_token") {
         Some(ADMIN.to_owned())
     } else if security.contains("profile_token") {
         Some(profile_token.to_owned())
@@ -164,12 +194,21 @@ async fn every_body_route_documents_and_answers_415_and_413() {
             .send()
             .await
             .expect("sent");
-        assert_error(
-            response,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-        )
-        .await;
+        if is_project(&path) {
+            assert_problem(
+                response,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+            )
+            .await;
+        } else {
+            assert_error(
+                response,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+            )
+            .await;
+        }
         let response = app
             .request(method, &filled, token.as_deref())
             .header("Content-Type", "application/json")
@@ -177,9 +216,13 @@ async fn every_body_route_documents_and_answers_415_and_413() {
             .send()
             .await
             .expect("sent");
-        assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+        if is_project(&path) {
+            assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+        } else {
+            assert_error(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+        }
     }
-    assert_eq!(body_routes, 11, "every route that takes a body");
+    assert_eq!(body_routes, 17, "every route that takes a body");
 }
 
 #[actix_web::test]
@@ -192,7 +235,7 @@ async fn rate_limited_routes_document_429_and_the_rate_limit_headers() {
         "X-RateLimit-Reset",
     ];
     for (method, path, operation) in operations(&doc) {
-        let limited = path.starts_with("/bots") || path.starts_with("/users");
+        let limited = path.starts_with("/bots") || path.starts_with("/users") || is_project(&path);
         let too_many = response(&doc, &operation, "429");
         // Admin routes answer 429 too, to an address locked out after failed
         // authentications (issue 27), without the rate-limit headers.

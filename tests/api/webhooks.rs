@@ -674,3 +674,230 @@ async fn a_weekend_vote_says_is_weekend_in_legacy_and_its_weight_in_signed_deliv
     let got = legacy_hook.wait_for(2).await.remove(1);
     assert_eq!(got.json()["isWeekend"], false);
 }
+
+/// A `v1` receiver written from the format's description (what the 2026 SDKs' webhook classes
+/// check): `x-topgg-signature` is comma-separated `key=value` pairs with `t` (Unix seconds) and
+/// `v1` (hex HMAC-SHA256 of `"<t>.<raw body>"` keyed with the secret), refused more than 30 s
+/// from the receiver's time; `x-topgg-trace` must be there. Returns `t`.
+fn verify_v1(secret: &str, got: &Received, now_seconds: i64) -> i64 {
+    assert!(
+        got.header("x-topgg-trace").is_some_and(|t| !t.is_empty()),
+        "a trace"
+    );
+    let header = got.header("x-topgg-signature").expect("x-topgg-signature");
+    let pairs: std::collections::HashMap<&str, &str> = header
+        .split(',')
+        .filter_map(|part| part.split_once('='))
+        .collect();
+    let t: i64 = pairs["t"].parse().expect("t is seconds");
+    assert!((now_seconds - t).abs() <= 30, "signed within 30 s of now");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(format!("{t}.{}", got.body).as_bytes());
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(pairs["v1"], expected, "v1 verifies against the raw body");
+    t
+}
+
+/// A Standard Webhooks receiver written from the specification: the key is the base64 after
+/// `whsec_`; the signed content is `"<webhook-id>.<webhook-timestamp>.<raw body>"`;
+/// `webhook-signature` is space-separated `v1,<base64 HMAC-SHA256>` entries, one of which must
+/// match; the timestamp within 5 minutes of the receiver's time. Returns the timestamp.
+fn verify_standard(secret: &str, got: &Received, now_seconds: i64) -> i64 {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let key = engine
+        .decode(secret.strip_prefix("whsec_").expect("whsec_"))
+        .expect("base64");
+    let id = got.header("webhook-id").expect("webhook-id");
+    let t: i64 = got
+        .header("webhook-timestamp")
+        .expect("webhook-timestamp")
+        .parse()
+        .expect("seconds");
+    assert!((now_seconds - t).abs() <= 300, "within the tolerance");
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("key");
+    mac.update(format!("{id}.{t}.{}", got.body).as_bytes());
+    let expected = engine.encode(mac.finalize().into_bytes());
+    let signatures = got.header("webhook-signature").expect("webhook-signature");
+    assert!(
+        signatures
+            .split(' ')
+            .filter_map(|s| s.strip_prefix("v1,"))
+            .any(|s| s == expected),
+        "one v1 signature verifies: {signatures}"
+    );
+    t
+}
+
+fn now_seconds(app: &TestApp) -> i64 {
+    use botlist::domain::time::Clock;
+    app.clock.now().millis() / 1000
+}
+
+#[actix_web::test]
+async fn a_v1_vote_verifies_as_the_2026_receivers_check_it_and_each_retry_is_signed_afresh() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(500)]).await;
+    let bot = bot_with_hook(&app, 42, &hook, "v1").await;
+    let body = json!({ "user_id": "77", "username": "ada", "avatar": "https://cdn.example/a.png" });
+    app.admin(
+        Method::POST,
+        &format!("/admin/bots/{}/votes", bot.id),
+        Some(&body),
+    )
+    .await;
+    let first = hook.wait_for(1).await.remove(0);
+    let t1 = verify_v1("s3cret", &first, now_seconds(&app));
+    let event = first.json();
+    assert_eq!(event["type"], "vote.create");
+    let data = &event["data"];
+    assert!(
+        data["id"].as_str().expect("an id").parse::<u64>().is_ok(),
+        "{data}"
+    );
+    assert_eq!(data["weight"], 1);
+    assert_eq!(data["created_at"], "2026-11-15T12:00:00.000Z");
+    assert_eq!(data["expires_at"], "2026-11-16T00:00:00.000Z");
+    assert_eq!(
+        data["project"],
+        json!({"id": "42", "type": "bot", "platform": "discord", "platform_id": "42"})
+    );
+    assert_eq!(
+        data["user"],
+        json!({"id": "77", "platform_id": "77", "name": "ada", "avatar_url": "https://cdn.example/a.png"})
+    );
+    assert_eq!(data["query"], json!({}));
+    // The retry, 40 s later on the service's clock: signed at its own sending, not reused.
+    settled(&app, &bot, 1).await;
+    app.clock.advance(chrono::Duration::seconds(40));
+    let second = hook.wait_for(2).await.remove(1);
+    let t2 = verify_v1("s3cret", &second, now_seconds(&app));
+    assert_eq!(t2 - t1, 40);
+    assert_eq!(second.body, first.body, "the same body");
+    assert_eq!(
+        second.header("x-topgg-trace"),
+        first.header("x-topgg-trace")
+    );
+}
+
+#[actix_web::test]
+async fn a_v1_test_event_names_the_bots_first_owner_with_a_platform_id() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let plain = app.create_user("noplatform").await;
+    let owner = app
+        .create_profile(json!({"username": "ada", "platform_id": "160105994217586689"}))
+        .await;
+    let bot = app
+        .create_bot(
+            803190510032756736,
+            json!({"webhook_url": hook.url, "webhook_secret": "s3cret", "webhook_format": "v1",
+                   "owner_ids": [plain["id"], owner["id"]]}),
+        )
+        .await;
+    let response = app
+        .admin(
+            Method::POST,
+            &format!("/admin/bots/{}/webhook/test", bot.id),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let got = hook.wait_for(1).await.remove(0);
+    verify_v1("s3cret", &got, now_seconds(&app));
+    assert_eq!(
+        got.json(),
+        json!({"type": "webhook.test", "data": {
+            "project": {"id": "803190510032756736", "type": "bot", "platform": "discord",
+                        "platform_id": "803190510032756736"},
+            "user": {"id": "160105994217586689", "platform_id": "160105994217586689",
+                     "name": "ada", "avatar_url": null},
+        }})
+    );
+    // A redelivery later is signed at its own time, and still verifies.
+    settled(&app, &bot, 1).await;
+    let id = deliveries(&app, &bot).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    app.clock.advance(chrono::Duration::minutes(10));
+    let path = format!("/admin/bots/{}/webhook/deliveries/{id}/redeliver", bot.id);
+    assert_eq!(
+        app.admin(Method::POST, &path, None).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let again = hook.wait_for(2).await.remove(1);
+    let t = verify_v1("s3cret", &again, now_seconds(&app));
+    assert_eq!(t, now_seconds(&app));
+}
+
+const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+#[actix_web::test]
+async fn a_standard_delivery_verifies_as_the_specification_describes() {
+    let app = webhook_app().await;
+    let hook = receiver(&[Reply::Status(503)]).await;
+    let bot = app
+        .create_bot(
+            42,
+            json!({"webhook_url": hook.url, "webhook_secret": STANDARD_SECRET,
+                                "webhook_format": "standard"}),
+        )
+        .await;
+    app.vote_ok(&bot.id, 77).await;
+    let first = hook.wait_for(1).await.remove(0);
+    let t1 = verify_standard(STANDARD_SECRET, &first, now_seconds(&app));
+    let event = first.json();
+    assert_eq!(event["type"], "vote.create");
+    assert_eq!(event["timestamp"], "2026-11-15T12:00:00.000Z");
+    assert_eq!(
+        event["data"]["bot"],
+        json!({"id": bot.id, "platform_id": "42"})
+    );
+    assert_eq!(event["data"]["user"]["id"], "77");
+    assert_eq!(event["data"]["weight"], 1);
+    settled(&app, &bot, 1).await;
+    app.clock.advance(chrono::Duration::seconds(1));
+    let second = hook.wait_for(2).await.remove(1);
+    let t2 = verify_standard(STANDARD_SECRET, &second, now_seconds(&app));
+    assert_eq!(t2 - t1, 1, "signed afresh");
+    assert_eq!(second.header("webhook-id"), first.header("webhook-id"));
+}
+
+#[actix_web::test]
+async fn a_standard_secret_must_be_whsec_and_base64() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    for secret in ["s3cret", "whsec_not base64!", "whsec_c2hvcnQ="] {
+        let body = json!({"platform_id": "42", "name": "B", "username": "b",
+                          "short_description": "A bot", "webhook_url": hook.url,
+                          "webhook_secret": secret, "webhook_format": "standard"});
+        let response = app.admin(Method::POST, "/admin/bots", Some(&body)).await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{message}");
+    }
+    // A bot with a plain secret cannot switch to `standard` without a new secret.
+    let bot = bot_with_hook(&app, 43, &hook, "signed").await;
+    let path = format!("/admin/bots/{}", bot.id);
+    let to_standard = json!({"webhook_format": "standard"});
+    let response = app.admin(Method::PATCH, &path, Some(&to_standard)).await;
+    assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    let both = json!({"webhook_format": "standard", "webhook_secret": STANDARD_SECRET});
+    assert_eq!(
+        app.admin(Method::PATCH, &path, Some(&both)).await.status(),
+        StatusCode::OK
+    );
+    let unknown = json!({"webhook_format": "v2"});
+    let message = assert_error(
+        app.admin(Method::PATCH, &path, Some(&unknown)).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    assert!(message.contains("standard"), "{message}");
+}

@@ -80,7 +80,10 @@ impl Registry {
             | Record::BotEdited { .. }
             | Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
-            | Record::OutboxOverflowed { .. } => None,
+            | Record::OutboxOverflowed { .. }
+            | Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::MetricsBatchPosted { .. } => None,
         }
     }
 
@@ -125,7 +128,10 @@ impl Registry {
             | Record::StatsUpdated { .. }
             | Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
-            | Record::OutboxOverflowed { .. } => {}
+            | Record::OutboxOverflowed { .. }
+            | Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::MetricsBatchPosted { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)

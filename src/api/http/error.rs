@@ -177,6 +177,11 @@ impl ApiError {
         Code::Internal.error()
     }
 
+    /// Seconds of its `Retry-After`, if it has one (read by the project API's problem details).
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.retry_after
+    }
+
     /// Sends `Retry-After: seconds` with the error.
     pub fn retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
@@ -270,6 +275,10 @@ impl From<Rejection> for ApiError {
                 tracing::warn!(%why, "a write failed after it reached the disk; it may be kept");
                 Code::MaybeStored.with("the change may have been stored (it failed after it reached the disk); retry it once GET /readyz answers 200: a vote already kept is then answered 409".into())
             }
+            Rejection::TooSoon {
+                retry_after,
+                message,
+            } => Code::TooManyRequests.with(message).retry_after(retry_after),
             Rejection::AlreadyVoted { retry_at } => Code::AlreadyVoted.with(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"
             )),
@@ -309,6 +318,10 @@ pub fn envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> 
     }
     let (request, _) = response.into_parts();
     let error = ApiError::for_status(status, request.method().as_str(), request.path());
+    // The project API answers every error as problem details, the framework's own too.
+    if super::problem::is_project_path(request.path()) {
+        return ServiceResponse::new(request, super::problem::render(&error));
+    }
     ServiceResponse::new(request, error.error_response())
 }
 

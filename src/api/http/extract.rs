@@ -33,6 +33,28 @@ pub async fn json_body<T: DeserializeOwned>(
     parse_json(&body(request, payload).await?)
 }
 
+/// Any JSON document as the body (an array too, which [`Json`] refuses): the project API's
+/// bodies, which the 2026 clients send as arrays or objects.
+pub struct AnyJson(pub serde_json::Value);
+
+impl FromRequest for AnyJson {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let request = request.clone();
+        let payload = web::Payload::from_request(&request, payload).into_inner();
+        Box::pin(async move {
+            let payload = payload.map_err(|_| ApiError::internal())?;
+            require_json_content_type(&request)?;
+            let bytes = body(&request, payload).await?;
+            serde_json::from_slice(&bytes)
+                .map(AnyJson)
+                .map_err(|e| json_error(e, "."))
+        })
+    }
+}
+
 /// Reads a body of at most [`MAX_BODY_BYTES`], within the request timeout.
 pub async fn body(request: &HttpRequest, mut payload: web::Payload) -> Result<BytesMut, ApiError> {
     let declared = request

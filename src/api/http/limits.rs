@@ -338,7 +338,12 @@ impl Limited {
             let token_bot = request
                 .headers()
                 .get(actix_web::http::header::AUTHORIZATION)
-                .and_then(|token| state.directory.authenticate(token.as_bytes()));
+                // The project API's clients send `Bearer <token>`: the same bot's bucket.
+                .map(|token| {
+                    let token = token.as_bytes();
+                    token.strip_prefix(b"Bearer ".as_slice()).unwrap_or(token)
+                })
+                .and_then(|token| state.directory.authenticate(token));
             if let Some(bot) = token_bot {
                 return RateKey::Bot(kind, bot);
             }
@@ -371,12 +376,24 @@ impl Around for Limited {
             return Ok(Some(decision));
         }
         // A refused request does no other work: no handler, no body read.
-        let mut response = reply::json(
-            StatusCode::TOO_MANY_REQUESTS,
-            &RetryAfter {
-                retry_after: decision.retry_after,
-            },
-        );
+        let mut response = if super::problem::is_project_path(request.path()) {
+            // The project API's errors are problem details, its rate limit's too.
+            super::problem::render(
+                &super::error::Code::TooManyRequests
+                    .with(format!(
+                        "rate limited; retry in {} seconds",
+                        decision.retry_after
+                    ))
+                    .retry_after(decision.retry_after),
+            )
+        } else {
+            reply::json(
+                StatusCode::TOO_MANY_REQUESTS,
+                &RetryAfter {
+                    retry_after: decision.retry_after,
+                },
+            )
+        };
         let response_headers = response.headers_mut();
         response_headers.insert(RETRY_AFTER, decision.retry_after.into());
         for (name, value) in headers(&decision) {

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod layer;
 pub mod limits;
 pub mod openapi;
+pub mod problem;
 pub mod reply;
 pub mod routes;
 pub mod semantics;

@@ -60,13 +60,14 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         description = DESCRIPTION,
         license(name = "MIT OR Apache-2.0")
     ),
-    components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter)),
+    components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter, super::problem::ProblemDetails)),
     tags(
         (name = "bots", description = "Search and read bots"),
         (name = "votes", description = "Voters and vote checks; a bot's API token"),
         (name = "stats", description = "Server counts"),
         (name = "users", description = "Public profiles"),
         (name = "admin", description = "Filling the directory; the admin token"),
+        (name = "projects", description = "The project API of the 2026 client libraries: `Authorization: Bearer <the bot's API token>`, errors as RFC 9457 problem details"),
         (name = "operations", description = "Health and metrics, outside the base path"),
         (name = "classic", description = "The classic surface, under `--classic-base-path` (default `/api`): the routes and shapes the released client libraries call, over the same data, tokens and limits"),
     )
@@ -87,6 +88,17 @@ impl Modify for Security {
         components.add_security_scheme(
             "token",
             raw_header("The bot's API token, raw, without a Bearer prefix"),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                utoipa::openapi::security::HttpBuilder::new()
+                    .scheme(utoipa::openapi::security::HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The bot's API token, as `Bearer <token>` (the project API only)",
+                    ))
+                    .build(),
+            ),
         );
         components.add_security_scheme(
             "admin_token",
@@ -217,6 +229,19 @@ impl Common {
     fn reference(self) -> RefOr<Response> {
         RefOr::Ref(Ref::new(format!("#/components/responses/{}", self.name())))
     }
+}
+
+/// A problem-details response (the project API's errors).
+fn problem_response(description: String) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            super::problem::PROBLEM_JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ProblemDetails")))
+                .build(),
+        )
+        .build()
 }
 
 /// A response with a JSON body of the schema `body`.
@@ -401,9 +426,27 @@ pub fn complete(route: &Route, operation: &mut Operation) {
         }
     }
     for c in common {
-        responses
-            .entry(c.status().as_str().into())
-            .or_insert_with(|| c.reference());
+        let entry = responses.entry(c.status().as_str().into());
+        if properties.project {
+            // The project API answers its errors as problem details, never the envelope.
+            entry.or_insert_with(|| {
+                let mut response = problem_response(c.description());
+                add_request_id_header(&mut response);
+                RefOr::T(response)
+            });
+        } else {
+            entry.or_insert_with(|| c.reference());
+        }
+    }
+    if properties.project {
+        // The project API's 429 (its rate limit, or the 4-hour announcement rule) is a problem
+        // with `Retry-After`, which topggpy 2.0.0 reads.
+        if let Some(RefOr::T(too_many)) = responses.get_mut("429") {
+            too_many.headers.insert(
+                "Retry-After".into(),
+                integer_header("Whole seconds to wait, at least 1"),
+            );
+        }
     }
     if limited {
         add_rate_limit_headers_to_all(responses);

@@ -83,6 +83,8 @@ pub struct Properties {
     pub token: bool,
     /// The bot in the path must be the token's own (403 otherwise).
     pub own_bot: bool,
+    /// A route of the project API: `Authorization: Bearer`, errors as problem details.
+    pub project: bool,
     /// Set on the classic form of a route (see [`Route::own_bot`]).
     classic: Option<Classic>,
     /// What the route adds to its OpenAPI entry that its annotation cannot say.
@@ -187,6 +189,11 @@ impl Route {
 
     pub fn limited(self, limit: Limit) -> Self {
         self.set(|p| p.limit = Some(limit))
+    }
+
+    /// A route of the project API (`api/resources/projects.rs`).
+    pub fn project(self) -> Self {
+        self.set(|p| p.project = true)
     }
 
     pub fn etag(self) -> Self {
@@ -380,11 +387,16 @@ pub fn resources(cfg: &mut web::ServiceConfig, prefix: &str, routes: Vec<Route>)
 
 /// The answer to a path no route has: 404 with the envelope.
 pub async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(Code::NotFound.with(format!(
+    let error = Code::NotFound.with(format!(
         "no route for {} {}",
         request.method(),
         request.path()
-    )))
+    ));
+    // Below the project API's paths, its rendering (problem details).
+    if super::problem::is_project_path(request.path()) {
+        return Ok(super::problem::render(&error));
+    }
+    Err(error)
 }
 
 /// One segment of a route's path below its scope.

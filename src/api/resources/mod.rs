@@ -12,6 +12,7 @@ pub mod health;
 pub mod history;
 pub mod owners;
 pub mod profile_votes;
+pub mod projects;
 pub mod stats;
 pub mod suggest;
 pub mod users;

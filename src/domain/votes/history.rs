@@ -113,6 +113,12 @@ impl VoteHistory {
         self.next_position() - 1
     }
 
+    /// The position of the first vote kept taken at or after `since` (the next position when
+    /// none is): times are in vote order unless the clock stepped back.
+    pub fn position_since(&self, since: Timestamp) -> u64 {
+        self.first + self.votes.partition_point(|v| v.at() < since) as u64
+    }
+
     /// Forgets votes older than `horizon`. Positions of the votes kept do not change.
     pub fn prune_before(&mut self, horizon: Timestamp) -> usize {
         let mut pruned = 0;

@@ -530,6 +530,17 @@ impl PublishedChecks {
             .is_some_and(|&at| at > now.minus(vote_window()))
     }
 
+    /// When the user's latest durable vote was taken, if it is less than the window old at
+    /// `now` (the project API's answer to a user's vote).
+    pub fn active_since(&self, user: Snowflake, now: Timestamp) -> Option<Timestamp> {
+        self.inner
+            .read()
+            .latest
+            .get(&user)
+            .copied()
+            .filter(|&at| at > now.minus(vote_window()))
+    }
+
     /// Shows a durable vote; only the bot's actor calls this, through its publication.
     pub fn publish(&self, user: Snowflake, at: Timestamp) {
         let mut published = self.inner.write();

@@ -56,6 +56,11 @@ pub trait EventKind: Clone + Debug + PartialEq + Into<Content> + Send + Sync + '
     fn signed(&self, head: Head) -> Value;
     /// The body of the `legacy` format (the classic bot-list body).
     fn legacy(&self, head: Head) -> Value;
+    /// The body of the `v1` format: `{"type", "data"}` as the webhook classes of
+    /// @top-gg/sdk 4.0.0 and topggpy 2.0.0 parse it, every id numeric text.
+    fn v1(&self, head: Head) -> Value;
+    /// The body of the `standard` format (Standard Webhooks): `{"type", "timestamp", "data"}`.
+    fn standard(&self, head: Head) -> Value;
 
     /// Whether a bot with these settings is sent this kind of event.
     fn receives(wants: &Wants) -> bool;
@@ -146,28 +151,105 @@ impl EventKind for VoteCreated {
         })
     }
 
+    fn v1(&self, head: Head) -> Value {
+        let voted_at = head.created_at;
+        json!({
+            "type": Event::VoteCreate.name(),
+            "data": {
+                "id": numeric_id(head.id),
+                "weight": self.weight,
+                "created_at": voted_at,
+                "expires_at": voted_at.plus(vote_window()),
+                "project": v1_project(&self.bot),
+                "query": {},
+                "user": {
+                    "id": self.voter.id,
+                    "platform_id": self.voter.id,
+                    "name": self.voter.username,
+                    "avatar_url": self.voter.avatar,
+                },
+            }
+        })
+    }
+
+    fn standard(&self, head: Head) -> Value {
+        let (bot, voter, voted_at) = (&self.bot, &self.voter, head.created_at);
+        json!({
+            "type": Event::VoteCreate.name(),
+            "timestamp": voted_at,
+            "data": {
+                "bot": { "id": bot.id, "platform_id": bot.platform_id },
+                "user": { "id": voter.id, "username": voter.username, "avatar": voter.avatar },
+                "voted_at": voted_at,
+                "expires_at": voted_at.plus(vote_window()),
+                "weight": self.weight,
+                "vote_count": self.counts.vote_count,
+                "monthly_vote_count": self.counts.monthly_vote_count,
+            }
+        })
+    }
+
     fn receives(wants: &Wants) -> bool {
         wants.url
     }
 }
 
-/// `webhook.test`: an operator's test event, naming the bot only.
+/// `webhook.test`: an operator's test event, naming the bot, and (for the `v1` format, whose
+/// receivers read a user) the bot's first owner with a platform id, when it has one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TestEvent {
     pub bot: EventBot,
+    pub owner: Option<TestOwner>,
+}
+
+/// The user a test event names: an owner of the bot, by its platform id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestOwner {
+    pub platform_id: crate::domain::ids::Snowflake,
+    pub name: String,
+    pub avatar: Option<crate::domain::text::HttpUrl>,
 }
 
 impl EventKind for TestEvent {
-    type Stored = ();
+    /// Nil without an owner: the bytes earlier builds stored (`()`), which read back as none.
+    type Stored = Option<TestOwner>;
 
     fn bot(&self) -> EventBot {
         self.bot
     }
 
-    fn stored(&self) {}
+    fn stored(&self) -> Option<TestOwner> {
+        self.owner.clone()
+    }
 
-    fn from_stored(bot: EventBot, (): ()) -> Self {
-        Self { bot }
+    fn from_stored(bot: EventBot, owner: Option<TestOwner>) -> Self {
+        Self { bot, owner }
+    }
+
+    fn v1(&self, _: Head) -> Value {
+        // Without an owner that has a platform id, user 0: the receivers convert every id to
+        // a number, so it cannot be left out or null.
+        let user = match &self.owner {
+            Some(owner) => json!({
+                "id": owner.platform_id,
+                "platform_id": owner.platform_id,
+                "name": owner.name,
+                "avatar_url": owner.avatar,
+            }),
+            None => json!({ "id": "0", "platform_id": "0", "name": "", "avatar_url": null }),
+        };
+        json!({
+            "type": Event::Test.name(),
+            "data": { "project": v1_project(&self.bot), "user": user }
+        })
+    }
+
+    fn standard(&self, head: Head) -> Value {
+        json!({
+            "type": Event::Test.name(),
+            "timestamp": head.created_at,
+            "data": { "bot": { "id": self.bot.id, "platform_id": self.bot.platform_id } }
+        })
     }
 
     fn signed(&self, head: Head) -> Value {
@@ -192,6 +274,25 @@ impl EventKind for TestEvent {
     fn receives(wants: &Wants) -> bool {
         wants.url
     }
+}
+
+/// A delivery's id as the `v1` receivers read ids: numeric text (topggpy converts it with
+/// `int()`), the id's first 63 bits, the same for every attempt.
+pub fn numeric_id(id: Uuid) -> String {
+    let bytes = id.as_bytes();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&bytes[..8]);
+    (u64::from_be_bytes(first) >> 1).to_string()
+}
+
+/// The bot as the `v1` bodies name it: a project whose id is its platform snowflake.
+fn v1_project(bot: &EventBot) -> Value {
+    json!({
+        "id": bot.platform_id,
+        "type": "bot",
+        "platform": "discord",
+        "platform_id": bot.platform_id,
+    })
 }
 
 /// Bodies rendered when the delivery was queued, by a build that stored them so (journals and

@@ -38,6 +38,41 @@ pub enum WebhookFormat {
     Signed,
     /// The classic bot-list vote body, with the secret as the `Authorization` header.
     Legacy,
+    /// What the webhook classes of @top-gg/sdk 4.0.0 and topggpy 2.0.0 verify:
+    /// `x-topgg-signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">` and `x-topgg-trace`.
+    V1,
+    /// Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`,
+    /// with a `whsec_` secret.
+    Standard,
+}
+
+/// The formats' names, as the API and files say them.
+const FORMATS: &str = "`signed`, `legacy`, `v1` or `standard`";
+
+impl WebhookFormat {
+    /// Whether `secret` is one this format's receivers can verify with: a Standard Webhooks
+    /// secret is `whsec_` and the base64 of at least 16 bytes (the key).
+    pub fn check_secret(self, secret: &str) -> Result<(), String> {
+        match self {
+            Self::Signed | Self::Legacy | Self::V1 => Ok(()),
+            Self::Standard => standard_key(secret).map(|_| ()),
+        }
+    }
+}
+
+/// The key of a Standard Webhooks secret: the base64 after `whsec_`.
+pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    let encoded = secret
+        .strip_prefix("whsec_")
+        .ok_or("a `standard` webhook secret is `whsec_` followed by the base64 of its key")?;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| "the part of a `standard` webhook secret after `whsec_` is not base64")?;
+    if key.len() < 16 {
+        return Err("the key of a `standard` webhook secret must be at least 16 bytes".into());
+    }
+    Ok(key)
 }
 
 /// By name (JSON and files) or by index (MessagePack written by other encoders, never a JSON
@@ -51,21 +86,21 @@ impl<'de> Deserialize<'de> for WebhookFormat {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = WebhookFormat;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("`signed` or `legacy`")
+                f.write_str(FORMATS)
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WebhookFormat, E> {
                 match v {
                     "signed" => Ok(WebhookFormat::Signed),
                     "legacy" => Ok(WebhookFormat::Legacy),
-                    other => Err(E::custom(format!(
-                        "must be `signed` or `legacy`, got `{other}`"
-                    ))),
+                    "v1" => Ok(WebhookFormat::V1),
+                    "standard" => Ok(WebhookFormat::Standard),
+                    other => Err(E::custom(format!("must be {FORMATS}, got `{other}`"))),
                 }
             }
             fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<WebhookFormat, E> {
                 match std::str::from_utf8(v) {
                     Ok(text) => self.visit_str(text),
-                    Err(_) => Err(E::custom("must be `signed` or `legacy`")),
+                    Err(_) => Err(E::custom(format!("must be {FORMATS}"))),
                 }
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WebhookFormat, E> {
@@ -75,9 +110,9 @@ impl<'de> Deserialize<'de> for WebhookFormat {
                 match v {
                     0 => Ok(WebhookFormat::Signed),
                     1 => Ok(WebhookFormat::Legacy),
-                    other => Err(E::custom(format!(
-                        "must be `signed` or `legacy`, got {other}"
-                    ))),
+                    2 => Ok(WebhookFormat::V1),
+                    3 => Ok(WebhookFormat::Standard),
+                    other => Err(E::custom(format!("must be {FORMATS}, got {other}"))),
                 }
             }
         }
@@ -208,7 +243,7 @@ impl Delivery {
     }
 
     pub fn test(id: Uuid, bot: EventBot, now: Timestamp) -> Self {
-        Self::queued(id, now, TestEvent { bot })
+        Self::queued(id, now, TestEvent { bot, owner: None })
     }
 
     /// What every body of this delivery knows besides its kind.

@@ -29,6 +29,7 @@ use super::state::StoredBot;
 use crate::domain::bot::{BotState, Listing, WebhookSettings};
 use crate::domain::growth::Growth;
 use crate::domain::ids::{Snowflake, TokenHash};
+use crate::domain::project::ProjectState;
 use crate::domain::stats::{ServerCount, ShardCounts};
 use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::time::Timestamp;
@@ -353,7 +354,7 @@ impl Serialize for NumberedSlots<'_> {
 /// A bot's state as a snapshot stores it: [`BotState`]'s fields in its order, the votes with
 /// their voters by number.
 #[derive(Serialize, Deserialize)]
-struct SnapshotState<L, W, B, C, D, H, G> {
+struct SnapshotState<L, W, B, C, D, H, G, P> {
     listing: L,
     webhook: W,
     votes: B,
@@ -367,6 +368,9 @@ struct SnapshotState<L, W, B, C, D, H, G> {
     shards: H,
     #[serde(default)]
     growth: G,
+    /// Last: snapshots written before the project API load with none.
+    #[serde(default)]
+    project: P,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -427,6 +431,7 @@ pub fn encode_numbered(
             deliveries: &state.deliveries,
             shards: &state.shards,
             growth: &state.growth,
+            project: &state.project,
         },
         token: &bot.token,
     };
@@ -532,6 +537,7 @@ pub fn decode_numbered(
             Deliveries,
             ShardCounts,
             Growth,
+            ProjectState,
         >,
         TokenHash,
     >;
@@ -570,6 +576,7 @@ pub fn decode_numbered(
             deliveries: state.deliveries,
             shards: state.shards,
             growth: state.growth,
+            project: state.project,
         },
         token: stored.token,
     })

@@ -9,10 +9,10 @@ use uuid::Uuid;
 use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
 use crate::api::error::{ApiError, Code};
 use crate::api::extract::{Admin, PathBot};
-use crate::api::reply;
 use crate::api::routes::{Route, Subject};
+use crate::api::{reply, AppState};
 use crate::domain::time::Timestamp;
-use crate::domain::webhook::{Delivery, DeliveryState, Event};
+use crate::domain::webhook::{Delivery, DeliveryState, Event, TestOwner};
 
 pub fn routes() -> Vec<Route> {
     [
@@ -70,8 +70,21 @@ impl<'a> From<&'a Delivery> for DeliveryView<'a> {
         (status = 202, description = "A test event is queued for the bot's receiver", body = DeliveryView),
     )
 )]
-pub async fn send_test(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
-    let delivery = bot.ask(SendTest).await??;
+pub async fn send_test(
+    _: Admin,
+    state: web::Data<AppState>,
+    PathBot(bot): PathBot,
+) -> Result<HttpResponse, ApiError> {
+    // The user a `v1` test event names: the bot's first owner with a platform id.
+    let owner = bot.view().listing.owner_ids.iter().find_map(|id| {
+        let profile = state.directory.profile(*id)?;
+        Some(TestOwner {
+            platform_id: profile.platform_id?,
+            name: profile.username.as_str().to_owned(),
+            avatar: profile.avatar.clone(),
+        })
+    });
+    let delivery = bot.ask(SendTest(owner)).await??;
     Ok(reply::json(
         StatusCode::ACCEPTED,
         &DeliveryView::from(&delivery),
