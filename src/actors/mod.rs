@@ -37,9 +37,7 @@ impl<T: Send + 'static> Answer<T> {
     /// `reply`, once the record it waits for is durable; `NotStored` if it never will be.
     pub(crate) fn once_durable(self, reply: T) -> Settle {
         Box::new(move |result| {
-            let answer = result
-                .map(|()| reply)
-                .map_err(|e| Rejection::NotStored(e.to_string()));
+            let answer = result.map(|()| reply).map_err(not_stored);
             let _ = self.0.send(answer);
         })
     }
@@ -61,10 +59,18 @@ pub(crate) fn when_durable<T: Send + 'static>(
     reply: T,
 ) -> ResponseFuture<Result<T, Rejection>> {
     Box::pin(async move {
-        durable
-            .wait()
-            .await
-            .map_err(|e| Rejection::NotStored(e.to_string()))?;
+        durable.wait().await.map_err(not_stored)?;
         Ok(reply)
     })
+}
+
+/// A write the journal did not acknowledge: not stored, or (a cluster writer that lost its
+/// role after sending it) perhaps stored.
+pub(crate) fn not_stored(error: crate::persist::journal::JournalError) -> Rejection {
+    match error {
+        crate::persist::journal::JournalError::Unconfirmed(_) => {
+            Rejection::MaybeStored(error.to_string())
+        }
+        error => Rejection::NotStored(error.to_string()),
+    }
 }

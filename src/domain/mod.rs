@@ -36,4 +36,7 @@ pub enum Rejection {
     AlreadyVoted { retry_at: Timestamp },
     /// The change could not be made durable; the service refuses writes from now on.
     NotStored(String),
+    /// Cluster mode: the writer sent the change and lost its role before it knew whether the
+    /// stream stored it. It may have been: clients retry it, never read it as "not stored".
+    MaybeStored(String),
 }

@@ -89,6 +89,11 @@ errors! {
     /// Cluster mode: no node holds the writer's role.
     NoWriter = SERVICE_UNAVAILABLE, "no_writer",
         "no node of the cluster takes writes right now; retry";
+    /// Cluster mode: the write was sent to the writer, which stopped answering before it said
+    /// what became of it. It may have been stored: a client retries it (a vote stored already
+    /// answers 409 `already_voted`).
+    OutcomeUnknown = SERVICE_UNAVAILABLE, "outcome_unknown",
+        "the writer stopped answering after it was sent this write: it may have been stored; retry it";
 }
 
 impl Code {
@@ -257,6 +262,10 @@ impl From<Rejection> for ApiError {
             Rejection::NotStored(why) => {
                 tracing::error!(%why, "a write was not stored");
                 Code::Unavailable.with("the change could not be stored; writes are refused until the operator restarts the service".into())
+            }
+            Rejection::MaybeStored(why) => {
+                tracing::warn!(%why, "a write's outcome is unknown");
+                Code::OutcomeUnknown.with(Code::OutcomeUnknown.row().message.into()).retry_after(1)
             }
             Rejection::AlreadyVoted { retry_at } => Code::AlreadyVoted.with(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"

@@ -98,6 +98,13 @@ pub enum JournalError {
     /// took over, or the deadline passed). Nothing after it is acknowledged by this node.
     #[error("this node is no longer the writer: {0}")]
     Fenced(String),
+    /// Cluster mode: the batch was sent and then the writer lost its role without learning
+    /// that the stream stored it (no ack before the deadline, or one after the fence time). It
+    /// may have been stored, and the next writer then applies it: never answered "not stored".
+    #[error(
+        "this node lost the writer's role after sending the write, which may have been stored: {0}"
+    )]
+    Unconfirmed(String),
     /// Cluster mode: this node follows the stream and makes no records of its own.
     #[error("this node does not write; writes go to the writer")]
     NotWriter,

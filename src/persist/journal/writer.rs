@@ -164,6 +164,11 @@ impl Writer {
 
     fn fail(&self, error: JournalError) {
         tracing::error!(%error, "the journal failed; writes are refused from now on");
+        // Only the batch that was sent may have been stored; every later one never is.
+        let error = match error {
+            JournalError::Unconfirmed(why) => JournalError::Fenced(why),
+            error => error,
+        };
         let mut failed = lock(&self.shared.failed);
         if failed.is_none() {
             *failed = Some(error);
