@@ -215,6 +215,15 @@ impl Lease {
     }
 }
 
+/// The current holder, if any; an error when the bucket did not answer.
+pub async fn current_holder(store: &kv::Store) -> Result<Option<Holder>, ClusterError> {
+    match store.get(KEY).await {
+        Ok(Some(value)) => Ok(serde_json::from_slice(&value).ok()),
+        Ok(None) => Ok(None),
+        Err(error) => Err(nats_error(error)),
+    }
+}
+
 /// The current holder, if any.
 pub async fn holder(store: &kv::Store) -> Option<Holder> {
     match store.get(KEY).await {

@@ -321,7 +321,7 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
         assert!(status.is_success(), "{status} {code}");
     }
     // Cut for longer than readiness allows: the node says it is stuck.
-    std::thread::sleep(Duration::from_secs(9));
+    std::thread::sleep(Duration::from_secs(12));
     let status = nodes[2].status().expect("/cluster answers");
     assert_eq!(status["ready"], false, "{status}");
     assert!(status["not_ready"].is_string(), "{status}");

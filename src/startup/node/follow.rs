@@ -93,18 +93,31 @@ pub(super) async fn follow(
 /// Who writes (this node is a candidate while no one does, if it may take over), and the
 /// stream's last message when it could be read. `None` once the node stops following.
 async fn look_around(node: &Node, stop: &watch::Receiver<bool>) -> Option<Option<u64>> {
-    let writer = lease::holder(&node.store).await;
-    // Following a writer; a candidate while there is none and this node may take over.
-    let role = match (&writer, node.cluster.role) {
-        (None, Role::Auto) => NodeRole::Candidate,
-        _ => NodeRole::Follower,
-    };
-    node.view.set_writer(writer);
+    // While the bucket cannot be read (an election, a lost connection) the writer known last
+    // is still the one to forward to: only a bucket that answers says there is none.
+    let asked = tokio::time::timeout(POLL * 2, lease::current_holder(&node.store)).await;
+    if let Ok(Ok(writer)) = asked {
+        // Following a writer; a candidate while there is none and this node may take over.
+        let role = match (&writer, node.cluster.role) {
+            (None, Role::Auto) => NodeRole::Candidate,
+            _ => NodeRole::Follower,
+        };
+        node.view.set_writer(writer);
+        if *stop.borrow() {
+            return None;
+        }
+        node.view.set_role(role);
+    }
     if *stop.borrow() {
         return None;
     }
-    node.view.set_role(role);
-    let last = match catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name()).await {
+    let last = tokio::time::timeout(
+        POLL * 2,
+        catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name()),
+    )
+    .await
+    .unwrap_or_else(|_| Err(crate::cluster::ClusterError::Nats("timed out".into())));
+    let last = match last {
         Ok(last) => Some(last),
         Err(error) => {
             let why = format!("the stream's state cannot be read: {error}");
