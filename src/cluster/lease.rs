@@ -239,10 +239,12 @@ mod tests {
     #[test]
     fn a_revoked_clock_stays_revoked_and_a_lapsed_one_can_be_renewed() {
         let clock = FenceClock::default();
-        let ttl = Duration::from_millis(30);
-        clock.renewed(Instant::now() - ttl, ttl);
-        assert!(!clock.valid() && !clock.revoked(), "lapsed");
+        let ttl = Duration::from_millis(3);
         clock.renewed(Instant::now(), ttl);
+        // The fence clock is the process's monotonic clock, not the injected one: let 2 ms pass.
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(!clock.valid() && !clock.revoked(), "lapsed");
+        clock.renewed(Instant::now(), Duration::from_secs(60));
         assert!(clock.valid(), "renewed again");
         assert!(clock.since_renewed().is_some());
         clock.revoke();
