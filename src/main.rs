@@ -342,6 +342,7 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
         role: Role::Follower,
         publish_deadline: std::time::Duration::from_secs(10),
         min_seq_wait: std::time::Duration::from_secs(1),
+        max_lag: std::time::Duration::from_secs(8),
     };
     let _lock = match DirLock::acquire(&args.from) {
         Ok(lock) => lock,

@@ -55,7 +55,9 @@ impl<T> Answered<T> {
 
 /// What a write the journal refused is told: whether it may be stored after all.
 pub(crate) fn refused(error: JournalError) -> Rejection {
-    if error.maybe_stored() {
+    if let JournalError::Unconfirmed(_) = error {
+        Rejection::OutcomeUnknown(error.to_string())
+    } else if error.maybe_stored() {
         Rejection::MaybeStored(error.to_string())
     } else {
         Rejection::NotStored(error.to_string())
@@ -72,3 +74,4 @@ pub(crate) fn when_durable<T: Send + 'static>(
         Ok(reply)
     })
 }
+

@@ -145,15 +145,18 @@ impl Target for CatchUp {
     }
 }
 
-/// An ordered consumer from the message after `stream_seq`, for a node that follows live.
+/// An ordered consumer from the message after `stream_seq`, for a node that follows live,
+/// named `name` (see [`Consumers`]).
 pub async fn follow(
     js: &jetstream::Context,
     stream_name: &str,
     stream_seq: u64,
+    name: String,
 ) -> Result<consumer::pull::Ordered, ClusterError> {
     let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
     stream
         .create_consumer(consumer::pull::OrderedConfig {
+            name: Some(name),
             deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                 start_sequence: stream_seq + 1,
             },
@@ -164,6 +167,71 @@ pub async fn follow(
         .messages()
         .await
         .map_err(nats_error)
+}
+
+/// The names of the consumers this process makes on the stream: `<prefix><serial>` (the
+/// client's own re-creations add `_<n>`), with a prefix unique to the process. Before it makes
+/// another, a node deletes every consumer it made before: a consumer whose creation timed out
+/// while JetStream elected a leader may exist all the same, and leaked consumers pile up to
+/// the server's limits (10026, "maximum consumers limit reached") while they wait to expire.
+pub struct Consumers {
+    prefix: String,
+    serial: std::sync::atomic::AtomicU64,
+}
+
+impl Consumers {
+    pub fn new(node_id: &str) -> Self {
+        let mut random = [0u8; 4];
+        let _ = getrandom::fill(&mut random);
+        let node: String = node_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(40)
+            .collect();
+        let tag: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            prefix: format!("botlist_{node}_{tag}_"),
+            serial: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A name for the next consumer.
+    pub fn next(&self) -> String {
+        let serial = self
+            .serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}{serial}", self.prefix)
+    }
+
+    /// Deletes every consumer of the stream this process made (best effort); how many.
+    pub async fn clean_up(&self, js: &jetstream::Context, stream_name: &str) -> usize {
+        let Ok(stream) = js.get_stream(stream_name).await else {
+            return 0;
+        };
+        let mut names = stream.consumer_names();
+        let mut mine = Vec::new();
+        let listing = async {
+            while let Some(Ok(name)) = names.next().await {
+                if name.starts_with(&self.prefix) {
+                    mine.push(name);
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(2), listing)
+            .await
+            .is_err()
+        {
+            return 0;
+        }
+        let mut deleted = 0;
+        for name in mine {
+            let deleting = stream.delete_consumer(&name);
+            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), deleting).await {
+                deleted += 1;
+            }
+        }
+        deleted
+    }
 }
 
 /// The writer epoch a message carries (0 for one seeded by `cluster init`).

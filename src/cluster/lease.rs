@@ -3,11 +3,15 @@
 //! stream's expected-last-sequence check.
 //!
 //! The epoch is the revision `create` returned: unique and increasing, never "last + 1".
-//! The holder renews every TTL/5 and fences itself once no renewal has succeeded for two thirds
-//! of the TTL, counted from when the last successful renewal was sent, so it stops writing
-//! before any other node can take the lease.
+//! The holder renews every TTL/5 (at once again, every 250 ms, after a failed attempt) and
+//! *pauses* once no renewal has succeeded for two thirds of the TTL, counted from when the last
+//! successful renewal was sent: it acknowledges nothing until a renewal succeeds again. It
+//! gives the role up (exit 5) only when the lease really may have passed to another node:
+//! another holder is in the key, or the key expired and someone else wrote since. A NATS
+//! election (the bucket's leader or the meta leader dying) is ridden out: nobody can take the
+//! lease while the bucket has no leader, and the writer renews through the new one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +55,10 @@ pub struct FenceClock {
     base: Instant,
     /// Milliseconds after `base`; 0 while the lease is not held.
     until_ms: AtomicU64,
+    /// The lease is lost for good: never valid again.
+    revoked: AtomicBool,
+    /// When the last renewal succeeded (milliseconds after `base`), for `GET /cluster`.
+    renewed_ms: AtomicU64,
 }
 
 impl Default for FenceClock {
@@ -58,6 +66,8 @@ impl Default for FenceClock {
         Self {
             base: Instant::now(),
             until_ms: AtomicU64::new(0),
+            revoked: AtomicBool::new(false),
+            renewed_ms: AtomicU64::new(0),
         }
     }
 }
@@ -68,17 +78,34 @@ impl FenceClock {
         let until = sent + ttl * 2 / 3;
         let ms = until.saturating_duration_since(self.base).as_millis() as u64;
         self.until_ms.fetch_max(ms.max(1), Ordering::AcqRel);
+        let now = self.base.elapsed().as_millis() as u64;
+        self.renewed_ms.fetch_max(now.max(1), Ordering::AcqRel);
     }
 
     /// Whether the holder may still write.
     pub fn valid(&self) -> bool {
         let until = self.until_ms.load(Ordering::Acquire);
-        until != 0 && (self.base.elapsed().as_millis() as u64) < until
+        until != 0
+            && !self.revoked.load(Ordering::Acquire)
+            && (self.base.elapsed().as_millis() as u64) < until
+    }
+
+    /// Whether the lease is lost for good (as opposed to lapsed, waiting for a renewal).
+    pub fn revoked(&self) -> bool {
+        self.revoked.load(Ordering::Acquire)
     }
 
     /// Never valid again.
     pub fn revoke(&self) {
-        self.until_ms.store(0, Ordering::Release);
+        self.revoked.store(true, Ordering::Release);
+    }
+
+    /// How long ago the last renewal succeeded; `None` before the first.
+    pub fn since_renewed(&self) -> Option<Duration> {
+        let at = self.renewed_ms.load(Ordering::Acquire);
+        (at != 0).then(|| {
+            Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(at))
+        })
     }
 }
 
@@ -92,22 +119,20 @@ pub struct Lease {
     pub clock: Arc<FenceClock>,
 }
 
-/// Why a renewal failed.
-pub enum Lost {
+/// What one renewal attempt found.
+pub enum Renewal {
+    Renewed,
+    /// NATS did not answer (an election, a lost connection): try again soon.
+    Failed(String),
+    /// The key is gone (it expired while the bucket could not be reached): nobody holds it.
+    Gone,
     /// Someone else's revision is there: another node took the lease.
     TakenOver(String),
-    /// No renewal succeeded for two thirds of the TTL.
-    Expired(String),
 }
 
-impl std::fmt::Display for Lost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::TakenOver(why) => write!(f, "another node took the lease ({why})"),
-            Self::Expired(why) => write!(f, "the lease could not be renewed in time ({why})"),
-        }
-    }
-}
+/// One renewal attempt waits at most this long (less with a short TTL), so that an attempt
+/// sent to a server that died is followed by another through the one the client reconnects to.
+const ATTEMPT: Duration = Duration::from_secs(1);
 
 impl Lease {
     /// One attempt to take the free lease.
@@ -132,10 +157,10 @@ impl Lease {
     }
 
     /// Renews once; on success the fence clock moves on.
-    pub async fn renew(&mut self) -> Result<(), Lost> {
+    pub async fn renew(&mut self) -> Renewal {
         let sent = Instant::now();
         let attempt = tokio::time::timeout(
-            self.ttl / 3,
+            ATTEMPT.min(self.ttl / 3),
             self.store.update(KEY, self.value.clone(), self.revision),
         )
         .await;
@@ -143,23 +168,40 @@ impl Lease {
             Ok(Ok(revision)) => {
                 self.revision = revision;
                 self.clock.renewed(sent, self.ttl);
-                Ok(())
+                Renewal::Renewed
             }
             Ok(Err(error)) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                self.clock.revoke();
-                Err(Lost::TakenOver(error.to_string()))
+                // Expired, or another holder's: which one decides whether the role goes on.
+                match tokio::time::timeout(ATTEMPT, self.store.entry(KEY)).await {
+                    Ok(Ok(None)) => Renewal::Gone,
+                    Ok(Ok(Some(entry))) if entry.operation != kv::Operation::Put => Renewal::Gone,
+                    Ok(Ok(Some(entry))) => Renewal::TakenOver(format!(
+                        "revision {} is {}",
+                        entry.revision,
+                        String::from_utf8_lossy(&entry.value)
+                    )),
+                    Ok(Err(error)) => Renewal::Failed(error.to_string()),
+                    Err(_) => Renewal::Failed("reading the lease timed out".into()),
+                }
             }
-            Ok(Err(error)) => self.expired_unless_valid(error.to_string()),
-            Err(_) => self.expired_unless_valid("renewal timed out".into()),
+            Ok(Err(error)) => Renewal::Failed(error.to_string()),
+            Err(_) => Renewal::Failed("renewal timed out".into()),
         }
     }
 
-    fn expired_unless_valid(&self, why: String) -> Result<(), Lost> {
-        if self.clock.valid() {
-            tracing::warn!(%why, "lease renewal failed; retrying");
-            Ok(())
-        } else {
-            Err(Lost::Expired(why))
+    /// Takes the lease again after it expired unseen (the bucket was unreachable for longer
+    /// than the TTL). The caller has checked that nobody wrote to the stream since; the epoch
+    /// stays this writer's, so its messages keep their numbering.
+    pub async fn retake(&mut self) -> Result<(), String> {
+        let sent = Instant::now();
+        match tokio::time::timeout(ATTEMPT, self.store.create(KEY, self.value.clone())).await {
+            Ok(Ok(revision)) => {
+                self.revision = revision;
+                self.clock.renewed(sent, self.ttl);
+                Ok(())
+            }
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("taking the lease again timed out".into()),
         }
     }
 
@@ -170,6 +212,15 @@ impl Lease {
             .store
             .delete_expect_revision(KEY, Some(self.revision))
             .await;
+    }
+}
+
+/// The current holder, if any; an error when the bucket did not answer.
+pub async fn current_holder(store: &kv::Store) -> Result<Option<Holder>, ClusterError> {
+    match store.get(KEY).await {
+        Ok(Some(value)) => Ok(serde_json::from_slice(&value).ok()),
+        Ok(None) => Ok(None),
+        Err(error) => Err(nats_error(error)),
     }
 }
 
@@ -184,6 +235,22 @@ pub async fn holder(store: &kv::Store) -> Option<Holder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revoked_clock_stays_revoked_and_a_lapsed_one_can_be_renewed() {
+        let clock = FenceClock::default();
+        let ttl = Duration::from_millis(3);
+        clock.renewed(Instant::now(), ttl);
+        // The fence clock is the process's monotonic clock, not the injected one: let 2 ms pass.
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(!clock.valid() && !clock.revoked(), "lapsed");
+        clock.renewed(Instant::now(), Duration::from_secs(60));
+        assert!(clock.valid(), "renewed again");
+        assert!(clock.since_renewed().is_some());
+        clock.revoke();
+        clock.renewed(Instant::now(), Duration::from_secs(60));
+        assert!(!clock.valid() && clock.revoked());
+    }
 
     #[test]
     fn the_fence_clock_allows_two_thirds_of_the_ttl_from_the_send_time() {

@@ -138,14 +138,49 @@ impl<P: Publisher> JetStreamSink<P> {
         JournalError::Fenced(why.into())
     }
 
+    /// The message was sent at least once and its fate is not known: it may be in the stream.
+    fn unconfirmed(why: impl Into<String>) -> JournalError {
+        JournalError::Unconfirmed(why.into())
+    }
+
+    /// Waits while the lease has lapsed (its renewals fail, as while NATS elects a leader) for
+    /// it to be renewed again; fails once it is lost for good or at `give_up`. Nothing is sent
+    /// or acknowledged meanwhile.
+    fn wait_for_lease(&self, give_up: Instant) -> Result<(), String> {
+        let mut waited = false;
+        while !self.fence.valid() {
+            if self.fence.revoked() {
+                return Err("the lease was lost".into());
+            }
+            if Instant::now() >= give_up {
+                return Err(format!(
+                    "the lease was not renewed within the publish deadline ({:?})",
+                    self.deadline
+                ));
+            }
+            if !waited {
+                tracing::warn!("the lease's renewal is late; holding writes until it is renewed");
+                waited = true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     /// Publishes one message into slot `next_stream_seq`, resending until the deadline.
     fn send(&mut self, payload: Bytes) -> Result<(), JournalError> {
         let k = self.next_stream_seq;
         let give_up = Instant::now() + self.deadline;
+        let mut sent = false;
         loop {
-            if !self.fence.valid() {
-                return Err(Self::fenced("the lease was not renewed in time"));
+            if let Err(why) = self.wait_for_lease(give_up) {
+                return Err(if sent {
+                    Self::unconfirmed(why)
+                } else {
+                    Self::fenced(why)
+                });
             }
+            sent = true;
             match self.publisher.publish(k, self.epoch, payload.clone()) {
                 Outcome::Stored(seq) if seq == k => break,
                 Outcome::Stored(seq) => {
@@ -161,7 +196,7 @@ impl<P: Publisher> JetStreamSink<P> {
                 Outcome::Fatal(why) => return Err(Self::fenced(why)),
                 Outcome::Transient(why) => {
                     if Instant::now() >= give_up {
-                        return Err(Self::fenced(format!(
+                        return Err(Self::unconfirmed(format!(
                             "no acknowledgement within {:?}: {why}",
                             self.deadline
                         )));
@@ -173,10 +208,11 @@ impl<P: Publisher> JetStreamSink<P> {
         }
         // The ack arrived, but after the fence time another node may already hold the lease:
         // nothing is acknowledged past it.
-        if !self.fence.valid() {
-            return Err(Self::fenced(
-                "the acknowledgement came after the lease's fence time",
-            ));
+        // It is stored, though: the next writer applies it, so its writes are not refused.
+        if let Err(why) = self.wait_for_lease(give_up) {
+            return Err(Self::unconfirmed(format!(
+                "the acknowledgement came after the lease's fence time, and then {why}"
+            )));
         }
         self.next_stream_seq = k + 1;
         self.position.set(k);
@@ -193,14 +229,25 @@ impl<P: Publisher> Sink for JetStreamSink<P> {
         _sync: bool,
     ) -> Result<(), JournalError> {
         let mut payload = Vec::new();
+        let mut stored_some = false;
+        // Once a part of the batch is stored, a later part's failure leaves the batch's fate
+        // unknown as a whole.
+        let mut send = |sink: &mut Self, payload: Vec<u8>| match sink.send(Bytes::from(payload)) {
+            Ok(()) => {
+                stored_some = true;
+                Ok(())
+            }
+            Err(JournalError::Fenced(why)) if stored_some => Err(Self::unconfirmed(why)),
+            Err(error) => Err(error),
+        };
         for frame in frames {
             if !payload.is_empty() && payload.len() + frame.len() > BATCH_BYTES {
-                self.send(Bytes::from(std::mem::take(&mut payload)))?;
+                send(self, std::mem::take(&mut payload))?;
             }
             payload.extend_from_slice(frame);
         }
         if !payload.is_empty() {
-            self.send(Bytes::from(payload))?;
+            send(self, payload)?;
         }
         Ok(())
     }
@@ -310,8 +357,35 @@ mod tests {
     fn nothing_is_sent_past_the_fence_time() {
         let (mut sink, sent, fence) = sink(vec![]);
         fence.revoke();
-        assert!(sink.commit(&[b"x"], 1, false, true).is_err());
+        let error = sink.commit(&[b"x"], 1, false, true).unwrap_err();
+        assert!(
+            matches!(error, JournalError::Fenced(_)),
+            "never sent: {error}"
+        );
         assert!(sent.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_batch_sent_and_never_confirmed_may_have_been_stored() {
+        // The deadline passed while the stream did not answer.
+        let (sink, _, _) = sink(
+            (0..1000)
+                .map(|_| Outcome::Transient("timed out".into()))
+                .collect(),
+        );
+        let mut sink = sink.with_deadline(Duration::from_millis(100));
+        let error = sink.commit(&[b"x"], 1, false, true).unwrap_err();
+        assert!(matches!(error, JournalError::Unconfirmed(_)), "{error}");
+        // Refused outright: another writer's record is in the slot, so this one is not.
+        let (mut sink, _, _) = super::tests::sink(vec![Outcome::WrongLastSequence]);
+        let error = sink.commit(&[b"x"], 1, false, true).unwrap_err();
+        assert!(matches!(error, JournalError::Fenced(_)), "{error}");
+        // A batch whose first part was stored and whose second was refused.
+        let (mut sink, _, _) =
+            super::tests::sink(vec![Outcome::Stored(5), Outcome::WrongLastSequence]);
+        let big = vec![0u8; BATCH_BYTES - 10];
+        let error = sink.commit(&[&big, &big], 1, false, true).unwrap_err();
+        assert!(matches!(error, JournalError::Unconfirmed(_)), "{error}");
     }
 
     #[test]

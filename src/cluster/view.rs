@@ -47,7 +47,24 @@ pub struct ClusterView {
     journal: std::sync::OnceLock<Journal>,
     /// On a node that does not write: the last stream message applied and the epoch by then.
     followed: Mutex<StreamMark>,
+    /// What makes the times below: milliseconds after it.
+    base: std::time::Instant,
+    /// When this node last knew it held everything the stream held (a message with nothing
+    /// pending, or the stream's end at or before what it applied); 0 never.
+    current_ms: AtomicU64,
+    /// Why following the stream fails, since when (cleared by the next message applied).
+    follow_problem: Mutex<Option<(std::time::Instant, String)>>,
+    /// The writer's fence clock, for `GET /cluster` (lease TTL and last renewal).
+    lease: Mutex<
+        Option<(
+            std::sync::Arc<super::lease::FenceClock>,
+            std::time::Duration,
+        )>,
+    >,
 }
+
+/// How long following may fail before the node says it is not ready.
+pub const STUCK_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `GET /cluster`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -63,6 +80,16 @@ pub struct ClusterStatus {
     pub lag_messages: u64,
     #[schema(value_type = Option<Object>)]
     pub writer: Option<Holder>,
+    /// How far behind the stream this node may be, in milliseconds: the time since it last knew
+    /// it held everything the stream held (0 on a writer holding its lease). `X-Botlist-Lag-Ms`.
+    pub lag_ms: u64,
+    /// Whether the node serves traffic as it should: false while following the stream has
+    /// failed for more than 10 s (`not_ready` says why).
+    pub ready: bool,
+    pub not_ready: Option<String>,
+    /// On the writer: the lease's TTL and how long ago it was last renewed, in milliseconds.
+    pub lease_ttl_ms: Option<u64>,
+    pub lease_renewed_ms_ago: Option<u64>,
 }
 
 impl ClusterView {
@@ -80,6 +107,10 @@ impl ClusterView {
                 stream_seq: 0,
                 epoch: 0,
             }),
+            base: std::time::Instant::now(),
+            current_ms: AtomicU64::new(0),
+            follow_problem: Mutex::new(None),
+            lease: Mutex::new(None),
         });
         view.set_role(role);
         view
@@ -168,10 +199,95 @@ impl ClusterView {
         metrics::gauge!("botlist_cluster_lag_messages").set(status.lag_messages as f64);
     }
 
+    /// A message was applied (or the stream's end was read at or before what is applied);
+    /// `current`: nothing was pending after it. Clears a following problem.
+    pub fn heard_from_stream(&self, current: bool) {
+        if current {
+            let now = self.base.elapsed().as_millis() as u64;
+            self.current_ms.fetch_max(now.max(1), Ordering::AcqRel);
+        }
+        let cleared = self
+            .follow_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((since, why)) = cleared {
+            tracing::info!(after = ?since.elapsed(), %why, "following the stream again");
+            metrics::gauge!("botlist_cluster_follow_stuck").set(0.0);
+        }
+    }
+
+    /// Following the stream failed (`why`); true the first time in an outage, when the caller
+    /// logs it (one line per outage).
+    pub fn following_failed(&self, why: &str) -> bool {
+        let mut problem = self
+            .follow_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        metrics::counter!("botlist_cluster_follow_failures_total").increment(1);
+        match problem.as_mut() {
+            Some((_, was)) => {
+                why.clone_into(was);
+                false
+            }
+            None => {
+                *problem = Some((std::time::Instant::now(), why.to_owned()));
+                true
+            }
+        }
+    }
+
+    /// Why the node is not ready for traffic, if it is not: following has failed for longer
+    /// than [`STUCK_AFTER`].
+    pub fn not_ready(&self) -> Option<String> {
+        if self.role() == NodeRole::Writer {
+            return None;
+        }
+        let problem = self
+            .follow_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (since, why) = problem.as_ref()?;
+        let stuck = since.elapsed() >= STUCK_AFTER;
+        metrics::gauge!("botlist_cluster_follow_stuck").set(f64::from(u8::from(stuck)));
+        stuck.then(|| {
+            format!(
+                "following the stream has failed for {:?}: {why}",
+                since.elapsed()
+            )
+        })
+    }
+
+    /// The writer's lease, shown by `GET /cluster`.
+    pub fn set_lease(
+        &self,
+        clock: std::sync::Arc<super::lease::FenceClock>,
+        ttl: std::time::Duration,
+    ) {
+        *self.lease.lock().unwrap_or_else(|p| p.into_inner()) = Some((clock, ttl));
+    }
+
+    /// How far behind the stream this node may be: 0 on a writer whose lease is valid; else
+    /// the time since it last knew it held all the stream held.
+    pub fn lag_ms(&self) -> u64 {
+        if self.role() == NodeRole::Writer {
+            let lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+            return match lease.as_ref() {
+                Some((clock, _)) if !clock.valid() => {
+                    clock.since_renewed().map_or(0, |d| d.as_millis() as u64)
+                }
+                _ => 0,
+            };
+        }
+        let now = self.base.elapsed().as_millis() as u64;
+        now.saturating_sub(self.current_ms.load(Ordering::Acquire))
+    }
+
     pub fn status(&self) -> ClusterStatus {
         let applied_seq = self.applied_seq();
         let position = self.stream_position.get();
         let stream_last_seq = self.stream_last_seq.load(Ordering::Acquire).max(position);
+        let lease = self.lease.lock().unwrap_or_else(|p| p.into_inner()).clone();
         ClusterStatus {
             node_id: self.node_id.clone(),
             role: self.role(),
@@ -181,6 +297,14 @@ impl ClusterView {
             stream_last_seq,
             lag_messages: stream_last_seq - position,
             writer: self.writer(),
+            lag_ms: self.lag_ms(),
+            not_ready: self.not_ready(),
+            ready: self.not_ready().is_none(),
+            lease_ttl_ms: lease.as_ref().map(|(_, ttl)| ttl.as_millis() as u64),
+            lease_renewed_ms_ago: lease
+                .as_ref()
+                .and_then(|(clock, _)| clock.since_renewed())
+                .map(|d| d.as_millis() as u64),
         }
     }
 }
@@ -196,4 +320,11 @@ pub fn count_fenced() {
 
 pub fn count_failover() {
     metrics::counter!("botlist_cluster_failovers_total").increment(1);
+}
+
+/// A forwarded write that failed: before it was sent (`no_writer`), or after, with its outcome
+/// unknown (`outcome_unknown`).
+pub fn count_forward_failed(after_sending: bool) {
+    let outcome = if after_sending { "unknown" } else { "not_sent" };
+    metrics::counter!("botlist_cluster_forward_failed_total", "outcome" => outcome).increment(1);
 }

@@ -20,6 +20,9 @@ pub struct ClusterSettings {
     /// How long a waiting read waits for this node to apply the sequence it asks for
     /// (`--min-seq-wait-ms`).
     pub min_seq_wait: Duration,
+    /// How far behind the stream a node may be before its reads answer 503 `replica_behind`
+    /// unless the client allows stale reads (`--max-lag-ms`).
+    pub max_lag: Duration,
 }
 
 /// `--role`: `auto` takes the lease when it is free; `follower` never does.
@@ -50,6 +53,7 @@ impl ClusterSettings {
             role: args.role,
             publish_deadline: Duration::from_secs(args.publish_deadline),
             min_seq_wait: Duration::from_millis(args.min_seq_wait_ms),
+            max_lag: Duration::from_millis(args.max_lag_ms),
         })
     }
 

@@ -105,7 +105,7 @@ pub struct ClusterInitArgs {
     #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
     pub cluster_prefix: String,
     /// Seconds the writer's lease lives without renewal, for the bucket if this creates it.
-    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
 }
@@ -281,7 +281,7 @@ pub struct ServeArgs {
     pub cluster_prefix: String,
 
     /// Cluster mode: seconds the writer's lease lives without renewal.
-    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 15,
+    #[arg(long, env = "BOTLIST_LEASE_TTL", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_ttl: u64,
 
@@ -313,6 +313,14 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_MIN_SEQ_WAIT_MS", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub min_seq_wait_ms: u64,
+
+    /// Cluster mode: milliseconds a node may go without knowing it holds everything the stream
+    /// holds before its reads answer 503 replica_behind (unless the client sends
+    /// X-Botlist-Allow-Stale: true). Longer than a JetStream election, so one alone does not
+    /// turn reads away.
+    #[arg(long, env = "BOTLIST_MAX_LAG_MS", default_value_t = 8000,
+          value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub max_lag_ms: u64,
 }
 
 /// Where the API reference is served (`GET /docs`): no base path may be it.

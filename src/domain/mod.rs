@@ -47,4 +47,7 @@ pub enum Rejection {
     /// Too soon after the last change of its kind (an announcement within 4 hours): allowed
     /// again in `retry_after` seconds.
     TooSoon { retry_after: u64, message: String },
+    /// Cluster mode: the writer sent the change and lost its role before it knew whether the
+    /// stream stored it. It may have been: clients retry it, never read it as "not stored".
+    OutcomeUnknown(String),
 }

@@ -84,6 +84,10 @@ pub fn free_port() -> u16 {
 pub struct NatsServer {
     child: Option<Child>,
     pub port: u16,
+    /// The monitoring port (`/jsz`: who leads what).
+    pub monitor: u16,
+    binary: PathBuf,
+    config: PathBuf,
 }
 
 impl NatsServer {
@@ -103,6 +107,32 @@ impl NatsServer {
             let _ = child.wait();
         }
     }
+
+    /// Starts the server again on its store and ports (after `kill9`).
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.child = Some(Self::spawn(&self.binary, &self.config));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// `GET /jsz?...` on this server's monitoring port.
+    pub fn jsz(&self, query: &str) -> Option<Value> {
+        Client::new()
+            .get(format!("http://127.0.0.1:{}/jsz?{query}", self.monitor))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .ok()?
+            .json()
+            .ok()
+    }
 }
 
 impl Drop for NatsServer {
@@ -121,6 +151,7 @@ impl NatsCluster {
     pub fn start(binary: &Path) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let monitor_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let route_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let routes: Vec<String> = route_ports
             .iter()
@@ -134,10 +165,11 @@ impl NatsCluster {
             std::fs::write(
                 &config,
                 format!(
-                    "server_name: n{i}\nlisten: 127.0.0.1:{}\nmax_payload: 8MB\n\
+                    "server_name: n{i}\nlisten: 127.0.0.1:{}\nhttp: 127.0.0.1:{}\nmax_payload: 8MB\n\
                      jetstream {{ store_dir: {:?}, sync_interval: always }}\n\
-                     cluster {{ name: botlist, listen: 127.0.0.1:{}, routes: [{}] }}\n",
+                     cluster {{ name: botlist, listen: 127.0.0.1:{}, routes: [{}], no_advertise: true }}\n",
                     client_ports[i],
+                    monitor_ports[i],
                     store.display().to_string(),
                     route_ports[i],
                     routes.join(", ")
@@ -147,6 +179,9 @@ impl NatsCluster {
             servers.push(NatsServer {
                 child: Some(NatsServer::spawn(binary, &config)),
                 port: client_ports[i],
+                monitor: monitor_ports[i],
+                binary: binary.to_owned(),
+                config,
             });
         }
         for server in &servers {
@@ -157,6 +192,45 @@ impl NatsCluster {
             }
         }
         Self { servers, _dir: dir }
+    }
+
+    /// The index of the server that leads `what`: `"meta"` (the JetStream meta group) or a
+    /// stream's name (`botlist_journal`, `KV_botlist_lease`), as the running servers say.
+    pub fn leader_of(&self, what: &str) -> Option<usize> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            for server in self.servers.iter().filter(|s| s.running()) {
+                let leader = if what == "meta" {
+                    server
+                        .jsz("")
+                        .and_then(|j| j["meta_cluster"]["leader"].as_str().map(str::to_owned))
+                } else {
+                    server.jsz("accounts=true&streams=true").and_then(|j| {
+                        j["account_details"].as_array()?.iter().find_map(|account| {
+                            account["stream_detail"]
+                                .as_array()?
+                                .iter()
+                                .find_map(|stream| {
+                                    (stream["name"] == what)
+                                        .then(|| {
+                                            stream["cluster"]["leader"].as_str().map(str::to_owned)
+                                        })
+                                        .flatten()
+                                })
+                        })
+                    })
+                };
+                if let Some(name) = leader.filter(|n| !n.is_empty()) {
+                    if let Some(i) = name.strip_prefix('n').and_then(|i| i.parse().ok()) {
+                        return Some(i);
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// `nats://127.0.0.1:a,nats://127.0.0.1:b,...`
@@ -224,7 +298,7 @@ impl Node {
         Self::start_in(&stopped.name.clone(), stopped.args.clone(), dir)
     }
 
-    /// A node with the default lease TTL (15 s).
+    /// A node with the default lease TTL (7 s).
     pub fn start_default_lease(name: &str, nats: &str) -> Node {
         let mut args = Self::args(name, nats, &[]);
         let ttl = args

@@ -15,6 +15,8 @@ pub const FIRST_USER: u64 = 200_000_000_000_000_000;
 
 pub struct Load {
     stop: Arc<AtomicBool>,
+    /// When the newest 2xx came, as the clients go.
+    last_ack: Arc<Mutex<Option<Instant>>>,
     pub bases: Arc<Mutex<Vec<String>>>,
     threads: Vec<JoinHandle<Vec<(u64, Instant)>>>,
     pub bots: Vec<(String, String)>,
@@ -44,6 +46,12 @@ impl Acked {
 impl Load {
     /// Lists one bot per client through `nodes[0]`, then starts the clients.
     pub fn start(nodes: &[Node], clients: usize) -> Load {
+        Self::start_paced(nodes, clients, Duration::from_millis(20))
+    }
+
+    /// As `start`, each client pausing `pause` between votes (a longer scenario needs a longer
+    /// pause: a bot lists at most 900 voters).
+    pub fn start_paced(nodes: &[Node], clients: usize, pause: Duration) -> Load {
         let bots: Vec<(String, String)> = (0..clients)
             .map(|i| nodes[i % nodes.len()].create_bot(500 + i as u64))
             .collect();
@@ -51,11 +59,13 @@ impl Load {
             nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
         ));
         let stop = Arc::new(AtomicBool::new(false));
+        let last_ack = Arc::new(Mutex::new(None::<Instant>));
         let threads = bots
             .iter()
             .enumerate()
             .map(|(i, (bot, _))| {
                 let (bot, bases, stop) = (bot.clone(), Arc::clone(&bases), Arc::clone(&stop));
+                let last_ack = Arc::clone(&last_ack);
                 std::thread::spawn(move || {
                     let client = Client::builder()
                         .timeout(Duration::from_secs(15))
@@ -83,14 +93,17 @@ impl Load {
                             .send();
                         match sent {
                             Ok(response) if response.status().is_success() => {
-                                acked.push((user, Instant::now()));
+                                let now = Instant::now();
+                                acked.push((user, now));
+                                let mut last = last_ack.lock().unwrap_or_else(|p| p.into_inner());
+                                *last = Some(last.map_or(now, |l: Instant| l.max(now)));
                             }
                             // 503 (no writer, fenced) or a dropped connection: either way.
                             _ => std::thread::sleep(Duration::from_millis(20)),
                         }
                         // At most about 50 votes a second a client: the 900 a bot can list
                         // (voters endpoint) then last the longest scenario (about 20 s).
-                        std::thread::sleep(Duration::from_millis(20));
+                        std::thread::sleep(pause);
                     }
                     acked
                 })
@@ -98,10 +111,17 @@ impl Load {
             .collect();
         Load {
             stop,
+            last_ack,
             bases,
             threads,
             bots,
         }
+    }
+
+    /// The newest 2xx, if it came after `after`.
+    pub fn first_ack_after(&self, after: Instant) -> Option<Instant> {
+        let last = *self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
+        last.filter(|at| *at > after)
     }
 
     pub fn set_base(&self, index: usize, base: &str) {

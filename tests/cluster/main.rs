@@ -1,9 +1,11 @@
 //! Cluster mode: three nats-servers and three botlist nodes on loopback, as real processes,
 //! killed, stopped and restarted. See harness.rs for how a missing nats-server is handled.
 
+mod chaos;
 mod damage;
 mod followers;
 mod harness;
 mod load;
 mod people;
+mod outages;
 mod scenarios;

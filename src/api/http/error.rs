@@ -95,6 +95,11 @@ errors! {
         "the change may have been stored; retry it once the service is ready";
     /// `GET /readyz`: the service cannot take writes now; the message says why.
     NotReady = SERVICE_UNAVAILABLE, "not_ready", "the service cannot take writes now";
+    /// Cluster mode: the write was sent to the writer, which stopped answering before it said
+    /// what became of it. It may have been stored: a client retries it (a vote stored already
+    /// answers 409 `already_voted`).
+    OutcomeUnknown = SERVICE_UNAVAILABLE, "outcome_unknown",
+        "the writer stopped answering after it was sent this write: it may have been stored; retry it";
 }
 
 impl Code {
@@ -279,6 +284,10 @@ impl From<Rejection> for ApiError {
                 retry_after,
                 message,
             } => Code::TooManyRequests.with(message).retry_after(retry_after),
+            Rejection::OutcomeUnknown(why) => {
+                tracing::warn!(%why, "a write's outcome is unknown");
+                Code::OutcomeUnknown.with(Code::OutcomeUnknown.row().message.into()).retry_after(1)
+            }
             Rejection::AlreadyVoted { retry_at } => Code::AlreadyVoted.with(format!(
                 "this user already voted for this bot in the last 12 hours; next vote possible at {retry_at}"
             )),

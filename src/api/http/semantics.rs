@@ -201,6 +201,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             IF_NONE_MATCH,
             HeaderName::from_static("x-request-id"),
             HeaderName::from_static("x-botlist-min-seq"),
+            HeaderName::from_static("x-botlist-allow-stale"),
         ])
         .expose_headers([
             HeaderName::from_static("x-ratelimit-limit"),
@@ -210,6 +211,7 @@ pub fn cors(origins: &[String]) -> Option<Cors> {
             ETAG,
             HeaderName::from_static("x-request-id"),
             HeaderName::from_static("x-botlist-seq"),
+            HeaderName::from_static("x-botlist-lag-ms"),
         ])
         .max_age(3600);
     if origins.iter().any(|o| o == "*") {

@@ -99,6 +99,13 @@ pub enum JournalError {
     /// took over, or the deadline passed). Nothing after it is acknowledged by this node.
     #[error("this node is no longer the writer: {0}")]
     Fenced(String),
+    /// Cluster mode: the batch was sent and then the writer lost its role without learning
+    /// that the stream stored it (no ack before the deadline, or one after the fence time). It
+    /// may have been stored, and the next writer then applies it: never answered "not stored".
+    #[error(
+        "this node lost the writer's role after sending the write, which may have been stored: {0}"
+    )]
+    Unconfirmed(String),
     /// Cluster mode: this node follows the stream and makes no records of its own.
     #[error("this node does not write; writes go to the writer")]
     NotWriter,
@@ -113,8 +120,11 @@ impl JournalError {
     /// file (or, in cluster mode, the stream may have taken it), so a restart may replay it.
     pub fn maybe_stored(&self) -> bool {
         match self {
-            Self::MaybeWritten(_) | Self::Fenced(_) => true,
-            Self::Write(_) | Self::Encode(_) | Self::Stopped | Self::NotWriter => false,
+            Self::MaybeWritten(_) | Self::Unconfirmed(_) => true,
+            // A fenced batch was refused by the stream's compare-and-set: never stored.
+            Self::Write(_) | Self::Encode(_) | Self::Stopped | Self::Fenced(_) | Self::NotWriter => {
+                false
+            }
         }
     }
 
@@ -127,6 +137,7 @@ impl JournalError {
             Self::Encode(_) => "encode",
             Self::Stopped => "stopped",
             Self::Fenced(_) => "fenced",
+            Self::Unconfirmed(_) => "unconfirmed",
             Self::NotWriter => "not_writer",
         }
     }
@@ -136,6 +147,8 @@ impl JournalError {
     fn not_written(self) -> Self {
         match self {
             Self::MaybeWritten(error) => Self::Write(error),
+            // Only the batch that was sent may have been stored; every later one never is.
+            Self::Unconfirmed(why) => Self::Fenced(why),
             other => other,
         }
     }

@@ -35,6 +35,7 @@ pub(super) async fn follow(
     overtaken: mpsc::UnboundedSender<Ended>,
 ) {
     let mut messages: Option<Ordered> = None;
+    let consumers = catchup::Consumers::new(&node.view.node_id);
     let mut looked = Instant::now() - POLL;
     // The stream's end as last looked up, and when a message last arrived: a consumer that
     // delivers nothing while the stream is ahead (its server died) is replaced.
@@ -53,14 +54,18 @@ pub(super) async fn follow(
             }
         }
         let Some(reader) = messages.as_mut() else {
-            messages = open_reader(&node, &applier).await;
+            messages = open_reader(&node, &applier, &consumers).await;
             continue;
         };
         let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
             Err(_) => {
                 let behind = applier.lock().await.position.stream_seq < stream_last;
                 if behind && last_message.elapsed() >= POLL * 2 {
-                    tracing::warn!("the stream's consumer stalled; following it anew");
+                    if node.view.following_failed(
+                        "the stream's consumer delivered nothing while the stream was ahead",
+                    ) {
+                        tracing::warn!("the stream's consumer stalled; following it anew");
+                    }
                     messages = None;
                 }
                 continue;
@@ -88,33 +93,83 @@ pub(super) async fn follow(
 /// Who writes (this node is a candidate while no one does, if it may take over), and the
 /// stream's last message when it could be read. `None` once the node stops following.
 async fn look_around(node: &Node, stop: &watch::Receiver<bool>) -> Option<Option<u64>> {
-    let writer = lease::holder(&node.store).await;
-    // Following a writer; a candidate while there is none and this node may take over.
-    let role = match (&writer, node.cluster.role) {
-        (None, Role::Auto) => NodeRole::Candidate,
-        _ => NodeRole::Follower,
-    };
-    node.view.set_writer(writer);
+    // While the bucket cannot be read (an election, a lost connection) the writer known last
+    // is still the one to forward to: only a bucket that answers says there is none.
+    let asked = tokio::time::timeout(POLL * 2, lease::current_holder(&node.store)).await;
+    if let Ok(Ok(writer)) = asked {
+        // Following a writer; a candidate while there is none and this node may take over.
+        let role = match (&writer, node.cluster.role) {
+            (None, Role::Auto) => NodeRole::Candidate,
+            _ => NodeRole::Follower,
+        };
+        node.view.set_writer(writer);
+        if *stop.borrow() {
+            return None;
+        }
+        node.view.set_role(role);
+    }
     if *stop.borrow() {
         return None;
     }
-    node.view.set_role(role);
-    let last = catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name())
-        .await
-        .ok();
+    let last = tokio::time::timeout(
+        POLL * 2,
+        catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name()),
+    )
+    .await
+    .unwrap_or_else(|_| Err(crate::cluster::ClusterError::Nats("timed out".into())));
+    let last = match last {
+        Ok(last) => Some(last),
+        Err(error) => {
+            let why = format!("the stream's state cannot be read: {error}");
+            if node.view.following_failed(&why) {
+                tracing::warn!(%why, "following the stream is interrupted");
+            }
+            None
+        }
+    };
     if let Some(last) = last {
         node.view.set_stream_last_seq(last);
+        if last <= node.view.stream_position.get() {
+            // Nothing to apply: the node is as current as the stream said a moment ago.
+            node.view.heard_from_stream(true);
+        }
     }
     Some(last)
 }
 
-/// A consumer from the message after the actors' state; `None` after a failure (and a pause).
-async fn open_reader(node: &Node, applier: &tokio::sync::Mutex<Applier>) -> Option<Ordered> {
+/// A consumer from the message after the actors' state, once the consumers this node made
+/// before are deleted; `None` after a failure (and a pause), which the view records (readiness,
+/// a metric and one log line per outage say why).
+async fn open_reader(
+    node: &Node,
+    applier: &tokio::sync::Mutex<Applier>,
+    consumers: &catchup::Consumers,
+) -> Option<Ordered> {
     let from = applier.lock().await.position.stream_seq;
-    match catchup::follow(&node.nats.js, &node.cluster.stream_name(), from).await {
+    let stream = node.cluster.stream_name();
+    let deleted = consumers.clean_up(&node.nats.js, &stream).await;
+    if deleted > 0 {
+        tracing::info!(
+            deleted,
+            "deleted the stream consumers this node made before"
+        );
+    }
+    let opened = tokio::time::timeout(
+        POLL * 4,
+        catchup::follow(&node.nats.js, &stream, from, consumers.next()),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        Err(crate::cluster::ClusterError::Nats(
+            "creating the consumer timed out".into(),
+        ))
+    });
+    match opened {
         Ok(reader) => Some(reader),
         Err(error) => {
-            tracing::warn!(%error, "cannot follow the stream; retrying");
+            if node.view.following_failed(&error.to_string()) {
+                tracing::warn!(%error, "cannot follow the stream; retrying every 0.5 s until it can");
+            }
             tokio::time::sleep(POLL).await;
             None
         }
@@ -153,6 +208,7 @@ async fn apply(
     drop(applying);
     let Err(error) = applied else {
         node.view.set_stream_last_seq(stream_seq + pending);
+        node.view.heard_from_stream(pending == 0);
         return Applied::Next;
     };
     if let Some(ClusterError::Newer(why)) = error {

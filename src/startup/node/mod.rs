@@ -292,9 +292,14 @@ async fn start_following(node: &Node, start: Start) -> Result<Following, Cluster
         step_down: step_down_tx,
         token: TokenHash::of(node.cluster.token.expose()),
         min_seq_wait: node.cluster.min_seq_wait,
+        max_lag: node.cluster.max_lag,
         forwarder: Arc::new(
-            Forwarder::new(Arc::clone(&node.view), node.cluster.token.clone())
-                .map_err(nats_error)?,
+            Forwarder::new(
+                Arc::clone(&node.view),
+                node.cluster.token.clone(),
+                node.cluster.publish_deadline + Duration::from_secs(5),
+            )
+            .map_err(nats_error)?,
         ),
     });
     let replication = Box::new(ClusterSnapshots {

@@ -12,13 +12,14 @@ use super::leave::Held;
 use super::{Ended, Node, POLL};
 use crate::cluster::catchup;
 use crate::cluster::follow::Applier;
-use crate::cluster::lease::{FenceClock, Holder, Lease};
+use crate::cluster::lease::{self, FenceClock, Holder, Lease, Renewal};
 use crate::cluster::sink::{self, JetStreamSink, NatsPublisher, Outcome};
 use crate::cluster::view::{self, NodeRole};
 use crate::cluster::{nats_error, ClusterError};
 use crate::config::Role;
 use crate::persist::journal::Journal;
 use crate::startup::Promoter;
+use async_nats::jetstream::kv;
 
 /// What taking and holding the writer's role needs.
 pub(super) struct Candidacy {
@@ -57,14 +58,14 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
     let (lost_tx, lost) = mpsc::unbounded_channel::<String>();
     let epoch = lease.epoch;
     let fence = Arc::clone(&lease.clock);
+    view.set_lease(Arc::clone(&fence), node.cluster.lease_ttl);
     *held.fence.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&fence));
     let (release_tx, release_rx) = oneshot::channel::<()>();
     *held.release.lock().unwrap_or_else(|p| p.into_inner()) = Some(release_tx);
-    let ttl = node.cluster.lease_ttl;
     node.nats
         .runtime
         .handle
-        .spawn(renew(lease, ttl, lost_tx.clone(), release_rx));
+        .spawn(renew(node.clone(), lease, lost_tx.clone(), release_rx));
 
     let applied = match promote(&node, &applier, &journal, epoch, fence).await {
         Ok(applied) => applied,
@@ -80,18 +81,30 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
     ended
 }
 
-/// Tries the lease every `POLL` until this node holds it (never with `--role follower`).
+/// Tries the lease every `POLL` until this node holds it (never with `--role follower`), once
+/// it has seen the key free twice in a row: a writer whose lease expired while the bucket
+/// elected a leader takes it again first (it retries every 250 ms), so an election costs no
+/// failover.
 async fn wait_for_lease(node: &Node, me: &Holder) -> Lease {
+    let mut free_before = false;
     loop {
         if node.cluster.role == Role::Auto {
             let (store, me, ttl) = (node.store.clone(), me.clone(), node.cluster.lease_ttl);
             let taken = node
                 .nats
                 .runtime
-                .run(async move { Lease::try_take(&store, &me, ttl).await })
+                .run(async move {
+                    match store.entry(lease::KEY).await {
+                        Ok(Some(entry)) if entry.operation == kv::Operation::Put => Err(false),
+                        Ok(_) if free_before => Lease::try_take(&store, &me, ttl).await.ok_or(true),
+                        Ok(_) => Err(true),
+                        Err(_) => Err(false),
+                    }
+                })
                 .await;
-            if let Some(lease) = taken {
-                return lease;
+            match taken {
+                Ok(lease) => return lease,
+                Err(free) => free_before = free,
             }
         }
         tokio::time::sleep(POLL).await;
@@ -210,29 +223,95 @@ async fn claim_slot(
     }
 }
 
-/// Renews the lease every TTL/5 until it is lost or handed back.
+/// Renews the lease every TTL/5 (every 250 ms while renewals fail) until it is lost or handed
+/// back. A failed renewal is no loss: while the lease's bucket elects a leader nobody can take
+/// the lease, and the writer only pauses (the sink waits while the fence clock has lapsed). The
+/// role ends when another node holds the lease, when the lease expired and the stream moved on
+/// without this writer, or when nothing was renewed for twice the TTL.
 async fn renew(
+    node: Node,
     mut lease: Lease,
-    ttl: Duration,
     lost: mpsc::UnboundedSender<String>,
     mut release: oneshot::Receiver<()>,
 ) {
+    let ttl = node.cluster.lease_ttl;
+    let mut last_renewed = std::time::Instant::now();
+    let mut failing: Option<String> = None;
     loop {
+        let pause = if failing.is_some() {
+            RETRY_RENEWAL
+        } else {
+            ttl / 5
+        };
         tokio::select! {
             _ = &mut release => {
                 lease.release().await;
                 return;
             }
-            () = tokio::time::sleep(ttl / 5) => {}
+            () = tokio::time::sleep(pause) => {}
         }
-        // A renewal that comes too late (the process was stopped) must not count.
-        if !lease.clock.valid() {
-            let _ = lost.send("the lease expired before it was renewed".into());
+        let why = match lease.renew().await {
+            Renewal::Renewed => {
+                if let Some(why) = failing.take() {
+                    tracing::info!(after = ?last_renewed.elapsed(), %why, "the lease is renewed again");
+                }
+                last_renewed = std::time::Instant::now();
+                continue;
+            }
+            Renewal::TakenOver(why) => {
+                lease.clock.revoke();
+                let _ = lost.send(format!("another node took the lease ({why})"));
+                return;
+            }
+            Renewal::Gone => match retake(&node, &mut lease).await {
+                Ok(()) => {
+                    tracing::warn!(
+                        epoch = lease.epoch,
+                        "the lease expired while NATS could not be reached; took it again"
+                    );
+                    failing = None;
+                    last_renewed = std::time::Instant::now();
+                    continue;
+                }
+                Err(why) if lease.clock.revoked() => {
+                    let _ = lost.send(why);
+                    return;
+                }
+                Err(why) => why,
+            },
+            Renewal::Failed(why) => why,
+        };
+        if last_renewed.elapsed() >= ttl * 2 {
+            lease.clock.revoke();
+            let _ = lost.send(format!(
+                "the lease was not renewed for {:?} ({why})",
+                last_renewed.elapsed()
+            ));
             return;
         }
-        if let Err(why) = lease.renew().await {
-            let _ = lost.send(why.to_string());
-            return;
+        if failing.is_none() {
+            // One line per outage, not one per attempt.
+            tracing::warn!(%why, "lease renewal failed; retrying");
         }
+        failing = Some(why);
     }
+}
+
+/// How soon a failed renewal is tried again.
+const RETRY_RENEWAL: Duration = Duration::from_millis(250);
+
+/// Takes the expired lease again, if the stream still ends where this writer left it (or at
+/// its own message in flight): then nobody else wrote, and the writer goes on in its epoch.
+async fn retake(node: &Node, lease: &mut Lease) -> Result<(), String> {
+    let last = catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mine = node.view.stream_position.get();
+    if last > mine + 1 {
+        lease.clock.revoke();
+        return Err(format!(
+            "the lease expired and the stream moved on to {last} past this writer's {mine}"
+        ));
+    }
+    lease.retake().await
 }

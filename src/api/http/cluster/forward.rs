@@ -1,8 +1,10 @@
 //! Requests a node does not answer itself go to the writer named in the lease, with the
 //! cluster token and the client's address, and the writer's answer comes back as it is
 //! (status, headers such as `X-Botlist-Seq`, body). A request that cannot be forwarded is
-//! [`NotForwarded`], which the client sees as 503 `no_writer`. A node forwards writes while it
-//! follows the stream.
+//! [`NotForwarded`]: 503 `no_writer` when it never reached a writer (none known, or the
+//! connection was refused), 503 `outcome_unknown` when it was sent and no whole answer came
+//! back (the writer may have stored it: a client must not read that as "not stored"). A node
+//! forwards writes while it follows the stream.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +37,9 @@ pub struct Forwarder {
     token: Secret,
 }
 
-/// Why a request was not forwarded: there is no writer to send it to, or the writer could not
-/// be reached. Each is a `no_writer` answer to the client; the client retries.
+/// Why a request was not forwarded, or its answer did not come back. The client retries
+/// either way; only [`NotForwarded::Unanswered`] and [`NotForwarded::CutShort`] may have been
+/// stored, and they say so (`outcome_unknown`), never `no_writer`.
 #[derive(Debug, thiserror::Error)]
 pub enum NotForwarded {
     #[error("no node holds the writer's lease")]
@@ -50,15 +53,32 @@ pub enum NotForwarded {
     /// with stale views must not bounce it.
     #[error("the request was forwarded here by another node")]
     Bounced,
+    /// The connection to the writer was refused or could not be made: nothing was sent.
     #[error("the writer could not be reached: {0}")]
     Unreachable(String),
+    /// The request was (or may have been) sent, and no answer came: the writer died, stopped or
+    /// cut the connection while it had the request.
+    #[error("the writer did not answer: {0}")]
+    Unanswered(String),
+    /// The writer's status and headers came, its body did not.
     #[error("the writer's answer was cut short")]
     CutShort,
 }
 
+impl NotForwarded {
+    /// Whether the writer may have stored the request.
+    pub fn may_be_stored(&self) -> bool {
+        matches!(self, Self::Unanswered(_) | Self::CutShort)
+    }
+}
+
 impl From<NotForwarded> for ApiError {
-    fn from(_: NotForwarded) -> Self {
-        Code::NoWriter.error()
+    fn from(why: NotForwarded) -> Self {
+        if why.may_be_stored() {
+            Code::OutcomeUnknown.error().retry_after(1)
+        } else {
+            Code::NoWriter.error()
+        }
     }
 }
 
@@ -70,11 +90,18 @@ impl NotForwarded {
 }
 
 impl Forwarder {
-    pub fn new(view: Arc<ClusterView>, token: Secret) -> std::io::Result<Self> {
+    /// `answer_within`: how long the writer may take to answer a forwarded request (its own
+    /// publish deadline and some), after which the outcome is unknown.
+    pub fn new(
+        view: Arc<ClusterView>,
+        token: Secret,
+        answer_within: Duration,
+    ) -> std::io::Result<Self> {
         Ok(Self {
             view,
             client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(answer_within)
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(std::io::Error::other)?,
@@ -117,7 +144,14 @@ impl Forwarder {
             Ok(answer) => answer,
             Err(error) => {
                 tracing::warn!(%error, writer = %writer.node_id, "forwarding to the writer failed");
-                return Err(NotForwarded::Unreachable(error.to_string()));
+                view::count_forward_failed(!error.is_connect());
+                // Only a connection that was never made proves nothing was sent; a reset, a
+                // timeout or a closed connection after that may follow a stored write.
+                return Err(if error.is_connect() {
+                    NotForwarded::Unreachable(error.to_string())
+                } else {
+                    NotForwarded::Unanswered(error.to_string())
+                });
             }
         };
         let status =
@@ -139,7 +173,10 @@ impl Forwarder {
         response.extensions_mut().insert(Enveloped);
         match answer.bytes().await {
             Ok(bytes) => Ok(response.body(bytes)),
-            Err(_) => Err(NotForwarded::CutShort),
+            Err(_) => {
+                view::count_forward_failed(true);
+                Err(NotForwarded::CutShort)
+            }
         }
     }
 }

@@ -11,7 +11,10 @@ use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, ResponseError};
 
 use super::forward::NotForwarded;
-use super::{forwarded_by_a_node, with_seq, ClusterHttp, MIN_SEQ_HEADER, SEQ_HEADER};
+use super::{
+    forwarded_by_a_node, with_seq, ClusterHttp, ALLOW_STALE_HEADER, LAG_HEADER, MIN_SEQ_HEADER,
+    SEQ_HEADER,
+};
 use crate::api::error::{ApiError, Code};
 use crate::cluster::view::NodeRole;
 
@@ -55,6 +58,25 @@ pub async fn consistency(
             return Ok(request.into_response(response));
         }
     };
+    let reads = matches!(*request.method(), Method::GET | Method::HEAD);
+    let lag = cluster.view.lag_ms();
+    if reads && lag > cluster.max_lag.as_millis() as u64 && !allows_stale(&request) {
+        let mut response = Code::ReplicaBehind
+            .with(format!(
+                "this node has not heard from the stream for {lag} ms (over {} ms): its answer \
+                 may be stale; retry, ask another node, or send {ALLOW_STALE_HEADER}: true",
+                cluster.max_lag.as_millis()
+            ))
+            .error_response();
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(LAG_HEADER), HeaderValue::from(lag));
+        let response = with_seq(response, &cluster.view);
+        return Ok(request.into_response(response));
+    }
     if let Some(wanted) = wanted {
         let give_up = Instant::now() + cluster.min_seq_wait;
         while cluster.view.applied_seq() < wanted {
@@ -80,7 +102,20 @@ pub async fn consistency(
     response
         .headers_mut()
         .insert(HeaderName::from_static(SEQ_HEADER), HeaderValue::from(seq));
+    response.headers_mut().insert(
+        HeaderName::from_static(LAG_HEADER),
+        HeaderValue::from(cluster.view.lag_ms()),
+    );
     Ok(response)
+}
+
+/// Whether the client asked to be answered however stale the node is.
+fn allows_stale(request: &ServiceRequest) -> bool {
+    request
+        .headers()
+        .get(ALLOW_STALE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true") || v.trim() == "1")
 }
 
 /// Middleware, outside everything but the access log: while this node follows the stream, a

@@ -19,6 +19,10 @@ pub use middleware::{consistency, forward_writes};
 
 pub const SEQ_HEADER: &str = "x-botlist-seq";
 pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
+/// On every response under the base path: how far behind the stream this node may be (ms).
+pub const LAG_HEADER: &str = "x-botlist-lag-ms";
+/// A read that sends `X-Botlist-Allow-Stale: true` is answered however far behind the node is.
+pub const ALLOW_STALE_HEADER: &str = "x-botlist-allow-stale";
 /// The header a follower puts on a forwarded write.
 pub const TOKEN_HEADER: &str = "X-Botlist-Cluster-Token";
 
@@ -34,6 +38,9 @@ pub struct ClusterHttp {
     pub forwarder: Arc<Forwarder>,
     /// How long a read with `X-Botlist-Min-Seq` waits (`--min-seq-wait-ms`).
     pub min_seq_wait: Duration,
+    /// Past this lag, reads answer 503 `replica_behind` unless stale reads are allowed
+    /// (`--max-lag-ms`).
+    pub max_lag: Duration,
 }
 
 /// Whether another node of the cluster forwarded this request (it carries the cluster token).
@@ -70,10 +77,12 @@ mod tests {
             step_down: tokio::sync::mpsc::unbounded_channel().0,
             token: TokenHash::of("secret"),
             min_seq_wait: Duration::from_secs(1),
+            max_lag: Duration::from_secs(8),
             forwarder: Arc::new(
                 Forwarder::new(
                     ClusterView::new("a".into(), NodeRole::Writer),
                     crate::config::Secret::from("secret"),
+                    Duration::from_secs(15),
                 )
                 .expect("a client"),
             ),

@@ -1,0 +1,262 @@
+//! Issue 40, point 7: a seeded random schedule of faults under steady writes. One fault at a
+//! time, with recovery between: kill -9, SIGSTOP (then SIGCONT) or restart of a botlist node,
+//! kill -9 of a nats-server (the meta leader among them) and its restart. At the end every
+//! acknowledged vote is on every node, digests are equal, no vote answered as not stored
+//! (`no_writer`, `unavailable`) is anywhere, and no stretch without a 2xx lasted longer than the
+//! bound. `BOTLIST_CHAOS_SEED` replays a schedule (the seed is printed); `BOTLIST_CHAOS_SECS`
+//! sets how long it runs (120 by default, as in CI).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+use super::scenarios::converged;
+
+/// The longest a client may go without a 2xx (points 1 and 2 of issue 40).
+const BOUND: Duration = Duration::from_secs(10);
+
+/// A small, seeded generator (xorshift): the schedule must replay from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[derive(Default)]
+struct Outcomes {
+    /// (bot index, user): answered 2xx.
+    acked: Vec<(usize, u64)>,
+    /// Answered as not stored.
+    refused: Vec<(usize, u64)>,
+    /// When each 2xx came, in order.
+    times: Vec<Instant>,
+}
+
+fn clients(
+    bots: &[(String, String)],
+    bases: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    outcomes: Arc<Mutex<Outcomes>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    bots.iter()
+        .enumerate()
+        .map(|(i, (bot, _))| {
+            let (bot, bases, stop, outcomes) = (
+                bot.clone(),
+                Arc::clone(&bases),
+                Arc::clone(&stop),
+                Arc::clone(&outcomes),
+            );
+            std::thread::spawn(move || {
+                let client = Client::builder()
+                    .timeout(Duration::from_secs(20))
+                    .build()
+                    .expect("client");
+                let mut user = 600_000_000_000_000_000u64 + (i as u64) * 1_000_000;
+                let mut turn = i;
+                let mut sent = 0;
+                while !stop.load(Ordering::Relaxed) && sent < 880 {
+                    user += 1;
+                    turn += 1;
+                    let base = {
+                        let bases = bases.lock().unwrap_or_else(|p| p.into_inner());
+                        bases[turn % bases.len()].clone()
+                    };
+                    let answer = client
+                        .post(format!("{base}/admin/bots/{bot}/votes"))
+                        .header("Authorization", ADMIN)
+                        .json(
+                            &json!({"user_id": user.to_string(), "username": "c", "avatar": null}),
+                        )
+                        .send();
+                    let mut outcomes = outcomes.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Ok(response) = answer {
+                        sent += 1;
+                        let status = response.status();
+                        let body: Value = response.json().unwrap_or(Value::Null);
+                        let code = body["error"]["code"].as_str().unwrap_or("");
+                        if status.is_success() {
+                            outcomes.acked.push((i, user));
+                            outcomes.times.push(Instant::now());
+                        } else if status == StatusCode::SERVICE_UNAVAILABLE
+                            && (code == "no_writer" || code == "unavailable")
+                        {
+                            outcomes.refused.push((i, user));
+                        }
+                    }
+                    drop(outcomes);
+                    std::thread::sleep(Duration::from_millis(150));
+                }
+            })
+        })
+        .collect()
+}
+
+/// Starts node `i` again on its data directory.
+fn restart(nodes: &mut Vec<Node>, i: usize, bases: &Mutex<Vec<String>>) {
+    let stopped = nodes.remove(i);
+    nodes.insert(i, Node::start_in_dir_of(stopped));
+    bases.lock().unwrap_or_else(|p| p.into_inner())[i] = nodes[i].base.clone();
+}
+
+/// Restarts every node that exited (code 5 only: anything else fails the test).
+fn restart_exited(nodes: &mut Vec<Node>, bases: &Mutex<Vec<String>>) {
+    for i in 0..nodes.len() {
+        if let Some(status) = nodes[i].exited() {
+            assert_eq!(status.code(), Some(5), "node{i}: {}", nodes[i].log());
+            restart(nodes, i, bases);
+        }
+    }
+}
+
+#[test]
+fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
+    let Some(binary) = nats_or_skip("a_seeded_schedule_of_faults_loses_nothing_acknowledged")
+    else {
+        return;
+    };
+    let seed = std::env::var("BOTLIST_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(4242, |d| d.as_nanos() as u64)
+                | 1
+        });
+    let seconds = std::env::var("BOTLIST_CHAOS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120u64);
+    eprintln!("chaos: seed {seed} (BOTLIST_CHAOS_SEED={seed} replays it), {seconds} s");
+    let mut rng = Rng(seed);
+    let mut nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::start_default_lease(&format!("node{i}"), &urls))
+        .collect();
+    writer_of(&nodes, Duration::from_secs(40));
+    let bots: Vec<(String, String)> = (0..4)
+        .map(|i| nodes[i % 3].create_bot(700 + i as u64))
+        .collect();
+    let bases = Arc::new(Mutex::new(
+        nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = Arc::new(Mutex::new(Outcomes::default()));
+    let threads = clients(
+        &bots,
+        Arc::clone(&bases),
+        Arc::clone(&stop),
+        Arc::clone(&outcomes),
+    );
+
+    let end = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < end {
+        let fault = rng.below(5);
+        let node = rng.below(3) as usize;
+        match fault {
+            0 => {
+                eprintln!("chaos: kill -9 node{node}, restarted 3 s later");
+                nodes[node].kill9();
+                std::thread::sleep(Duration::from_secs(3));
+                restart(&mut nodes, node, &bases);
+            }
+            1 => {
+                let pause = 1 + rng.below(9);
+                eprintln!("chaos: SIGSTOP node{node} for {pause} s");
+                nodes[node].signal("STOP");
+                std::thread::sleep(Duration::from_secs(pause));
+                nodes[node].signal("CONT");
+            }
+            2 => {
+                eprintln!("chaos: SIGTERM node{node} and start it again");
+                nodes[node].signal("TERM");
+                let _ = nodes[node].wait_exit(Duration::from_secs(15));
+                restart(&mut nodes, node, &bases);
+            }
+            _ => {
+                let server = if fault == 3 {
+                    nats.leader_of("meta").unwrap_or(node)
+                } else {
+                    node
+                };
+                eprintln!(
+                    "chaos: kill -9 nats-server n{server} (fault {fault}), restarted 5 s later"
+                );
+                nats.servers[server].kill9();
+                std::thread::sleep(Duration::from_secs(5));
+                nats.servers[server].restart();
+            }
+        }
+        // Recovery between faults; a writer that lost its role (exit 5) is restarted, as a
+        // supervisor would.
+        for _ in 0..16 {
+            std::thread::sleep(Duration::from_millis(500));
+            restart_exited(&mut nodes, &bases);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().expect("a client");
+    }
+    restart_exited(&mut nodes, &bases);
+    converged(&nodes, Duration::from_secs(30));
+    let outcomes = outcomes.lock().unwrap_or_else(|p| p.into_inner());
+    let acked: HashSet<(usize, u64)> = outcomes.acked.iter().copied().collect();
+    for node in &nodes {
+        for (i, (bot, token)) in bots.iter().enumerate() {
+            let (_, voters) = node.votes(bot, token);
+            let held: HashSet<u64> = voters.iter().copied().collect();
+            assert_eq!(
+                held.len(),
+                voters.len(),
+                "seed {seed}: a vote counted twice"
+            );
+            for (b, user) in acked.iter().filter(|(b, _)| *b == i) {
+                assert!(
+                    held.contains(user),
+                    "seed {seed}: node {} lost bot {b}'s acknowledged vote of {user}",
+                    node.name
+                );
+            }
+            for (_, user) in outcomes.refused.iter().filter(|(b, _)| *b == i) {
+                assert!(
+                    !held.contains(user),
+                    "seed {seed}: node {} holds a vote of {user} answered as not stored",
+                    node.name
+                );
+            }
+        }
+    }
+    let longest = outcomes
+        .times
+        .windows(2)
+        .map(|w| w[1].saturating_duration_since(w[0]))
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "chaos: seed {seed}: {} acknowledged, {} refused as not stored, longest without a 2xx {longest:?}",
+        acked.len(),
+        outcomes.refused.len()
+    );
+    assert!(
+        longest <= BOUND,
+        "seed {seed}: {longest:?} without a 2xx (bound {BOUND:?})"
+    );
+}

@@ -1,0 +1,345 @@
+//! Issue 40: what a client sees while a node or a nats-server fails, one failure at a time.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+use super::scenarios::{converged, three_nodes};
+
+fn vote_body(user: u64) -> Value {
+    json!({"user_id": user.to_string(), "username": format!("u{user}"), "avatar": null})
+}
+
+/// (status, error code) of a vote sent through `node`; `None` when the request failed.
+fn vote(node: &Node, bot: &str, user: u64) -> Option<(StatusCode, String)> {
+    let response = node
+        .post(&format!("/admin/bots/{bot}/votes"), ADMIN, &vote_body(user))
+        .ok()?;
+    let status = response.status();
+    let body: Value = response.json().unwrap_or(Value::Null);
+    Some((
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_owned(),
+    ))
+}
+
+#[test]
+fn a_write_forwarded_to_a_writer_that_dies_is_answered_outcome_unknown_and_a_retry_counts_once() {
+    let Some(binary) = nats_or_skip(
+        "a_write_forwarded_to_a_writer_that_dies_is_answered_outcome_unknown_and_a_retry_counts_once",
+    ) else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let mut nodes = three_nodes(&nats);
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let follower = (writer + 1) % 3;
+    let (bot, token) = nodes[follower].create_bot(40);
+    let user = 400_000_000_000_000_001u64;
+
+    // The writer holds the forwarded request when it dies: the follower cannot know whether it
+    // was stored, and says so.
+    nodes[writer].signal("STOP");
+    let (sent_bot, base) = (bot.clone(), nodes[follower].base.clone());
+    let in_flight = std::thread::spawn(move || {
+        let response = reqwest::blocking::Client::new()
+            .post(format!("{base}/admin/bots/{sent_bot}/votes"))
+            .header("Authorization", ADMIN)
+            .json(&vote_body(user))
+            .send()
+            .expect("the follower answers");
+        let status = response.status();
+        let retry_after = response.headers().get("retry-after").cloned();
+        let body: Value = response.json().expect("the envelope");
+        (status, retry_after, body)
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    nodes[writer].kill9();
+    let (status, retry_after, body) = in_flight.join().expect("the client thread");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "outcome_unknown", "{body}");
+    assert!(retry_after.is_some(), "clients are told to retry");
+
+    // Until the lease expires the follower still names the dead writer: its connection is
+    // refused, nothing was sent, and that is `no_writer`.
+    let mut other_user = user + 1;
+    let mut saw_no_writer = false;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        other_user += 1;
+        match vote(&nodes[follower], &bot, other_user) {
+            Some((status, _)) if status.is_success() => break,
+            Some((StatusCode::SERVICE_UNAVAILABLE, code)) => {
+                assert_ne!(code, "outcome_unknown", "nothing reached a writer");
+                saw_no_writer |= code == "no_writer";
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+        assert!(Instant::now() < deadline, "no new writer took over");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(saw_no_writer, "the dead writer was refused as no_writer");
+
+    // The client retries the vote whose outcome it does not know: it counts once.
+    let (status, code) = vote(&nodes[follower], &bot, user).expect("an answer");
+    assert!(
+        status.is_success() || (status == StatusCode::CONFLICT && code == "already_voted"),
+        "{status} {code}"
+    );
+    let (status, code) = vote(&nodes[follower], &bot, user).expect("an answer");
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::CONFLICT, "already_voted")
+    );
+    let others: Vec<Node> = nodes
+        .drain(..)
+        .enumerate()
+        .filter(|(i, _)| *i != writer)
+        .map(|(_, n)| n)
+        .collect();
+    converged(&others, Duration::from_secs(10));
+    for node in &others {
+        let (_, voters) = node.votes(&bot, &token);
+        let times = voters.iter().filter(|v| **v == user).count();
+        assert_eq!(times, 1, "node {}: the retried vote counts once", node.name);
+    }
+}
+
+/// Kills the nats-server that leads `what`, waits for the first acknowledged write after it,
+/// and starts the server again; how long writes stopped.
+fn kill_the_leader_of(
+    what: &str,
+    nats: &mut NatsCluster,
+    nodes: &mut [Node],
+    load: &super::load::Load,
+) -> Duration {
+    let leader = nats
+        .leader_of(what)
+        .unwrap_or_else(|| panic!("no server says who leads {what}"));
+    eprintln!("killing n{leader}, the leader of {what}");
+    let killed = Instant::now();
+    nats.servers[leader].kill9();
+    let deadline = killed + Duration::from_secs(15);
+    let first = loop {
+        if let Some(at) = load.first_ack_after(killed) {
+            break at.duration_since(killed);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no write acknowledged within 15 s of killing the leader of {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for node in nodes.iter_mut() {
+        assert!(
+            node.exited().is_none(),
+            "node {} exited after the leader of {what} died: {}",
+            node.name,
+            node.log()
+        );
+    }
+    nats.servers[leader].restart();
+    // The server catches up with its peers before the next kill.
+    std::thread::sleep(Duration::from_secs(6));
+    first
+}
+
+#[test]
+fn a_nats_election_costs_seconds_and_no_node_its_role() {
+    let Some(binary) = nats_or_skip("a_nats_election_costs_seconds_and_no_node_its_role") else {
+        return;
+    };
+    let mut nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::start_default_lease(&format!("node{i}"), &urls))
+        .collect();
+    let writer = writer_of(&nodes, Duration::from_secs(40));
+    let load = super::load::Load::start_paced(&nodes, 4, Duration::from_millis(80));
+    std::thread::sleep(Duration::from_secs(2));
+    let mut outages = Vec::new();
+    for what in ["botlist_journal", "KV_botlist_lease", "meta"] {
+        let outage = kill_the_leader_of(what, &mut nats, &mut nodes, &load);
+        eprintln!("writes again {outage:?} after the leader of {what} died");
+        outages.push((what, outage));
+    }
+    assert_eq!(
+        writer_of(&nodes, Duration::from_secs(5)),
+        writer,
+        "the writer kept its role"
+    );
+    let bots = load.bots.clone();
+    let acked = load.finish();
+    converged(&nodes, Duration::from_secs(15));
+    super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
+    for (what, outage) in outages {
+        assert!(
+            outage < Duration::from_secs(10),
+            "writes stopped for {outage:?} when the leader of {what} died"
+        );
+    }
+}
+
+/// A TCP proxy on loopback between a node and one nats-server, which the test cuts: the node
+/// then hears nothing from NATS while its clients still reach it.
+struct Proxy {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn to(target: u16) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = listener.local_addr().expect("bound").port();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (cutting, opened) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                if cutting.load(Ordering::Acquire) {
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let mut open = opened.lock().unwrap_or_else(|p| p.into_inner());
+                for stream in [&client, &server] {
+                    if let Ok(clone) = stream.try_clone() {
+                        open.push(clone);
+                    }
+                }
+                for (mut from, mut to) in [
+                    (client.try_clone(), server.try_clone()),
+                    (server.try_clone(), client.try_clone()),
+                ]
+                .into_iter()
+                .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+                {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, cut, open }
+    }
+
+    /// Drops every connection and refuses new ones.
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::Release);
+        for stream in self
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// A read of the bot through `node`: (status, error code, X-Botlist-Lag-Ms).
+fn read(node: &Node, bot: &str, stale_ok: bool) -> (StatusCode, String, Option<u64>) {
+    let mut request = node.client.get(format!("{}/bots/{bot}", node.base));
+    if stale_ok {
+        request = request.header("X-Botlist-Allow-Stale", "true");
+    }
+    let response = request.send().expect("the node answers");
+    let status = response.status();
+    let lag = response
+        .headers()
+        .get("x-botlist-lag-ms")
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let body: Value = response.json().unwrap_or(Value::Null);
+    (
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_owned(),
+        lag,
+    )
+}
+
+#[test]
+fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
+    let Some(binary) =
+        nats_or_skip("a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    let proxy = Proxy::to(nats.servers[2].port);
+    let via_proxy = format!("nats://127.0.0.1:{}", proxy.port);
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|i| Node::start(&format!("node{i}"), &urls, &[]))
+        .collect();
+    nodes.push(Node::start(
+        "cut",
+        &via_proxy,
+        &["--role", "follower", "--max-lag-ms", "2000"],
+    ));
+    writer_of(&nodes, Duration::from_secs(30));
+    let (bot, _) = nodes[0].create_bot(41);
+    converged(&nodes, Duration::from_secs(10));
+    let (status, _, lag) = read(&nodes[2], &bot, false);
+    assert_eq!(status, StatusCode::OK);
+    assert!(lag.is_some_and(|lag| lag < 2000), "a current node: {lag:?}");
+
+    proxy.cut();
+    let cut_at = Instant::now();
+    let behind_after = loop {
+        let (status, code, lag) = read(&nodes[2], &bot, false);
+        assert!(lag.is_some(), "every read says how far behind it may be");
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(code, "replica_behind");
+            assert!(lag.is_some_and(|lag| lag > 2000), "{lag:?}");
+            break cut_at.elapsed();
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            cut_at.elapsed() < Duration::from_secs(6),
+            "reads stayed 200"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("reads refused {behind_after:?} after the cut");
+    let (status, _, lag) = read(&nodes[2], &bot, true);
+    assert_eq!(status, StatusCode::OK, "stale reads asked for");
+    assert!(lag.is_some_and(|lag| lag > 2000));
+    // Writes go on elsewhere meanwhile.
+    let user = 410_000_000_000_000_000u64;
+    for i in 0..5 {
+        let (status, code) = vote(&nodes[0], &bot, user + i).expect("an answer");
+        assert!(status.is_success(), "{status} {code}");
+    }
+    // Cut for longer than readiness allows: the node says it is stuck.
+    std::thread::sleep(Duration::from_secs(12));
+    let status = nodes[2].status().expect("/cluster answers");
+    assert_eq!(status["ready"], false, "{status}");
+    assert!(status["not_ready"].is_string(), "{status}");
+
+    proxy.restore();
+    let restored = Instant::now();
+    converged(&nodes, Duration::from_secs(20));
+    eprintln!(
+        "following again {:?} after the cut ended",
+        restored.elapsed()
+    );
+    let (status, _, lag) = read(&nodes[2], &bot, false);
+    assert_eq!(status, StatusCode::OK);
+    assert!(lag.is_some_and(|lag| lag < 2000), "{lag:?}");
+    let status = nodes[2].status().expect("/cluster answers");
+    assert_eq!(status["ready"], true, "{status}");
+    assert!(
+        restored.elapsed() < Duration::from_secs(15),
+        "the follower got back to applying within seconds"
+    );
+}
