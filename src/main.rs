@@ -261,6 +261,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(StartError::Newer(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(NEWER);
+        }
         Err(StartError::Config(why)) => {
             eprintln!("botlist will not start: {why}");
             return ExitCode::from(CONFIG);

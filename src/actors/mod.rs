@@ -74,4 +74,3 @@ pub(crate) fn when_durable<T: Send + 'static>(
         Ok(reply)
     })
 }
-

@@ -397,6 +397,8 @@ impl BotState {
             };
         }
         Ok((listing, webhook))
+    }
+
     /// A metrics batch, in time order: each entry goes into the growth history at its time,
     /// and one no older than the bot's last count becomes its count, as a post would.
     pub fn post_metrics_batch(&mut self, entries: &[(Timestamp, ServerCount)]) {

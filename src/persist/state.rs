@@ -137,6 +137,7 @@ pub enum Record {
     ProfileTokenRevoked {
         profile: ProfileId,
         token: Uuid,
+    },
     /// The bot's application commands replaced (the project API's `PUT`/`POST
     /// /projects/@me/commands`).
     CommandsSet {

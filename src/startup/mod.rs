@@ -70,9 +70,7 @@ impl std::fmt::Display for StartError {
             | Self::InUse(why)
             | Self::Unsafe(why)
             | Self::Newer(why)
-            | Self::Config(why) => {
-                f.write_str(why)
-            }
+            | Self::Config(why) => f.write_str(why),
             Self::Io(error) => write!(f, "{error}"),
         }
     }

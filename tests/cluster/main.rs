@@ -6,6 +6,6 @@ mod damage;
 mod followers;
 mod harness;
 mod load;
-mod people;
 mod outages;
+mod people;
 mod scenarios;

@@ -122,9 +122,11 @@ impl JournalError {
         match self {
             Self::MaybeWritten(_) | Self::Unconfirmed(_) => true,
             // A fenced batch was refused by the stream's compare-and-set: never stored.
-            Self::Write(_) | Self::Encode(_) | Self::Stopped | Self::Fenced(_) | Self::NotWriter => {
-                false
-            }
+            Self::Write(_)
+            | Self::Encode(_)
+            | Self::Stopped
+            | Self::Fenced(_)
+            | Self::NotWriter => false,
         }
     }
 
