@@ -396,7 +396,13 @@ fn answers(
     reads
         .iter()
         .map(|(path, with_token)| {
-            let (status, body) = server.get(path, with_token.then_some(token));
+            // The project API takes the same token as `Bearer`, as the README's example sends it.
+            let token = if path.starts_with("/projects/") {
+                format!("Bearer {token}")
+            } else {
+                token.to_owned()
+            };
+            let (status, body) = server.get(path, with_token.then_some(token.as_str()));
             (path.clone(), status, body)
         })
         .collect()
