@@ -430,6 +430,18 @@ impl Node {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// `GET /readyz`: its status and error code (empty when ready).
+    pub fn readiness(&self) -> Option<(reqwest::StatusCode, String)> {
+        let response = self
+            .client
+            .get(format!("{}/readyz", self.root))
+            .send()
+            .ok()?;
+        let status = response.status();
+        let body: Value = response.json().ok()?;
+        Some((status, body["code"].as_str().unwrap_or_default().to_owned()))
+    }
+
     pub fn status(&self) -> Option<Value> {
         let response = self
             .client

@@ -325,6 +325,11 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
     let status = nodes[2].status().expect("/cluster answers");
     assert_eq!(status["ready"], false, "{status}");
     assert!(status["not_ready"].is_string(), "{status}");
+    let (ready, code) = nodes[2].readiness().expect("/readyz answers");
+    assert_eq!(
+        (ready, code.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "not_ready")
+    );
 
     proxy.restore();
     let restored = Instant::now();
@@ -338,6 +343,8 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
     assert!(lag.is_some_and(|lag| lag < 2000), "{lag:?}");
     let status = nodes[2].status().expect("/cluster answers");
     assert_eq!(status["ready"], true, "{status}");
+    let (ready, _) = nodes[2].readiness().expect("/readyz answers");
+    assert_eq!(ready, StatusCode::OK, "ready again once it follows");
     assert!(
         restored.elapsed() < Duration::from_secs(15),
         "the follower got back to applying within seconds"

@@ -50,11 +50,15 @@ fn a_token_revoked_through_one_node_is_refused_by_every_node_after_its_seq() {
             &json!({ "username": "ada", "platform_id": "5151" }),
         )
         .expect("sent");
-    assert_eq!(created.status(), StatusCode::CREATED);
-    let profile = created.json::<Value>().expect("json")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let status = created.status();
+    let created = created.json::<Value>().expect("json");
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{created}: {}",
+        follower.log.lock().map(|l| l.clone()).unwrap_or_default()
+    );
+    let profile = created["id"].as_str().expect("id").to_owned();
     let listed = follower
         .post(
             "/admin/bots",

@@ -56,6 +56,12 @@ pub fn readiness(state: &AppState, cluster: Option<&ClusterHttp>) -> Result<(), 
         if status.role == NodeRole::Fenced {
             return Err("this node was fenced: it lost the writer's role and takes no writes; it exits to be restarted as a follower".into());
         }
+        // The follower could not follow the stream for a while (what `/cluster` says too).
+        if let Some(why) = status.not_ready {
+            return Err(format!(
+                "this node is not following the cluster's stream: {why}"
+            ));
+        }
         if status.lag_messages >= CATCHING_UP_MESSAGES {
             return Err(format!(
                 "this node is catching up with the cluster's stream ({} messages behind)",

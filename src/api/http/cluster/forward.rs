@@ -16,6 +16,7 @@ use bytes::Bytes;
 
 use super::TOKEN_HEADER;
 use crate::api::error::{ApiError, Code, Enveloped};
+use crate::cluster::lease::Holder;
 use crate::cluster::view::{self, ClusterView};
 use crate::config::Secret;
 
@@ -89,6 +90,10 @@ impl NotForwarded {
     }
 }
 
+/// How long a write waits for this node to learn of a writer before it is `no_writer`: two
+/// of the node's lease look-ups.
+const WRITER_WAIT: Duration = Duration::from_millis(1_200);
+
 impl Forwarder {
     /// `answer_within`: how long the writer may take to answer a forwarded request (its own
     /// publish deadline and some), after which the outcome is unknown.
@@ -109,13 +114,29 @@ impl Forwarder {
         })
     }
 
+    /// The writer this node knows, or the one it learns within `WRITER_WAIT`: a node looks up
+    /// the lease every half second, so just after an election (or its own start) a write
+    /// waits that long rather than being told there is no writer while one is there.
+    async fn writer_soon(&self) -> Option<Holder> {
+        let deadline = tokio::time::Instant::now() + WRITER_WAIT;
+        loop {
+            if let Some(writer) = self.view.writer() {
+                return Some(writer);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Sends `request` with `body` to the writer and answers what it answered.
     pub async fn forward(
         &self,
         request: &HttpRequest,
         body: Bytes,
     ) -> Result<HttpResponse, NotForwarded> {
-        let writer = self.view.writer().ok_or(NotForwarded::NoWriter)?;
+        let writer = self.writer_soon().await.ok_or(NotForwarded::NoWriter)?;
         if writer.node_id == self.view.node_id {
             return Err(NotForwarded::Promoting);
         }
