@@ -439,7 +439,13 @@ impl Node {
             .ok()?;
         let status = response.status();
         let body: Value = response.json().ok()?;
-        Some((status, body["code"].as_str().unwrap_or_default().to_owned()))
+        Some((
+            status,
+            body["error"]["code"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        ))
     }
 
     pub fn status(&self) -> Option<Value> {
