@@ -15,6 +15,7 @@ use crate::domain::stats::StatsUpdate;
 use crate::domain::text::{HttpUrl, SocialType, TokenLabel, VoterName};
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{Voter, VoterTable};
+use crate::domain::weekend::WeekendRule;
 use crate::persist::state::{SavedState, StoredBot};
 
 /// The admin token `serve --demo` uses when none is configured. Public, like everything in the
@@ -179,10 +180,16 @@ fn json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
 }
 
 pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
+    build_weighted(now, size, &WeekendRule::default())
+}
+
+/// The demo as `serve --demo` loads it: each vote counts what the weekend rule gives it at its
+/// time (`--weekend-multiplier`), in the totals and the growth history, as a live vote would.
+pub fn build_weighted(now: Timestamp, size: &DemoSize, weekend: &WeekendRule) -> Demo {
     let mut rng = Rng(size.seed);
     let mut profiles = profiles(&mut rng, now, size.profiles);
     let mut bots: Vec<(BotState, Token)> = (0..size.bots)
-        .map(|i| bot(&mut rng, now, i, &profiles))
+        .map(|i| bot(&mut rng, now, i, &profiles, size.seed))
         .collect();
     // Every bot's votes are numbered in the state's voter table (see `SavedState::voters`).
     let voters = Arc::new(VoterTable::new());
@@ -193,7 +200,7 @@ pub fn build(now: Timestamp, size: &DemoSize) -> Demo {
             .expect("a new bot has no voters to move");
     }
 
-    let (accepted, recent_id) = cast_votes(&mut rng, now, size, &mut bots);
+    let (accepted, recent_id) = cast_votes(&mut rng, now, size, weekend, &mut bots);
     // Drawn after everything else, so the rest of the demo is what it was before it.
     let (token_profile_id, profile_token) = demo_profile_token(&mut rng, now, &mut profiles);
     for (state, _) in &mut bots {
@@ -275,6 +282,7 @@ fn cast_votes(
     rng: &mut Rng,
     now: Timestamp,
     size: &DemoSize,
+    weekend: &WeekendRule,
     bots: &mut [(BotState, Token)],
 ) -> (usize, Snowflake) {
     // Votes over the last 45 days, most of them for a few popular bots (index skewed by a cube),
@@ -295,22 +303,33 @@ fn cast_votes(
             break;
         }
         let v = voter(user, rng);
-        if bots[bot].0.votes.vote(v, at).is_ok() {
+        if take_vote(&mut bots[bot].0, v, at, weekend) {
             accepted += 1;
         }
     }
     // One vote a minute before start, so the README's check example answers 1.
     let recent_voter = voter(size.voters, rng);
     let recent_id = recent_voter.id;
-    if bots[0]
-        .0
-        .votes
-        .vote(recent_voter, now.minus(Duration::minutes(1)))
-        .is_ok()
-    {
+    if take_vote(
+        &mut bots[0].0,
+        recent_voter,
+        now.minus(Duration::minutes(1)),
+        weekend,
+    ) {
         accepted += 1;
     }
     (accepted, recent_id)
+}
+
+/// A vote as a live one is applied (`ApplyRecord` for `Record::Voted`): counted with the weekend
+/// weight of its time, and kept in the growth history at that time.
+fn take_vote(state: &mut BotState, voter: Voter, at: Timestamp, weekend: &WeekendRule) -> bool {
+    let weight = weekend.weight_at(at);
+    let taken = state.votes.vote_weighted(voter, at, weight).is_ok();
+    if taken {
+        state.growth.vote(at, weight);
+    }
+    taken
 }
 
 fn profiles(rng: &mut Rng, now: Timestamp, count: usize) -> Vec<Profile> {
@@ -339,7 +358,13 @@ fn profiles(rng: &mut Rng, now: Timestamp, count: usize) -> Vec<Profile> {
         .collect()
 }
 
-fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotState, Token) {
+fn bot(
+    rng: &mut Rng,
+    now: Timestamp,
+    i: usize,
+    profiles: &[Profile],
+    seed: u64,
+) -> (BotState, Token) {
     let name = format!(
         "{} {}{}",
         rng.pick(ADJECTIVES),
@@ -384,13 +409,36 @@ fn bot(rng: &mut Rng, now: Timestamp, i: usize, profiles: &[Profile]) -> (BotSta
     // Server counts over every invites bucket, log-uniform; one bot in ten never posted.
     if !rng.chance(0.1) {
         let servers = 10f64.powf(rng.unit() * 6.0) as u64 - 1;
-        let posted = created.plus(Duration::minutes(rng.below(60 * 24 * 40) as i64));
-        state.post_stats(
-            &StatsUpdate::Whole(ServerCount::new(servers).expect("in range")),
-            posted.min(now),
-        );
+        // The last post falls in the last 40 days (so the history has something to show); the
+        // draw is the one the demo always made, so every later draw is what it was.
+        let posted = now.minus(Duration::minutes(rng.below(60 * 24 * 40) as i64));
+        post_growth(&mut state, now, posted, servers, seed ^ i as u64);
     }
     (state, Token::from_entropy(rng.bytes32()))
+}
+
+/// Days of server counts before the last post: one post a day from 45 days before `now`, rising
+/// from a fraction of `servers` to it, then `servers` itself at `last`. Drawn from a stream of
+/// the bot's own, so that the rest of the demo is what it was before these posts existed.
+fn post_growth(state: &mut BotState, now: Timestamp, last: Timestamp, servers: u64, seed: u64) {
+    let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let first = now
+        .minus(Duration::days(45))
+        .plus(Duration::minutes(rng.below(24 * 60) as i64));
+    let days = (last.millis() - first.millis())
+        .div_euclid(24 * 3_600_000)
+        .max(0);
+    let start = 0.4 + 0.5 * rng.unit();
+    for day in 0..days {
+        let progress = day as f64 / days as f64;
+        let jitter = 1.0 + 0.04 * (rng.unit() - 0.5);
+        let share = ((start + (1.0 - start) * progress) * jitter).min(1.0);
+        let count = ServerCount::new((servers as f64 * share) as u64).expect("in range");
+        let at = first.plus(Duration::days(day));
+        state.post_stats(&StatsUpdate::Whole(count), at);
+    }
+    let count = ServerCount::new(servers).expect("in range");
+    state.post_stats(&StatsUpdate::Whole(count), last);
 }
 
 #[cfg(test)]
@@ -443,5 +491,16 @@ mod tests {
             .find(|b| b.state.listing.id == a.info.bot_id)
             .expect("the demo's bot is listed");
         assert!(demo_bot.state.votes.has_voted(a.info.recent_voter, now));
+        // Its growth history holds every vote (all in the last 45 days) and daily counts.
+        use crate::domain::growth::Interval;
+        let points = demo_bot.state.growth.points(
+            Interval::Day,
+            now.minus(Duration::days(46)),
+            now.plus(Duration::days(1)),
+        );
+        let votes: u64 = points.iter().map(|p| p.votes).sum();
+        assert_eq!(votes, demo_bot.state.votes.total);
+        let counts: HashSet<_> = points.iter().filter_map(|p| p.server_count).collect();
+        assert!(counts.len() >= 10, "{counts:?}");
     }
 }

@@ -207,7 +207,8 @@ async fn load_demo(
     let mut admin_token = settings.admin_token.clone();
     let mut demo = None;
     if settings.demo && was_empty {
-        let built = demo::build(clock.now(), &DemoSize::default());
+        let weekend = crate::domain::weekend::WeekendRule::new(settings.weekend_multiplier);
+        let built = demo::build_weighted(clock.now(), &DemoSize::default(), &weekend);
         load(registry, built.state).await?;
         admin_token.get_or_insert_with(|| Secret::from(demo::DEMO_ADMIN_TOKEN));
         demo = Some(built.info);

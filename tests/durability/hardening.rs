@@ -443,3 +443,40 @@ fn the_readmes_examples_answer_the_same_on_the_first_demo_start_and_after_a_rest
         );
     }
 }
+
+/// Issue 41, point 7: the demo looks lived in. Its bot's growth history holds every one of its
+/// demo votes (all cast in the last 45 days) and a server count that rises day by day to the
+/// one `GET /bots/:id/stats` answers.
+#[test]
+fn the_demo_bots_growth_history_holds_its_votes_and_a_rising_server_count() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bot = include_str!("../../README.md")
+        .lines()
+        .find_map(|l| l.strip_prefix("BOT="))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("README sets BOT")
+        .to_owned();
+    let server = Server::start(dir.path(), &["--demo", "--snapshot-interval", "0"]);
+    let from = (chrono::Utc::now() - chrono::Duration::days(47)).format("%Y-%m-%dT00:00:00Z");
+    let (status, history) = server.get(
+        &format!("/bots/{bot}/stats/history?interval=day&from={from}"),
+        None,
+    );
+    assert_eq!(status, StatusCode::OK, "{history}");
+    let points = history["points"].as_array().expect("points");
+    assert!(points.len() >= 47, "{}", points.len());
+    let votes: u64 = points.iter().filter_map(|p| p["votes"].as_u64()).sum();
+    let total = server.vote_count(&bot);
+    assert!(total > 1_000, "the demo bot is a popular one: {total}");
+    assert_eq!(votes, total, "every demo vote is in the history");
+    let counts: Vec<u64> = points
+        .iter()
+        .filter_map(|p| p["server_count"].as_u64())
+        .collect();
+    assert!(!counts.is_empty(), "the history has server counts");
+    let distinct: std::collections::BTreeSet<_> = counts.iter().collect();
+    assert!(distinct.len() >= 2, "the count changes: {counts:?}");
+    let (_, stats) = server.get(&format!("/bots/{bot}/stats"), None);
+    assert_eq!(counts.last().copied(), stats["server_count"].as_u64());
+    assert!(counts[0] < *counts.last().expect("a count"), "{counts:?}");
+}
