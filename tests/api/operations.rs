@@ -177,6 +177,13 @@ async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process()
     at_least("botlist_profiles_listed", 0.0);
     at_least("botlist_bots_listed", 1.0);
     at_least("process_cpu_seconds_total", 0.0);
+    // Written by hand (with its fraction), once: not also by the recorder in whole seconds.
+    assert_eq!(
+        text.matches("# TYPE process_cpu_seconds_total counter\n")
+            .count(),
+        1,
+        "{text}"
+    );
     at_least("process_resident_memory_bytes", 1.0);
     at_least("process_open_fds", 1.0);
     at_least("process_start_time_seconds", 1.0);
