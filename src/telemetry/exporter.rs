@@ -17,7 +17,6 @@ const SNAPSHOT_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 
 
 pub(super) struct Exporter {
     pub(super) handle: PrometheusHandle,
-    process: metrics_process::Collector,
 }
 
 static EXPORTER: OnceLock<Option<Exporter>> = OnceLock::new();
@@ -39,12 +38,13 @@ pub(super) fn exporter() -> Option<&'static Exporter> {
                 })
                 .ok()?;
             let handle = builder.install_recorder().ok()?;
-            let process = metrics_process::Collector::default();
-            process.describe();
+            // The process's gauges are described here and set at each scrape
+            // (`super::process`).
+            metrics_process::Collector::default().describe();
             describe_all();
             register_all();
             gauge!("botlist_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-            Some(Exporter { handle, process })
+            Some(Exporter { handle })
         })
         .as_ref()
 }
@@ -204,8 +204,9 @@ pub fn render(bots_listed: usize, limiter_keys: Option<usize>, log: &AccessLog) 
     gauge!("botlist_http_requests_in_flight").set(log.in_flight() as f64);
     gauge!("botlist_bots_listed").set(bots_listed as f64);
     gauge!("botlist_rate_limit_keys").set(limiter_keys.unwrap_or(0) as f64);
-    exporter.process.collect();
+    let cpu = super::process::collect();
     let mut text = exporter.handle.render();
+    text.push_str(&cpu);
     text.push_str(&requests);
     text
 }

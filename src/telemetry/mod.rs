@@ -12,13 +12,15 @@
 //! middleware observes), `access_log` (the answered requests' queue and counts, by shard),
 //! `access_line` (the line's bytes), `threads` (the access-log writer and the metrics upkeep),
 //! `exporter` (the process's recorder and the scrape), `request_families` (the requests'
-//! own families in the scrape) and `counters` (every other instrumentation point).
+//! own families in the scrape), `process` (the `process_*` families) and `counters` (every
+//! other instrumentation point).
 
 mod access_line;
 mod access_log;
 mod counters;
 mod exporter;
 mod logging;
+mod process;
 mod request;
 mod request_families;
 mod threads;

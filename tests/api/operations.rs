@@ -177,6 +177,13 @@ async fn metrics_cover_votes_stats_limits_webhooks_persistence_and_the_process()
     at_least("botlist_profiles_listed", 0.0);
     at_least("botlist_bots_listed", 1.0);
     at_least("process_cpu_seconds_total", 0.0);
+    // Written by hand (with its fraction), once: not also by the recorder in whole seconds.
+    assert_eq!(
+        text.matches("# TYPE process_cpu_seconds_total counter\n")
+            .count(),
+        1,
+        "{text}"
+    );
     at_least("process_resident_memory_bytes", 1.0);
     at_least("process_open_fds", 1.0);
     at_least("process_start_time_seconds", 1.0);
@@ -269,4 +276,76 @@ async fn openapi_lists_every_route_under_the_base_path() {
     let app = spawn_app_with(settings).await;
     let doc: Value = app.get("/openapi.json").await.json().await.expect("json");
     assert_eq!(documented_routes(&doc), served_routes("/v1"));
+}
+
+/// Every metric name in an expression of the dashboard: the `botlist_*` and `process_*` words,
+/// a histogram's series named by its family.
+fn dashboard_metric_names() -> BTreeSet<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/botlist.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).expect("json");
+    let mut exprs = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            exprs.push(target["expr"].as_str().expect("an expression").to_owned());
+        }
+    }
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .expect("variables")
+    {
+        if let Some(query) = variable["query"].as_str() {
+            exprs.push(query.to_owned());
+        }
+    }
+    let mut names = BTreeSet::new();
+    for expr in exprs {
+        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("botlist_") || word.starts_with("process_") {
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| word.strip_suffix(suffix))
+                    .unwrap_or(word);
+                names.insert(family.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// The cluster's gauges exist only on a cluster node (tests/cluster scrapes them): for those the
+/// dashboard's name must be one the cluster module records.
+#[actix_web::test]
+async fn the_dashboard_names_only_metrics_that_exist() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = test_settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    let app = spawn_app_with(settings).await;
+    app.get("/healthz").await;
+    let text = scrape(&app).await;
+    let exposed: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    let cluster_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/cluster");
+    let cluster_source: String = std::fs::read_dir(cluster_dir)
+        .expect("src/cluster")
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path()).ok())
+        .collect();
+    let names = dashboard_metric_names();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in &names {
+        if name.starts_with("botlist_cluster_") {
+            assert!(
+                cluster_source.contains(&format!("\"{name}\"")),
+                "the dashboard names {name}, which the cluster does not record"
+            );
+        } else {
+            assert!(
+                exposed.contains(name.as_str()),
+                "the dashboard names {name}, which /metrics does not expose:\n{text}"
+            );
+        }
+    }
 }
