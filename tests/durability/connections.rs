@@ -121,6 +121,12 @@ fn address_of(server: &Server) -> String {
 }
 
 /// The slowest of five fresh clients' `GET /healthz`, each on a new connection.
+/// The bound the tests assert. A fresh client is answered in well under 100 ms on a quiet
+/// machine (the figure each test prints, and docs/PERFORMANCE.md's); the failure guarded
+/// against is a lock-out until the request timeout (600 s in these tests), so the assertion
+/// sits at 1 s, where a busy machine's scheduling cannot fail it and a lock-out always does.
+const ANSWERED_WITHIN: Duration = Duration::from_secs(1);
+
 fn slowest_fresh_client(server: &Server) -> Duration {
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -179,7 +185,7 @@ fn a_new_client_is_answered_while_the_cap_is_held_by_silent_connections() {
     }
     let slowest = slowest_fresh_client(&server);
     assert!(
-        slowest < Duration::from_millis(100),
+        slowest < ANSWERED_WITHIN,
         "answered after {slowest:?}"
     );
     println!("with {SILENT} silent connections a new client was answered within {slowest:?}");
@@ -214,7 +220,7 @@ fn a_small_cap_held_by_slow_and_silent_sockets_still_answers_and_still_cuts_them
     trickle(&mut sockets, 0);
     let slowest = slowest_fresh_client(&server);
     assert!(
-        slowest < Duration::from_millis(100),
+        slowest < ANSWERED_WITHIN,
         "answered after {slowest:?}"
     );
     println!(
