@@ -184,10 +184,7 @@ fn a_new_client_is_answered_while_the_cap_is_held_by_silent_connections() {
         silent.push(TcpStream::connect(&address).expect("connects"));
     }
     let slowest = slowest_fresh_client(&server);
-    assert!(
-        slowest < ANSWERED_WITHIN,
-        "answered after {slowest:?}"
-    );
+    assert!(slowest < ANSWERED_WITHIN, "answered after {slowest:?}");
     println!("with {SILENT} silent connections a new client was answered within {slowest:?}");
     // The oldest were the ones closed.
     assert!(
@@ -219,10 +216,7 @@ fn a_small_cap_held_by_slow_and_silent_sockets_still_answers_and_still_cuts_them
     };
     trickle(&mut sockets, 0);
     let slowest = slowest_fresh_client(&server);
-    assert!(
-        slowest < ANSWERED_WITHIN,
-        "answered after {slowest:?}"
-    );
+    assert!(slowest < ANSWERED_WITHIN, "answered after {slowest:?}");
     println!(
         "at a cap of 50 held by 150 slow sockets a new client was answered within {slowest:?}"
     );
