@@ -320,6 +320,10 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
             eprintln!("botlist will not start: {why}");
             ExitCode::from(REFUSED)
         }
+        Ended::Config(why) => {
+            eprintln!("botlist will not start: {why}");
+            ExitCode::from(CONFIG)
+        }
         Ended::Newer(why) => {
             eprintln!("botlist stopped: {why}");
             ExitCode::from(NEWER)

@@ -139,6 +139,28 @@ fn a_bad_bind_an_address_in_use_and_an_unreadable_token_file_exit_7() {
     );
     assert_eq!(code, Some(CONFIG), "{stderr}");
     assert!(stderr.contains("cluster token"), "{stderr}");
+
+    // A cluster node binds its port before it connects to NATS: a taken port is a setting
+    // (7) at once, even with no NATS server to reach.
+    let token = dir.path().join("cluster-token");
+    std::fs::write(&token, "a-cluster-token-of-enough-length-41").expect("written");
+    let began = Instant::now();
+    let (code, stderr) = run(
+        &dir.path().join("f"),
+        &[
+            "--bind",
+            &address,
+            "--replicate",
+            "nats://127.0.0.1:1",
+            "--cluster-token-file",
+            token.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--bind (BOTLIST_BIND)"), "{stderr}");
+    assert!(began.elapsed() < Duration::from_secs(5), "refused at once");
+    drop(taken);
 }
 
 #[test]
