@@ -11,6 +11,7 @@
 //! together, is start-up's (`startup::node`), and the cluster's HTTP face is the API's
 //! (`api::cluster`).
 
+pub mod backup;
 pub mod catchup;
 pub mod digest;
 pub mod follow;

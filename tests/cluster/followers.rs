@@ -103,7 +103,7 @@ fn hooked_bot(node: &Node, url: &str) -> (String, String) {
 }
 
 /// A vote through `node`; the write's `X-Botlist-Seq`.
-fn vote(node: &Node, bot: &str, user: u64) -> u64 {
+pub(super) fn vote(node: &Node, bot: &str, user: u64) -> u64 {
     let response = node
         .post(
             &format!("/admin/bots/{bot}/votes"),
@@ -306,7 +306,7 @@ fn followers_serve_streams_and_cursors_and_only_the_writer_sends_webhooks() {
 }
 
 /// `POST {base}/admin/snapshot` on `node`.
-fn snapshot(node: &Node) {
+pub(super) fn snapshot(node: &Node) {
     let response = node
         .client
         .post(format!("{}/admin/snapshot", node.base))
