@@ -25,6 +25,7 @@ mod routing;
 mod search;
 mod search_concurrency;
 mod search_options;
+mod staff;
 mod stats;
 mod time_rules;
 mod users;
