@@ -26,6 +26,7 @@ mod search;
 mod search_concurrency;
 mod search_options;
 mod staff;
+mod staff_replay;
 mod stats;
 mod time_rules;
 mod users;
