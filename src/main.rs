@@ -335,6 +335,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("  a profile id:       {}", demo.profile_id);
         println!("  demo profile:       {}", demo.token_profile_id);
         println!("  demo profile token: {}", demo.profile_token.as_str());
+        println!("  demo moderator:     {}", demo.moderator_id);
+        println!("  moderator token:    {}", demo.moderator_token.as_str());
+        println!("  a pending listing:  {}", demo.pending_bot_id);
     }
     if let Some(metrics) = app.metrics_url() {
         println!("metrics on {metrics}");

@@ -15,7 +15,9 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 use uuid::Uuid;
 
-use crate::domain::bot::{BotPatch, BotState, BotView, Decider, WebhookSettings};
+use crate::domain::bot::{
+    BotPatch, BotState, BotView, Claim, DecidedBy, ListingStatus, WebhookSettings,
+};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
 use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
@@ -133,6 +135,8 @@ impl Unacked {
             // Read through the actor only once durable (`ReadProject`), and never published.
             Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => nothing,
             Record::BotEdited { .. }
+            | Record::ListingClaimed { .. }
+            | Record::VoteBanSet { .. }
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. }
             | Record::ProfileSaved(_)
@@ -255,7 +259,8 @@ impl BotActor {
             Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }
             | Record::MetricsBatchPosted { .. }
-            | Record::BotEdited { .. } => Some(self.publication(None)),
+            | Record::BotEdited { .. }
+            | Record::ListingClaimed { .. } => Some(self.publication(None)),
             // Commands and announcements are read through the actor, once durable.
             Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
             // Deliveries are not shown to readers of the bot.
@@ -263,7 +268,8 @@ impl BotActor {
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. } => None,
             // The registry's records: never a bot's.
-            Record::ProfileSaved(_)
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
@@ -807,7 +813,7 @@ impl Handler<PostStats> for BotActor {
 /// platform id is published with the view (the directory indexes published listings).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch, pub Decider);
+pub struct ApplyPatch(pub BotPatch, pub DecidedBy);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
@@ -816,7 +822,7 @@ impl Handler<ApplyPatch> for BotActor {
         let at = self.clock.now();
         // The status lives in the listing, so its moves are checked here, in order with every
         // other edit of the bot.
-        let (listing, webhook) = match self.state.edited_by(patch, by) {
+        let (listing, webhook, decision) = match self.state.edited_by(patch, by) {
             Ok(edited) => edited,
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
@@ -825,10 +831,44 @@ impl Handler<ApplyPatch> for BotActor {
             listing: Arc::new(listing),
             webhook,
             at,
+            decision,
         };
+        if let Some(decision) = decision {
+            crate::telemetry::moderation_decision(decision.to.name());
+        }
         self.apply(&record);
         let (durable, view) = self.commit(record);
         // An edit always shows its view (`after_applied`).
+        let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
+        when_durable(durable, view)
+    }
+}
+
+/// A staff member claims the listing for review: only while it is `pending` (checked here, in
+/// order with the bot's edits); the claim is published with the view once durable.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
+pub struct ClaimListing(pub Claim);
+
+impl Handler<ClaimListing> for BotActor {
+    type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
+
+    fn handle(&mut self, ClaimListing(claim): ClaimListing, _: &mut Self::Context) -> Self::Result {
+        let status = self.state.listing.status;
+        if status != ListingStatus::Pending {
+            return Box::pin(async move {
+                Err(Rejection::Conflict(format!(
+                    "the listing is `{}`: only a pending listing is claimed",
+                    status.name()
+                )))
+            });
+        }
+        let record = Record::ListingClaimed {
+            bot: self.state.listing.id,
+            claim,
+        };
+        self.apply(&record);
+        let (durable, view) = self.commit(record);
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
     }

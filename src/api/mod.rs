@@ -11,8 +11,8 @@ pub use http::{
     openapi, reply, routes,
 };
 pub use resources::{
-    admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, stats,
-    suggest, users, votes, weekend,
+    admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, staff,
+    stats, suggest, users, votes, weekend,
 };
 
 use std::sync::Arc;
@@ -74,6 +74,7 @@ fn declared() -> Vec<Route> {
         owners::routes(),
         profile_votes::routes(),
         resources::projects::routes(),
+        staff::routes(),
     ]
     .into_iter()
     .flatten()

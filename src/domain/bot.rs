@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::growth::Growth;
 use super::ids::{BotId, ProfileId, Snowflake};
-pub use super::listing::{Decider, ListingStatus};
+pub use super::listing::{Claim, DecidedBy, Decider, Decision, ListingStatus};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::project::ProjectState;
 use super::render::{ListingRender, RenderedListing};
@@ -70,6 +70,10 @@ pub struct Listing {
     /// Why the last decision (a denial or a delisting) was made, shown to the owners.
     #[serde(default)]
     pub reason: Option<DecisionReason>,
+    /// The staff member reviewing a pending listing (`POST /staff/bots/{id}/claim`); a
+    /// decision ends it. Last, and none in files of builds before staff.
+    #[serde(default)]
+    pub claim: Option<Claim>,
 }
 
 impl Listing {
@@ -278,6 +282,7 @@ impl BotState {
             rendered: ListingRender::default(),
             status: ListingStatus::Approved,
             reason: None,
+            claim: None,
         };
         Self {
             listing: Arc::new(listing),
@@ -358,15 +363,17 @@ impl BotState {
     }
 
     /// The listing and webhook settings that `patch` makes of these when `by` asks, with the
-    /// status it moves to (the table in [`super::listing`]); nothing changes yet. An owner's
-    /// edit of a denied listing sends it back for review.
+    /// status it moves to (the table in [`super::listing`]) and, when it moves, the decision
+    /// the edit's record carries; nothing changes yet. An owner's edit of a denied listing
+    /// sends it back for review.
     pub fn edited_by(
         &self,
         mut patch: BotPatch,
-        by: Decider,
-    ) -> Result<(Listing, WebhookSettings), Rejection> {
+        by: DecidedBy,
+    ) -> Result<(Listing, WebhookSettings, Option<Decision>), Rejection> {
         let (status, reason) = (patch.status.take(), patch.reason.take());
         let from = self.listing.status;
+        let decider = by.decider();
         let (mut listing, webhook) = self.edited(patch);
         let to = match status {
             Some(to) => Some(to),
@@ -375,28 +382,32 @@ impl BotState {
                     "reason is given only with status".into(),
                 ))
             }
-            None if by == Decider::Owner && from == ListingStatus::Denied => {
+            None if decider == Decider::Owner && from == ListingStatus::Denied => {
                 Some(ListingStatus::Pending)
             }
             None => None,
         };
-        if let Some(to) = to {
-            if to.needs_reason() && reason.is_none() && by == Decider::Admin {
-                return Err(Rejection::Invalid(format!(
-                    "reason is required to make a listing `{}`",
-                    to.name()
-                )));
-            }
-            from.check_move(to, by).map_err(Rejection::Conflict)?;
-            listing.status = to;
-            // The reason of the last decision: an approval has none.
-            listing.reason = if to == ListingStatus::Pending {
-                listing.reason
-            } else {
-                reason
-            };
+        let Some(to) = to else {
+            return Ok((listing, webhook, None));
+        };
+        if to.needs_reason() && reason.is_none() && decider != Decider::Owner {
+            return Err(Rejection::Invalid(format!(
+                "reason is required to make a listing `{}`",
+                to.name()
+            )));
         }
-        Ok((listing, webhook))
+        from.check_move(to, decider).map_err(Rejection::Conflict)?;
+        listing.status = to;
+        // The reason of the last decision: an approval has none.
+        listing.reason = if to == ListingStatus::Pending {
+            listing.reason
+        } else {
+            reason
+        };
+        // A decision ends the review a staff member claimed; a listing back in the queue
+        // waits for a new claim.
+        listing.claim = None;
+        Ok((listing, webhook, Some(Decision { by, from, to })))
     }
 
     /// A metrics batch, in time order: each entry goes into the growth history at its time,

@@ -17,6 +17,7 @@ pub mod project;
 pub mod query;
 pub mod render;
 pub mod search;
+pub mod staff;
 pub mod stats;
 pub mod text;
 pub mod time;

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
+use crate::domain::bot::{BotState, Claim, Decision, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
 use crate::domain::project::{Announcement, Commands};
+use crate::domain::staff::VoteBan;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
@@ -68,6 +69,12 @@ pub enum Record {
         listing: Arc<Listing>,
         webhook: WebhookSettings,
         at: Timestamp,
+        /// The status change the edit made and who decided it (CONTRACT section 14): every
+        /// decision on a listing, by the operator, an owner or staff, is this record. Left
+        /// out when the edit changed no status, and in records of earlier builds. Last, so
+        /// those still decode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Decision>,
     },
     Voted {
         bot: BotId,
@@ -158,6 +165,18 @@ pub enum Record {
         entries: Vec<(Timestamp, ServerCount)>,
         at: Timestamp,
     },
+    /// A staff member took a pending listing to review (`POST /staff/bots/{id}/claim`).
+    ListingClaimed {
+        bot: BotId,
+        claim: Claim,
+    },
+    /// A profile banned from voting (`ban` set) or its ban lifted (`None`), by staff member
+    /// `by`.
+    VoteBanSet {
+        profile: ProfileId,
+        ban: Option<VoteBan>,
+        by: ProfileId,
+    },
 }
 
 impl Record {
@@ -175,8 +194,10 @@ impl Record {
             | Record::OutboxOverflowed { bot, .. }
             | Record::CommandsSet { bot, .. }
             | Record::AnnouncementPosted { bot, .. }
-            | Record::MetricsBatchPosted { bot, .. } => Some(*bot),
-            Record::ProfileSaved(_)
+            | Record::MetricsBatchPosted { bot, .. }
+            | Record::ListingClaimed { bot, .. } => Some(*bot),
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
@@ -261,7 +282,11 @@ impl ApplyRecord for BotState {
                 self.project.announce(announcement.clone())
             }
             Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
-            Record::ProfileSaved(_)
+            Record::ListingClaimed { claim, .. } => {
+                Arc::make_mut(&mut self.listing).claim = Some(*claim);
+            }
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
@@ -362,6 +387,11 @@ impl<B: Listed> RegistryBook<B> {
                     profile.tokens.retain(|kept| kept.id != *token);
                 }
             }
+            Record::VoteBanSet { profile, ban, .. } => {
+                if let Some(profile) = self.profiles.get_mut(profile) {
+                    profile.vote_ban.clone_from(ban);
+                }
+            }
             Record::Voted { .. }
             | Record::VotedWithDelivery { .. }
             | Record::StatsPosted { .. }
@@ -372,7 +402,8 @@ impl<B: Listed> RegistryBook<B> {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => return Err(NotApplied::NotARegistryRecord),
+            | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. } => return Err(NotApplied::NotARegistryRecord),
         }
         Ok(())
     }

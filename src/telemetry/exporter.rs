@@ -143,6 +143,14 @@ fn describe_all() {
     describe_gauge!("botlist_bots_listed", "Bots currently listed.");
     describe_gauge!("botlist_profiles_listed", "User profiles currently held.");
     describe_gauge!(
+        "botlist_moderation_queue_length",
+        "Listings waiting for staff (status pending)."
+    );
+    describe_counter!(
+        "botlist_moderation_decisions_total",
+        "Decisions on a listing's status, by the status decided (approved, denied, delisted; pending when an owner's edit sends a denied listing back), by the operator, staff or an owner."
+    );
+    describe_gauge!(
         "botlist_build_info",
         "Always 1; the labels say which build is running."
     );
@@ -156,6 +164,10 @@ fn register_all() {
     for source in ["admin", "profile"] {
         counter!("botlist_votes_by_source_total", "source" => source).absolute(0);
     }
+    for decision in crate::domain::listing::ListingStatus::ALL {
+        counter!("botlist_moderation_decisions_total", "decision" => decision.name()).absolute(0);
+    }
+    gauge!("botlist_moderation_queue_length").set(0.0);
     for kind in ["bot", "bots_ip", "users_ip", "profile"] {
         counter!("botlist_rate_limit_refusals_total", "kind" => kind).absolute(0);
     }

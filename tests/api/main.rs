@@ -25,6 +25,8 @@ mod routing;
 mod search;
 mod search_concurrency;
 mod search_options;
+mod staff;
+mod staff_replay;
 mod stats;
 mod time_rules;
 mod users;

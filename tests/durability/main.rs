@@ -16,6 +16,7 @@ mod people;
 mod process;
 mod refused;
 mod replay;
+mod staff;
 mod stop;
 mod upgrade;
 mod webhooks;

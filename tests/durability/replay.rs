@@ -158,6 +158,7 @@ impl Model {
                     listing: listing.into(),
                     webhook,
                     at,
+                    decision: None,
                 };
                 stored.state.apply_record(&record).expect("applies");
                 self.commit_bot(bot, &record);

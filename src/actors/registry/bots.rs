@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 
 use super::{reply, EditInFlight, Registry, Reply};
 use crate::actors::bot::ApplyPatch;
-use crate::domain::bot::{BotPatch, BotState, BotView, Decider, ListingStatus, NewBot};
+use crate::domain::bot::{BotPatch, BotState, BotView, DecidedBy, ListingStatus, NewBot};
 use crate::domain::ids::{BotId, ProfileId, Token};
 use crate::domain::Rejection;
 use crate::persist::journal::Durable;
@@ -93,7 +93,7 @@ impl Handler<UpdateBot> for Registry {
     /// the bot, which journals it in order with its votes and stats; the registry goes on with
     /// other messages meanwhile.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, id, patch, None)
+        self.update_bot_after(ctx, id, patch, DecidedBy::Admin)
     }
 }
 
@@ -111,17 +111,17 @@ impl Handler<OwnerUpdateBot> for Registry {
     type Result = Reply<Arc<BotView>>;
 
     fn handle(&mut self, edit: OwnerUpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, edit.bot, edit.patch, Some(edit.owner))
+        self.update_bot_after(ctx, edit.bot, edit.patch, DecidedBy::Owner(edit.owner))
     }
 }
 
 impl Registry {
-    fn update_bot_after(
+    pub(super) fn update_bot_after(
         &mut self,
         ctx: &mut Context<Self>,
         id: BotId,
         patch: BotPatch,
-        owner: Option<ProfileId>,
+        by: DecidedBy,
     ) -> Reply<Arc<BotView>> {
         let takes = patch.platform_id.is_some() || patch.owner_ids.is_some();
         let waits = if takes {
@@ -130,7 +130,7 @@ impl Registry {
             Vec::new()
         };
         self.after(ctx, waits, move |registry| {
-            registry.update_bot(id, patch, owner)
+            registry.update_bot(id, patch, by)
         })
     }
 
@@ -150,12 +150,11 @@ impl Registry {
         }
     }
 
-    fn update_bot(
-        &mut self,
-        id: BotId,
-        patch: BotPatch,
-        owner: Option<ProfileId>,
-    ) -> Reply<Arc<BotView>> {
+    fn update_bot(&mut self, id: BotId, patch: BotPatch, by: DecidedBy) -> Reply<Arc<BotView>> {
+        let owner = match by {
+            DecidedBy::Owner(owner) => Some(owner),
+            DecidedBy::Admin | DecidedBy::Staff(_) => None,
+        };
         let checked = (|| {
             if let Some(owner) = owner {
                 self.check_owner(id, owner)?;
@@ -193,11 +192,6 @@ impl Registry {
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
         // Sent here, in the handler, so that edits reach the bot in the order they were checked.
-        let by = if owner.is_some() {
-            Decider::Owner
-        } else {
-            Decider::Admin
-        };
         let applied = handle.addr.send(ApplyPatch(patch, by));
         let (finished, done) = oneshot::channel::<()>();
         self.edits.push(EditInFlight {

@@ -15,6 +15,7 @@ mod bots;
 mod profiles;
 mod records;
 mod snapshot;
+mod staff;
 #[cfg(test)]
 mod tests;
 
@@ -46,6 +47,7 @@ pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
 };
 pub use snapshot::{Capture, LoadState};
+pub use staff::{SetVoteBan, StaffActOnBot};
 
 /// Done once a bot has journaled an edit (or refused it).
 type Settling = Shared<BoxFuture<'static, ()>>;

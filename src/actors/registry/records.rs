@@ -67,7 +67,8 @@ impl Registry {
                 Some(Box::new(move || directory.publish_token(bot, old, new)))
             }
             Record::ProfileTokenIssued { profile, .. }
-            | Record::ProfileTokenRevoked { profile, .. } => {
+            | Record::ProfileTokenRevoked { profile, .. }
+            | Record::VoteBanSet { profile, .. } => {
                 self.apply(record, from_stream);
                 // The whole profile is published again: its tokens are read through it.
                 let shown = Arc::new(self.book.profiles.get(profile)?.clone());
@@ -83,7 +84,8 @@ impl Registry {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => None,
+            | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. } => None,
         }
     }
 
@@ -131,7 +133,8 @@ impl Registry {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => {}
+            | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
@@ -139,7 +142,8 @@ impl Registry {
             | Record::BotDelisted(_)
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
-            | Record::ProfileTokenRevoked { .. } => {}
+            | Record::ProfileTokenRevoked { .. }
+            | Record::VoteBanSet { .. } => {}
         }
     }
 }

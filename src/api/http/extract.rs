@@ -305,7 +305,7 @@ fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(value)
 }
 
-fn app_state(request: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
+pub(super) fn app_state(request: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
     request.app_data::<web::Data<AppState>>().ok_or_else(|| {
         tracing::error!("application state is missing");
         ApiError::internal()
