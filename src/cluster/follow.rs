@@ -73,7 +73,11 @@ impl Applier {
             Judged::Records(records) => {
                 let mut last = applied;
                 let mut replies = Vec::with_capacity(records.len());
+                let mut audited = Vec::new();
                 for (seq, record) in records {
+                    if let Some(entry) = record.audit_entry() {
+                        audited.push((seq, entry.clone()));
+                    }
                     let (reply, answer) = oneshot::channel();
                     // `do_send`: in stream order whatever the mailboxes hold; the message
                     // bounds how many are in flight.
@@ -87,6 +91,10 @@ impl Applier {
                     if let Ok(Some(publish)) = answer.await {
                         publish();
                     }
+                }
+                // After the changes are shown, as the writer's journal adds them.
+                for (seq, entry) in &audited {
+                    self.journal.audit_applied(*seq, entry);
                 }
                 self.journal.advance(last);
                 self.position.epoch = epoch;
@@ -173,6 +181,7 @@ mod tests {
             registry_seq: captured.registry_seq,
             profiles: captured.profiles,
             bots,
+            audit: Default::default(),
         }
     }
 

@@ -202,6 +202,7 @@ impl Model {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            audit: Default::default(),
         }
     }
 }

@@ -84,6 +84,8 @@ impl Registry {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. } => None,
+            // The change decides; its entry joins the audit log through the journal.
+            Record::Audited { change, .. } => self.apply_own(change, from_stream),
         }
     }
 
@@ -140,6 +142,7 @@ impl Registry {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => {}
+            Record::Audited { change, .. } => self.follow_bot_record(bot, change),
         }
     }
 }
