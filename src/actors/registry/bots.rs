@@ -108,7 +108,7 @@ impl Handler<UpdateBot> for Registry {
     /// the bot, which journals it in order with its votes and stats; the registry goes on with
     /// other messages meanwhile.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, id, patch, None, AuditAction::BotUpdate)
+        self.update_bot_after(ctx, id, patch, None, Acting::admin(AuditAction::BotUpdate))
     }
 }
 
@@ -128,7 +128,8 @@ impl Handler<OwnerUpdateBot> for Registry {
     type Result = Reply<Arc<BotView>>;
 
     fn handle(&mut self, edit: OwnerUpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, edit.bot, edit.patch, Some(edit.owner), edit.action)
+        let acting = Acting::new(AuditActor::profile(edit.owner), edit.action);
+        self.update_bot_after(ctx, edit.bot, edit.patch, Some(edit.owner), acting)
     }
 }
 
@@ -139,7 +140,7 @@ impl Registry {
         id: BotId,
         patch: BotPatch,
         owner: Option<ProfileId>,
-        action: AuditAction,
+        acting: Acting,
     ) -> Reply<Arc<BotView>> {
         let takes = patch.platform_id.is_some() || patch.owner_ids.is_some();
         let waits = if takes {
@@ -148,7 +149,7 @@ impl Registry {
             Vec::new()
         };
         self.after(ctx, waits, move |registry| {
-            registry.update_bot(id, patch, owner, action)
+            registry.update_bot(id, patch, owner, acting)
         })
     }
 
@@ -173,7 +174,7 @@ impl Registry {
         id: BotId,
         patch: BotPatch,
         owner: Option<ProfileId>,
-        action: AuditAction,
+        acting: Acting,
     ) -> Reply<Arc<BotView>> {
         let checked = (|| {
             if let Some(owner) = owner {
@@ -217,7 +218,8 @@ impl Registry {
         } else {
             Decider::Admin
         };
-        let acting = acting_on_listing(owner, action, &patch);
+        let reason = patch.reason.as_ref().map(|r| r.as_str().to_string());
+        let acting = acting.with_reason(reason);
         let applied = handle.addr.send(ApplyPatch(patch, by, acting));
         let (finished, done) = oneshot::channel::<()>();
         self.edits.push(EditInFlight {
@@ -234,13 +236,6 @@ impl Registry {
             answer?
         })
     }
-}
-
-/// Who edits a listing and how, for its audit entry, with the decision's reason if any.
-fn acting_on_listing(owner: Option<ProfileId>, action: AuditAction, patch: &BotPatch) -> Acting {
-    let actor = owner.map_or(AuditActor::Admin, AuditActor::profile);
-    let reason = patch.reason.as_ref().map(|r| r.as_str().to_string());
-    Acting::new(actor, action).with_reason(reason)
 }
 
 /// The owners' rule: the list is not empty, and only the first owner changes the first owner.
@@ -260,6 +255,25 @@ fn check_first_owner(
         ));
     }
     Ok(())
+}
+
+/// A bot edits its own listing with its token (`PATCH /projects/@me`): the admin API's rules,
+/// audited as the bot's own change.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
+pub struct BotUpdatesItself(pub BotId, pub BotPatch);
+
+impl Handler<BotUpdatesItself> for Registry {
+    type Result = Reply<Arc<BotView>>;
+
+    fn handle(
+        &mut self,
+        BotUpdatesItself(id, patch): BotUpdatesItself,
+        ctx: &mut Self::Context,
+    ) -> Self::Result {
+        let acting = Acting::new(AuditActor::bot(id), AuditAction::BotUpdate);
+        self.update_bot_after(ctx, id, patch, None, acting)
+    }
 }
 
 #[derive(Message)]

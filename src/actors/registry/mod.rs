@@ -40,8 +40,8 @@ use crate::webhooks::Dispatcher;
 pub use book::BotSpawner;
 use book::{BotStarter, Entry, PlatformIds};
 pub use bots::{
-    CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot, RotateToken, SubmitBot,
-    UpdateBot,
+    BotUpdatesItself, CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot,
+    RotateToken, SubmitBot, UpdateBot,
 };
 pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
