@@ -138,7 +138,7 @@ impl AuditEntries {
             action: entry.action.index(),
             actor_kind,
         };
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
         if let Some(chunk) = self.chunks.last_mut() {
@@ -255,9 +255,8 @@ impl AuditEntries {
             None => Box::new((0..end).rev()),
         };
         let mut page = AuditPage::default();
-        let mut examined = 0;
         let mut last_examined = None;
-        for position in candidates {
+        for (examined, position) in candidates.enumerate() {
             if page.entries.len() >= limit {
                 // More may follow: the next page starts below the last entry shown.
                 page.next = page.entries.last().map(|e| e.id);
@@ -267,7 +266,6 @@ impl AuditEntries {
                 page.next = last_examined;
                 return page;
             }
-            examined += 1;
             let packed = self.packed(position);
             last_examined = Some(packed.seq);
             if self.matches(packed, filter) {
