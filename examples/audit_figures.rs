@@ -108,6 +108,18 @@ fn main() {
             shown / runs as usize
         );
     }
+    // What a snapshot's part costs: one chunk of 65,536 entries, encoded as snapshots do.
+    let chunk: Vec<_> = (0..65_536.min(count))
+        .filter_map(|n| log.entry(n))
+        .collect();
+    let started = Instant::now();
+    let encoded = rmp_serde::to_vec(&chunk).expect("encodes");
+    let took = started.elapsed();
+    println!(
+        "snapshot part: {:.1} bytes per entry, encoded at {:.0} ns per entry",
+        encoded.len() as f64 / chunk.len() as f64,
+        took.as_nanos() as f64 / chunk.len() as f64
+    );
     // A page deep in the log, through the cursor.
     let started = Instant::now();
     let page = log.page(&AuditFilter::default(), Some(count as u64 / 2), 50);
