@@ -15,6 +15,7 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 use uuid::Uuid;
 
+use crate::domain::audit::{bot_target, changed_fields, Acting};
 use crate::domain::bot::{
     BotPatch, BotState, BotView, Claim, DecidedBy, ListingStatus, WebhookSettings,
 };
@@ -146,6 +147,8 @@ impl Unacked {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => nothing,
+            // What the change itself adds.
+            Record::Audited { change, .. } => Self::of(change, seq, last_vote),
         }
     }
 }
@@ -276,6 +279,8 @@ impl BotActor {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => None,
+            // The change decides; its entry joins the audit log through the journal.
+            Record::Audited { change, .. } => self.after_applied(change),
         }
     }
 
@@ -813,12 +818,16 @@ impl Handler<PostStats> for BotActor {
 /// platform id is published with the view (the directory indexes published listings).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch, pub DecidedBy);
+pub struct ApplyPatch(pub BotPatch, pub DecidedBy, pub Acting);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(&mut self, ApplyPatch(patch, by): ApplyPatch, _: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        ApplyPatch(patch, by, acting): ApplyPatch,
+        _: &mut Self::Context,
+    ) -> Self::Result {
         let at = self.clock.now();
         // The status lives in the listing, so its moves are checked here, in order with every
         // other edit of the bot.
@@ -826,8 +835,12 @@ impl Handler<ApplyPatch> for BotActor {
             Ok(edited) => edited,
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
+        let mut changes = changed_fields(&*self.state.listing, &listing);
+        changes.extend(webhook_changes(&self.state.webhook, &webhook));
+        let bot = self.state.listing.id;
+        let entry = acting.entry(bot_target(bot), changes, at);
         let record = Record::BotEdited {
-            bot: self.state.listing.id,
+            bot,
             listing: Arc::new(listing),
             webhook,
             at,
@@ -836,6 +849,7 @@ impl Handler<ApplyPatch> for BotActor {
         if let Some(decision) = decision {
             crate::telemetry::moderation_decision(decision.to.name());
         }
+        let record = Record::audited(entry, record);
         self.apply(&record);
         let (durable, view) = self.commit(record);
         // An edit always shows its view (`after_applied`).
@@ -848,12 +862,16 @@ impl Handler<ApplyPatch> for BotActor {
 /// order with the bot's edits); the claim is published with the view once durable.
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ClaimListing(pub Claim);
+pub struct ClaimListing(pub Claim, pub Acting);
 
 impl Handler<ClaimListing> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(&mut self, ClaimListing(claim): ClaimListing, _: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        ClaimListing(claim, acting): ClaimListing,
+        _: &mut Self::Context,
+    ) -> Self::Result {
         let status = self.state.listing.status;
         if status != ListingStatus::Pending {
             return Box::pin(async move {
@@ -863,15 +881,28 @@ impl Handler<ClaimListing> for BotActor {
                 )))
             });
         }
-        let record = Record::ListingClaimed {
-            bot: self.state.listing.id,
-            claim,
-        };
+        let bot = self.state.listing.id;
+        let entry = acting.entry(bot_target(bot), vec!["claim".into()], claim.at);
+        let record = Record::audited(entry, Record::ListingClaimed { bot, claim });
         self.apply(&record);
         let (durable, view) = self.commit(record);
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
     }
+}
+
+/// The names of the webhook settings an edit changed (`webhook_secret` is a name, never the
+/// secret).
+fn webhook_changes(old: &WebhookSettings, new: &WebhookSettings) -> Vec<String> {
+    [
+        ("webhook_url", old.url != new.url),
+        ("webhook_secret", old.secret != new.secret),
+        ("webhook_format", old.format != new.format),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(name, _)| name.to_string())
+    .collect()
 }
 
 /// The bot's webhook settings, for its owners' view (`GET /bots/{id}/manage`), which shows

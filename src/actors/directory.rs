@@ -154,6 +154,9 @@ pub struct Directory {
     pub vote_history_retention: crate::domain::votes::history::Retention,
     /// The weekend multiplier (`--weekend-multiplier`); read by every bot actor and `/weekend`.
     pub weekend: crate::domain::weekend::WeekendRule,
+    /// The audit log (docs/API.md, "The audit log"): filled by the journal as audited records
+    /// are published, read by the staff's and the owners' audit routes.
+    pub audit: Arc<crate::domain::audit::AuditLog>,
 }
 
 impl Directory {
@@ -172,6 +175,7 @@ impl Directory {
             validator_seed: validator_seed(now),
             vote_history_retention: Default::default(),
             weekend: Default::default(),
+            audit: Default::default(),
         }
     }
 

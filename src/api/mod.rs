@@ -72,6 +72,7 @@ fn declared() -> Vec<Route> {
         suggest::routes(),
         resources::cluster::routes(),
         owners::routes(),
+        resources::audit::routes(),
         profile_votes::routes(),
         resources::projects::routes(),
         staff::routes(),

@@ -4,6 +4,7 @@
 //! and answers, the actors own them. (Their OpenAPI schemas are derived here, with `utoipa`,
 //! beside the validation they describe.) A value of these types has passed its validation.
 
+pub mod audit;
 pub mod badge;
 pub mod bot;
 pub mod feed;

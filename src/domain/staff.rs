@@ -53,6 +53,21 @@ impl StaffRole {
 }
 
 impl StaffAction {
+    /// The audit log's name for the action (`domain::audit`).
+    pub fn audit_action(self) -> crate::domain::audit::AuditAction {
+        use crate::domain::audit::AuditAction;
+        match self {
+            StaffAction::Claim => AuditAction::BotClaim,
+            StaffAction::Approve => AuditAction::BotApprove,
+            StaffAction::Deny => AuditAction::BotDeny,
+            StaffAction::Delist => AuditAction::BotDelist,
+            StaffAction::Certify => AuditAction::BotCertify,
+            StaffAction::Uncertify => AuditAction::BotUncertify,
+            StaffAction::Feature => AuditAction::BotFeature,
+            StaffAction::Unfeature => AuditAction::BotUnfeature,
+        }
+    }
+
     /// The action's table row: its path segment, who may take it, and the status a decision
     /// asks for (`None` for the actions that are not a status move).
     pub fn row(self) -> (&'static str, StaffRole, Option<ListingStatus>) {

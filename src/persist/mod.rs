@@ -171,7 +171,13 @@ impl Persistence {
             return Err(error.into());
         }
         let dir = self.dir.clone();
+        // Past the barrier, every record up to `seq` is published, and so is its audit entry.
+        let audit = self.journal.audit();
         let written = on_quiet_thread(move || -> io::Result<Written> {
+            let mut writer = writer;
+            if let Some(audit) = audit {
+                writer.audit(audit);
+            }
             let written = writer.finish()?;
             if let Some(mark) = mark {
                 snapshot::write_mark(&dir, seq, mark)?;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::audit::{AuditEntries, AuditEntry};
 use crate::domain::bot::{BotState, Claim, Decision, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
@@ -30,6 +31,11 @@ pub struct SavedState {
     /// Restored (`BotState::restore`) by whoever made the state, on as many threads as it had:
     /// the registry starts them as they are.
     pub bots: Vec<StoredBot>,
+    /// The audit log: every entry of every audited record up to `audit.last_seq()` (which may
+    /// pass `seq`, as a bot's state may). A snapshot stores it as a part of its own; states of
+    /// earlier builds have none.
+    #[serde(skip)]
+    pub audit: AuditEntries,
 }
 
 impl SavedState {
@@ -177,9 +183,44 @@ pub enum Record {
         ban: Option<VoteBan>,
         by: ProfileId,
     },
+    /// A management change and its audit log entry, in one record: the journal keeps, replicates
+    /// and replays them together, so neither exists without the other. The change is applied
+    /// as if it came alone (its owner is the change's); the entry joins the audit log once the
+    /// record is durable (`Journal::submit_settled`), or as it is replayed (`Replayer::apply`)
+    /// or read from the stream (`cluster::follow`). Make one with [`Record::audited`].
+    Audited {
+        entry: AuditEntry,
+        change: Box<Record>,
+    },
 }
 
 impl Record {
+    /// `change` with its audit log entry: how every management write is journaled.
+    pub fn audited(entry: AuditEntry, change: Record) -> Record {
+        Record::Audited {
+            entry,
+            change: Box::new(change),
+        }
+    }
+
+    /// The audit log entry this record carries, if it is one of a management change.
+    pub fn audit_entry(&self) -> Option<&AuditEntry> {
+        if let Record::Audited { entry, .. } = self {
+            Some(entry)
+        } else {
+            None
+        }
+    }
+
+    /// The change itself, without its audit entry.
+    pub fn change(&self) -> &Record {
+        if let Record::Audited { change, .. } = self {
+            change.change()
+        } else {
+            self
+        }
+    }
+
     /// The bot whose own record this is (a vote, stats, an edit, a delivery), applied by that
     /// bot's owner; `None` for the registry's records (profiles, listing, delisting, tokens).
     pub fn bot(&self) -> Option<BotId> {
@@ -204,6 +245,7 @@ impl Record {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => None,
+            Record::Audited { change, .. } => change.bot(),
         }
     }
 }
@@ -293,6 +335,7 @@ impl ApplyRecord for BotState {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => return Err(NotApplied::NotABotRecord),
+            Record::Audited { change, .. } => return self.apply_record(change),
         }
         Ok(())
     }
@@ -404,6 +447,7 @@ impl<B: Listed> RegistryBook<B> {
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. } => return Err(NotApplied::NotARegistryRecord),
+            Record::Audited { change, .. } => return self.apply(change, list),
         }
         Ok(())
     }
@@ -426,6 +470,8 @@ pub struct Replayer {
     voters: Arc<VoterTable>,
     /// Bots a record was applied to: their derived indexes are rebuilt once, at the end.
     replayed: HashSet<BotId>,
+    /// The audit log: the snapshot's, then each audited record's entry after it, once.
+    audit: AuditEntries,
     pub warnings: Vec<String>,
 }
 
@@ -438,6 +484,7 @@ impl Replayer {
     pub fn new(state: SavedState) -> Self {
         let voters = state.voters();
         Self {
+            audit: state.audit,
             seq: state.seq,
             registry_seq: state.registry_seq,
             loaded: Some(Loaded {
@@ -483,6 +530,11 @@ impl Replayer {
 
     pub fn apply(&mut self, seq: u64, record: Record) {
         self.seq = self.seq.max(seq);
+        // Kept whatever becomes of the change (a bot delisted later passes over its records),
+        // as the live log kept it; an entry the snapshot holds already is passed over.
+        if let Some(entry) = record.audit_entry() {
+            self.audit.push(seq, entry);
+        }
         match record.bot() {
             Some(bot) => self.on_bot(seq, bot, &record),
             None if seq > self.registry_seq => {
@@ -561,6 +613,7 @@ impl Replayer {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            audit: self.audit,
         }
     }
 }

@@ -70,6 +70,14 @@ fn describe_all() {
     );
     describe_counter!("botlist_stats_posts_total", "Server-count posts stored.");
     describe_counter!(
+        "botlist_audit_entries_written_total",
+        "Audit log entries written by this node's journal, each with its change."
+    );
+    describe_gauge!(
+        "botlist_audit_entries",
+        "Entries the audit log holds (written, replayed or followed)."
+    );
+    describe_counter!(
         "botlist_rate_limit_refusals_total",
         "Requests refused with 429, by key kind."
     );
@@ -182,6 +190,7 @@ fn register_all() {
         "botlist_journal_written_bytes_total",
         "botlist_journal_fsync_failures_total",
         "botlist_webhook_retries_total",
+        "botlist_audit_entries_written_total",
     ] {
         counter!(name).absolute(0);
     }
@@ -199,6 +208,7 @@ fn register_all() {
         "botlist_webhook_queue_depth",
         "botlist_profiles_listed",
         "botlist_ready",
+        "botlist_audit_entries",
     ] {
         let _ = gauge!(name);
     }

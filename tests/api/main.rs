@@ -1,6 +1,8 @@
 //! End-to-end tests: the real server on port 0, a real HTTP client.
 
 mod admin;
+mod audit;
+mod audit_replay;
 mod auth;
 mod badge;
 mod bots;

@@ -1,5 +1,6 @@
 //! Durability: the real binary, killed and restarted on the same data directory.
 
+mod audit;
 mod backup;
 mod connections;
 mod corruption;

@@ -203,6 +203,7 @@ impl Model {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            audit: Default::default(),
         }
     }
 }

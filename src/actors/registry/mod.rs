@@ -28,6 +28,7 @@ use tokio::sync::oneshot;
 
 use super::directory::{BotHandle, Directory};
 use super::when_durable;
+use crate::domain::audit::Acting;
 use crate::domain::ids::{BotId, ProfileId, Snowflake};
 use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
@@ -40,8 +41,8 @@ use crate::webhooks::Dispatcher;
 pub use book::BotSpawner;
 use book::{BotStarter, Entry, PlatformIds};
 pub use bots::{
-    CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot, RotateToken, SubmitBot,
-    UpdateBot,
+    BotUpdatesItself, CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot,
+    RotateToken, SubmitBot, UpdateBot,
 };
 pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
@@ -118,6 +119,19 @@ impl Registry {
     fn make(&mut self, record: Record) -> Durable {
         let publish = self.apply_own(&record, None);
         self.commit(&record, publish).1
+    }
+
+    /// As [`Registry::make`], for a management change: journaled with its audit log entry, in
+    /// one record.
+    fn make_audited(
+        &mut self,
+        acting: Acting,
+        target: uuid::Uuid,
+        changes: Vec<String>,
+        record: Record,
+    ) -> Durable {
+        let entry = acting.entry(target, changes, self.clock.now());
+        self.make(Record::audited(entry, record))
     }
 
     /// Journals a registry change, to be published once durable. Called before the bot

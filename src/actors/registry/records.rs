@@ -86,6 +86,8 @@ impl Registry {
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. } => None,
+            // The change decides; its entry joins the audit log through the journal.
+            Record::Audited { change, .. } => self.apply_own(change, from_stream),
         }
     }
 
@@ -144,6 +146,7 @@ impl Registry {
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. }
             | Record::VoteBanSet { .. } => {}
+            Record::Audited { change, .. } => self.follow_bot_record(bot, change),
         }
     }
 }

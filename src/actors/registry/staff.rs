@@ -11,6 +11,7 @@ use actix::prelude::*;
 
 use super::{reply, Registry, Reply};
 use crate::actors::bot::ClaimListing;
+use crate::domain::audit::{profile_target, Acting, AuditAction, AuditActor};
 use crate::domain::bot::{BotPatch, BotView, Claim, DecidedBy};
 use crate::domain::ids::{BotId, ProfileId};
 use crate::domain::staff::{StaffAction, StaffRole, VoteBan};
@@ -55,7 +56,8 @@ impl Handler<StaffActOnBot> for Registry {
                 ..BotPatch::default()
             },
         };
-        self.update_bot_after(ctx, act.bot, patch, DecidedBy::Staff(act.staff))
+        let acting = Acting::new(AuditActor::profile(act.staff), act.action.audit_action());
+        self.update_bot_after(ctx, act.bot, patch, DecidedBy::Staff(act.staff), acting)
     }
 }
 
@@ -81,7 +83,8 @@ impl Registry {
             Ok(handle) => handle,
             Err(refused) => return Box::pin(async move { Err(refused) }),
         };
-        let claimed = handle.addr.send(ClaimListing(claim));
+        let acting = Acting::new(AuditActor::profile(staff), AuditAction::BotClaim);
+        let claimed = handle.addr.send(ClaimListing(claim, acting));
         Box::pin(async move { claimed.await.map_err(|_| Self::not_found_bot(bot))? })
     }
 }
@@ -116,11 +119,22 @@ impl Handler<SetVoteBan> for Registry {
                     "this profile is not banned from voting".into(),
                 ));
             }
-            let record = Record::VoteBanSet {
-                profile: set.profile,
-                ban: set.ban,
-                by: set.staff,
+            let action = match set.ban {
+                Some(_) => AuditAction::VoteBan,
+                None => AuditAction::VoteUnban,
             };
+            let reason = set.ban.as_ref().map(|ban| ban.reason.as_str().to_owned());
+            let entry = Acting::new(AuditActor::profile(set.staff), action)
+                .with_reason(reason)
+                .entry(profile_target(set.profile), vec!["vote_ban".into()], now);
+            let record = Record::audited(
+                entry,
+                Record::VoteBanSet {
+                    profile: set.profile,
+                    ban: set.ban,
+                    by: set.staff,
+                },
+            );
             Ok((self.make(record), ()))
         })())
     }

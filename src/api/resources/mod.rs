@@ -2,6 +2,7 @@
 //! the routes each declares (`routes()`), with their properties, for the router in `api/mod.rs`.
 
 pub mod admin;
+pub mod audit;
 pub mod badge;
 pub mod bots;
 pub mod classic;

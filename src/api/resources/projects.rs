@@ -22,7 +22,7 @@ use crate::actors::bot::{
     VotesInOrder,
 };
 use crate::actors::directory::BotHandle;
-use crate::actors::registry::UpdateBot;
+use crate::actors::registry::BotUpdatesItself;
 use crate::actors::Answer;
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::extract::{AnyJson, PathBot};
@@ -240,7 +240,10 @@ pub async fn edit_self(
     if edit.short_description.is_none() && patch.page_content.is_none() && patch.content.is_none() {
         return Err(bad("send headline, page_content or both".into()));
     }
-    state.registry.send(UpdateBot(bot.id, edit)).await??;
+    state
+        .registry
+        .send(BotUpdatesItself(bot.id, edit))
+        .await??;
     Ok(no_content())
 }
 
