@@ -597,3 +597,33 @@ async fn request_ids_etags_and_304_are_documented_where_the_server_sends_them() 
     }
     assert_eq!(tagged_seen, tagged.len());
 }
+
+/// Every tag an operation carries is declared at the top of the document with a description, so
+/// that the rendered documentation groups and explains each route.
+#[actix_web::test]
+async fn every_tag_an_operation_uses_is_declared_with_a_description() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let declared: std::collections::HashMap<&str, &str> = doc["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .map(|tag| {
+            let name = tag["name"].as_str().expect("a tag's name");
+            (name, tag["description"].as_str().unwrap_or_default())
+        })
+        .collect();
+    for item in doc["paths"].as_object().expect("paths").values() {
+        for (method, operation) in item.as_object().expect("a path item") {
+            for tag in operation["tags"].as_array().into_iter().flatten() {
+                let tag = tag.as_str().expect("a tag");
+                let description = declared.get(tag).copied().unwrap_or_default();
+                assert!(
+                    !description.is_empty(),
+                    "{method} {} uses tag `{tag}`, which has no description",
+                    operation["operationId"]
+                );
+            }
+        }
+    }
+}

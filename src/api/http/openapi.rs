@@ -69,6 +69,7 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         (name = "admin", description = "Filling the directory; the admin token"),
         (name = "projects", description = "The project API of the 2026 client libraries: `Authorization: Bearer <the bot's API token>`, errors as RFC 9457 problem details"),
         (name = "operations", description = "Health and metrics, outside the base path"),
+        (name = "owners", description = "Owners manage their own listings: submit, read the owner's view, edit, rotate the token, set co-owners, remove; a profile token of the `bots` scope held by an owner"),
         (name = "classic", description = "The classic surface, under `--classic-base-path` (default `/api`): the routes and shapes the released client libraries call, over the same data, tokens and limits"),
     )
 )]
