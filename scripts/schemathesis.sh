@@ -187,6 +187,13 @@ checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 40
 include-path-regex = '^/api/v1/bots/(\{id\}/)?check$'
 phases.stateful.checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
 
+# The project API's rules across fields: `startDate` or `cursor`, not both; a PATCH of the
+# project with at least one of `headline`, `page_content` (or `content`) not null. Each is
+# written in its operation's description and in docs/API.md.
+[[operations]]
+include-name = ["GET /api/v1/projects/@me/votes", "PATCH /api/v1/projects/@me"]
+checks.positive_data_acceptance.expected-statuses = [200, 204, 400, 401, 403, 404, 409, 429]
+
 # A history cursor must be one this service gave for this bot's history (it is signed): any
 # other string is 400, which a schema cannot say of an opaque string.
 [[operations]]
