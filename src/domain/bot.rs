@@ -157,77 +157,117 @@ pub struct NewBot {
     pub webhook_format: WebhookFormat,
 }
 
-/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that may
-/// be null; the fields that may not be null refuse it.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BotPatch {
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Snowflake)]
-    pub platform_id: Option<Snowflake>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = BotName)]
-    pub name: Option<BotName>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = PlatformUsername)]
-    pub username: Option<PlatformUsername>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ShortDescription)]
-    pub short_description: Option<ShortDescription>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub avatar: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<LongDescription>)]
-    pub long_description: Patch<LongDescription>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Tags)]
-    pub tags: Option<Tags>,
-    #[serde(default)]
-    #[schema(value_type = Option<LanguageCode>)]
-    pub language_code: Patch<LanguageCode>,
-    #[serde(default)]
-    #[schema(value_type = Option<Prefix>)]
-    pub prefix: Patch<Prefix>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub invite_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub website_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub support_server_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub github_url: Patch<HttpUrl>,
-    #[serde(default, deserialize_with = "some_at_most")]
-    #[schema(value_type = Vec<ProfileId>, max_items = 20)]
-    pub owner_ids: Option<Vec<ProfileId>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = bool)]
-    pub certified: Option<bool>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = bool)]
-    pub featured: Option<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub webhook_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<WebhookSecret>)]
-    pub webhook_secret: Patch<WebhookSecret>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = WebhookFormat)]
-    pub webhook_format: Option<WebhookFormat>,
-    /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
-    /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ListingStatus)]
-    pub status: Option<ListingStatus>,
-    /// Why, shown to the owners; only with `status`
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = DecisionReason)]
-    pub reason: Option<DecisionReason>,
+/// Declares the two patch bodies from one table of fields: the owner's fields, which both
+/// `OwnerPatch` and `BotPatch` hold, and the operator's fields, which only `BotPatch` holds. A field
+/// is written once, in the list of who may send it, so the two bodies cannot drift apart, and
+/// `BotPatch::from(OwnerPatch)` is the owner's edit with every operator field left out.
+macro_rules! bot_patches {
+    (
+        $(#[$bot_meta:meta])*
+        admin $bot:ident { $($(#[$am:meta])* $af:ident: $at:ty,)* }
+        $(#[$owner_meta:meta])*
+        owner $owner:ident { $($(#[$om:meta])* $of:ident: $ot:ty,)* }
+    ) => {
+        $(#[$bot_meta])*
+        #[derive(Debug, Default, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $bot {
+            $($(#[$am])* pub $af: $at,)*
+            $($(#[$om])* pub $of: $ot,)*
+        }
+
+        $(#[$owner_meta])*
+        #[derive(Debug, Default, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $owner {
+            $($(#[$om])* pub $of: $ot,)*
+        }
+
+        impl From<$owner> for $bot {
+            fn from(p: $owner) -> Self {
+                $bot { $($of: p.$of,)* ..$bot::default() }
+            }
+        }
+    };
+}
+
+bot_patches! {
+    /// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that
+    /// may be null; the fields that may not be null refuse it.
+    admin BotPatch {
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = Snowflake)]
+        platform_id: Option<Snowflake>,
+        #[serde(default, deserialize_with = "some_at_most")]
+        #[schema(value_type = Vec<ProfileId>, max_items = 20)]
+        owner_ids: Option<Vec<ProfileId>>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = bool)]
+        certified: Option<bool>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = bool)]
+        featured: Option<bool>,
+        /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
+        /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = ListingStatus)]
+        status: Option<ListingStatus>,
+        /// Why, shown to the owners; only with `status`
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = DecisionReason)]
+        reason: Option<DecisionReason>,
+    }
+    /// The body of `PATCH /bots/{id}` by an owner: every field an owner may change (not
+    /// `certified`, `featured`, the counts or the ids: the platform id is what was reviewed, and
+    /// the owners have their own route). Fields left out are kept, `null` clears a field that may
+    /// be null.
+    owner OwnerPatch {
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = BotName)]
+        name: Option<BotName>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = PlatformUsername)]
+        username: Option<PlatformUsername>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = ShortDescription)]
+        short_description: Option<ShortDescription>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        avatar: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<LongDescription>)]
+        long_description: Patch<LongDescription>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = Tags)]
+        tags: Option<Tags>,
+        #[serde(default)]
+        #[schema(value_type = Option<LanguageCode>)]
+        language_code: Patch<LanguageCode>,
+        #[serde(default)]
+        #[schema(value_type = Option<Prefix>)]
+        prefix: Patch<Prefix>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        invite_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        website_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        support_server_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        github_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        webhook_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<WebhookSecret>)]
+        webhook_secret: Patch<WebhookSecret>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = WebhookFormat)]
+        webhook_format: Option<WebhookFormat>,
+    }
 }
 
 /// Everything a bot actor owns: the unit that is published, snapshotted and replayed.
@@ -638,83 +678,6 @@ impl From<Submission> for NewBot {
             webhook_url: s.webhook_url,
             webhook_secret: s.webhook_secret,
             webhook_format: s.webhook_format,
-        }
-    }
-}
-
-/// The body of `PATCH /bots/{id}` by an owner: every field an owner may change (not
-/// `certified`, `featured`, the counts or the ids: the platform id is what was reviewed, and
-/// the owners have their own route). Fields left out are kept, `null` clears a field that may
-/// be null.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OwnerPatch {
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = BotName)]
-    pub name: Option<BotName>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = PlatformUsername)]
-    pub username: Option<PlatformUsername>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ShortDescription)]
-    pub short_description: Option<ShortDescription>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub avatar: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<LongDescription>)]
-    pub long_description: Patch<LongDescription>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Tags)]
-    pub tags: Option<Tags>,
-    #[serde(default)]
-    #[schema(value_type = Option<LanguageCode>)]
-    pub language_code: Patch<LanguageCode>,
-    #[serde(default)]
-    #[schema(value_type = Option<Prefix>)]
-    pub prefix: Patch<Prefix>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub invite_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub website_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub support_server_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub github_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub webhook_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<WebhookSecret>)]
-    pub webhook_secret: Patch<WebhookSecret>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = WebhookFormat)]
-    pub webhook_format: Option<WebhookFormat>,
-}
-
-impl From<OwnerPatch> for BotPatch {
-    fn from(p: OwnerPatch) -> Self {
-        BotPatch {
-            name: p.name,
-            username: p.username,
-            short_description: p.short_description,
-            avatar: p.avatar,
-            long_description: p.long_description,
-            tags: p.tags,
-            language_code: p.language_code,
-            prefix: p.prefix,
-            invite_url: p.invite_url,
-            website_url: p.website_url,
-            support_server_url: p.support_server_url,
-            github_url: p.github_url,
-            webhook_url: p.webhook_url,
-            webhook_secret: p.webhook_secret,
-            webhook_format: p.webhook_format,
-            ..BotPatch::default()
         }
     }
 }

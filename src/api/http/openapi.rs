@@ -68,9 +68,9 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         (name = "users", description = "Public profiles"),
         (name = "admin", description = "Filling the directory; the admin token"),
         (name = "projects", description = "The project API of the 2026 client libraries: `Authorization: Bearer <the bot's API token>`, errors as RFC 9457 problem details"),
-        (name = "staff", description = "Moderation: the audit log (and, with issue 37, the queue and decisions); a `staff`-scoped profile token of a `mod` or `admin` profile, or the admin token"),
         (name = "operations", description = "Health and metrics, outside the base path"),
-        (name = "staff", description = "Moderation: the queue of pending listings, decisions, certification, featuring and vote bans; a `staff` profile token of a profile with `mod` or `admin`"),
+        (name = "staff", description = "Moderation: the queue of pending listings, decisions, certification, featuring, vote bans and the audit log; a `staff` profile token of a profile with `mod` or `admin` (the audit log also takes the admin token)"),
+        (name = "owners", description = "Owners manage their own listings: submit, read the owner's view, edit, rotate the token, set co-owners, remove; a profile token of the `bots` scope held by an owner"),
         (name = "classic", description = "The classic surface, under `--classic-base-path` (default `/api`): the routes and shapes the released client libraries call, over the same data, tokens and limits"),
     )
 )]
