@@ -31,9 +31,11 @@ use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
 mod project;
+mod reviews;
 pub use project::{
     PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
 };
+pub use reviews::{EditReview, ReadReviews, RemoveReview, ReplyToReview, ReviewPage, WriteReview};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::{when_durable, Answer};
@@ -130,8 +132,12 @@ impl Unacked {
                 delivery: Some(delivery.id),
                 ..nothing
             },
-            // Read through the actor only once durable (`ReadProject`), and never published.
-            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => nothing,
+            // Read through the actor only once durable (`ReadProject`, `ReadReviews`), and
+            // never published.
+            Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => nothing,
             Record::BotEdited { .. }
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. }
@@ -256,8 +262,11 @@ impl BotActor {
             | Record::StatsUpdated { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::BotEdited { .. } => Some(self.publication(None)),
-            // Commands and announcements are read through the actor, once durable.
-            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
+            // Commands, announcements and reviews are read through the actor, once durable.
+            Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => None,
             // Deliveries are not shown to readers of the bot.
             Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }

@@ -74,6 +74,7 @@ fn declared() -> Vec<Route> {
         owners::routes(),
         profile_votes::routes(),
         resources::projects::routes(),
+        resources::reviews::routes(),
     ]
     .into_iter()
     .flatten()

@@ -251,6 +251,10 @@ pub struct BotState {
     /// it load (as none).
     #[serde(default)]
     pub project: ProjectState,
+    /// Its reviews (CONTRACT section 14); last, so that snapshots written without them load
+    /// (as none).
+    #[serde(default)]
+    pub reviews: crate::domain::reviews::Reviews,
 }
 
 impl BotState {
@@ -294,6 +298,7 @@ impl BotState {
             shards: ShardCounts::default(),
             growth: Growth::default(),
             project: ProjectState::default(),
+            reviews: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
 use crate::domain::project::{Announcement, Commands};
+use crate::domain::reviews::{Removal, Review};
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
@@ -158,6 +159,18 @@ pub enum Record {
         entries: Vec<(Timestamp, ServerCount)>,
         at: Timestamp,
     },
+    /// A review written, edited or replied to (CONTRACT section 14): its whole new state.
+    ReviewSaved {
+        bot: BotId,
+        review: Review,
+    },
+    /// A review deleted by its author or removed by staff (with the reason).
+    ReviewRemoved {
+        bot: BotId,
+        review: Uuid,
+        removal: Removal,
+        at: Timestamp,
+    },
 }
 
 impl Record {
@@ -175,7 +188,9 @@ impl Record {
             | Record::OutboxOverflowed { bot, .. }
             | Record::CommandsSet { bot, .. }
             | Record::AnnouncementPosted { bot, .. }
-            | Record::MetricsBatchPosted { bot, .. } => Some(*bot),
+            | Record::MetricsBatchPosted { bot, .. }
+            | Record::ReviewSaved { bot, .. }
+            | Record::ReviewRemoved { bot, .. } => Some(*bot),
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -261,6 +276,10 @@ impl ApplyRecord for BotState {
                 self.project.announce(announcement.clone())
             }
             Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
+            Record::ReviewSaved { review, .. } => self.reviews.save(review.clone()),
+            Record::ReviewRemoved { review, .. } => {
+                self.reviews.remove(*review);
+            }
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
@@ -372,7 +391,9 @@ impl<B: Listed> RegistryBook<B> {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => return Err(NotApplied::NotARegistryRecord),
+            | Record::MetricsBatchPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => return Err(NotApplied::NotARegistryRecord),
         }
         Ok(())
     }

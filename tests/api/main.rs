@@ -21,6 +21,7 @@ mod operations;
 mod people;
 mod people_replay;
 mod projects;
+mod reviews;
 mod routing;
 mod search;
 mod search_concurrency;

@@ -83,7 +83,9 @@ impl Registry {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => None,
+            | Record::MetricsBatchPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => None,
         }
     }
 
@@ -131,7 +133,9 @@ impl Registry {
             | Record::OutboxOverflowed { .. }
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
-            | Record::MetricsBatchPosted { .. } => {}
+            | Record::MetricsBatchPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)

@@ -13,6 +13,7 @@ pub mod history;
 pub mod owners;
 pub mod profile_votes;
 pub mod projects;
+pub mod reviews;
 pub mod stats;
 pub mod suggest;
 pub mod users;
