@@ -207,6 +207,26 @@ impl BotActor {
         })
     }
 
+    /// Queues an event of `kind` if the bot chose it (`webhook_events`) and has a URL: its
+    /// delivery is journaled whole after the change it tells of (so it is never sent before
+    /// that change is durable), then the oldest open deliveries past the limit are given up.
+    fn queue_event<K: crate::domain::webhook::EventKind>(&mut self, kind: K) {
+        let name = Into::<crate::domain::webhook::Content>::into(kind.clone())
+            .event()
+            .name();
+        let Some((_, record)) = self
+            .outbox
+            .queue(&self.state, kind, self.clock.now(), false)
+        else {
+            return;
+        };
+        self.apply_and_journal(record);
+        if let Some(given_up) = self.outbox.overflowed(&self.state) {
+            self.apply_and_journal(given_up);
+        }
+        crate::telemetry::event_queued(name);
+    }
+
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
     /// schedules its next attempt if it has one.
     fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
@@ -486,7 +506,13 @@ impl Handler<PrepareAttempt> for BotActor {
             .outbox
             .prepare(&self.state, ask.delivery, ask.token, now)
         {
-            Preparing::Send(prepared) => Some(prepared),
+            // A listing that is not public is sent its decisions only.
+            Preparing::Send(prepared)
+                if self.state.listing.status.is_public() || prepared.event.sent_while_hidden() =>
+            {
+                Some(prepared)
+            }
+            Preparing::Send(_) => None,
             // The URL was removed while the delivery waited: nothing will ever take it.
             Preparing::GiveUp(given_up) => {
                 self.progress_delivery(&given_up);
@@ -829,6 +855,7 @@ impl Handler<ApplyPatch> for BotActor {
             Ok(edited) => edited,
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
+        let from = self.state.listing.status;
         let record = Record::BotEdited {
             bot: self.state.listing.id,
             listing: Arc::new(listing),
@@ -837,9 +864,37 @@ impl Handler<ApplyPatch> for BotActor {
         };
         self.apply(&record);
         let (durable, view) = self.commit(record);
+        self.announce_decision(from);
         // An edit always shows its view (`after_applied`).
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
+    }
+}
+
+impl BotActor {
+    /// The listing's decision just journaled (its status moved from `from`), told to the bot's
+    /// receiver if it chose that kind: the record of the status change is the one every
+    /// decision journals (`PATCH /admin/bots/:id` today, staff decisions later).
+    fn announce_decision(&mut self, from: crate::domain::bot::ListingStatus) {
+        use crate::domain::bot::ListingStatus;
+        use crate::domain::webhook::{ListingApproval, ListingDelisting, ListingDenial};
+        let (to, bot) = (self.state.listing.status, self.state.listing.event_bot());
+        if to == from {
+            return;
+        }
+        let reason = self
+            .state
+            .listing
+            .reason
+            .as_ref()
+            .map(|r| r.as_str().to_owned());
+        match to {
+            ListingStatus::Approved => self.queue_event(ListingApproval { bot, reason: None }),
+            ListingStatus::Denied => self.queue_event(ListingDenial { bot, reason }),
+            ListingStatus::Delisted => self.queue_event(ListingDelisting { bot, reason }),
+            // Back to review: the owners made that change themselves.
+            ListingStatus::Pending => {}
+        }
     }
 }
 

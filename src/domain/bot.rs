@@ -19,7 +19,7 @@ use super::text::{
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
-use super::webhook::{Deliveries, EventBot, WebhookFormat};
+use super::webhook::{Deliveries, EventBot, EventSet, WebhookFormat};
 use super::Rejection;
 
 /// Owner lists are short; a longer one is a mistake, not a team.
@@ -109,6 +109,10 @@ pub struct WebhookSettings {
     pub secret: Option<WebhookSecret>,
     #[serde(default)]
     pub format: WebhookFormat,
+    /// The kinds of event it is sent (`webhook_events`); left out when votes only (the
+    /// default), so the records and snapshots of every bot that chose nothing are unchanged.
+    #[serde(default, skip_serializing_if = "EventSet::is_default")]
+    pub events: EventSet,
 }
 
 /// The body of `POST /admin/bots`.
@@ -151,6 +155,9 @@ pub struct NewBot {
     /// `signed` (default) or `legacy`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
+    /// The kinds of event the webhook is sent; default `["vote.create"]`
+    #[serde(default)]
+    pub webhook_events: EventSet,
 }
 
 /// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that may
@@ -215,6 +222,10 @@ pub struct BotPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = WebhookFormat)]
     pub webhook_format: Option<WebhookFormat>,
+    /// The kinds of event the webhook is sent (the whole list)
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = EventSet)]
+    pub webhook_events: Option<EventSet>,
     /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
     /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
     #[serde(default, deserialize_with = "present")]
@@ -289,6 +300,7 @@ impl BotState {
                 url: new.webhook_url,
                 secret: new.webhook_secret,
                 format: new.webhook_format,
+                events: new.webhook_events,
             },
             deliveries: Deliveries::default(),
             votes: VoteBook::new(now),
@@ -358,6 +370,9 @@ impl BotState {
         webhook.secret = patch.webhook_secret.apply(webhook.secret.take());
         if let Some(format) = patch.webhook_format {
             webhook.format = format;
+        }
+        if let Some(events) = patch.webhook_events {
+            webhook.events = events;
         }
         (listing, webhook)
     }
@@ -608,6 +623,9 @@ pub struct Submission {
     /// `signed` (default) or `legacy`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
+    /// The kinds of event the webhook is sent; default `["vote.create"]`
+    #[serde(default)]
+    pub webhook_events: EventSet,
 }
 
 impl From<Submission> for NewBot {
@@ -632,6 +650,7 @@ impl From<Submission> for NewBot {
             webhook_url: s.webhook_url,
             webhook_secret: s.webhook_secret,
             webhook_format: s.webhook_format,
+            webhook_events: s.webhook_events,
         }
     }
 }
@@ -688,6 +707,10 @@ pub struct OwnerPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = WebhookFormat)]
     pub webhook_format: Option<WebhookFormat>,
+    /// The kinds of event the webhook is sent (the whole list)
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = EventSet)]
+    pub webhook_events: Option<EventSet>,
 }
 
 impl From<OwnerPatch> for BotPatch {
@@ -708,6 +731,7 @@ impl From<OwnerPatch> for BotPatch {
             webhook_url: p.webhook_url,
             webhook_secret: p.webhook_secret,
             webhook_format: p.webhook_format,
+            webhook_events: p.webhook_events,
             ..BotPatch::default()
         }
     }

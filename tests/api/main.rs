@@ -9,6 +9,7 @@ mod compat;
 mod compression;
 mod docs;
 mod errors;
+mod events;
 mod growth;
 mod helpers;
 mod history;

@@ -11,6 +11,7 @@ use crate::actors::Answer;
 use crate::domain::ids::ProfileId;
 use crate::domain::reviews::{Cursor, Rating, Removal, Remover, Review, ReviewReply, ReviewSort};
 use crate::domain::text::{ReplyContent, ReviewContent};
+use crate::domain::webhook::ReviewCreated;
 use crate::domain::Rejection;
 use crate::persist::state::Record;
 
@@ -118,7 +119,9 @@ impl Handler<WriteReview> for BotActor {
             updated_at: now,
             reply: None,
         };
+        let event = ReviewCreated::of(self.state.listing.event_bot(), &review);
         self.save_review(review, ask.answer);
+        self.queue_event(event);
     }
 }
 
