@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each read and write of issue 25's table as a ratio to the ceiling: a bare actix-web handler with
 # no middleware (examples/bare.rs, in its own process) answering a body of the same size. A
-# benchmark that prints figures, not a test.
+# benchmark that prints figures, not a test. Beside them: a vote by a profile token (issue 36),
+# the classic surface's getBot and search and the project API's `GET /projects/@me` (issue 38).
 #
 #   benches/ceiling.sh [--bots N] [--votes-per-bot V] [--seconds S] [--rounds R]
 #                      [--connections C] [--bin PATH] [--bare PATH] [--data DIR] [--only REGEX]
@@ -89,8 +90,9 @@ RSS1=$(rss)
 echo "-- $listed bots listed; resident $((RSS1 / 1048576)) MiB ($((RSS0 / 1048576)) MiB before the fill): $(( RSS1 / listed )) bytes per bot (whole process)"
 
 # The bot the single-bot routes ask about, and a user who voted for it.
+PLATFORM=999999999$(date +%s%N | cut -c10-18)
 made=$(curl -sf -X POST "$API/admin/bots" -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
-  -d "{\"platform_id\":\"999999999$(date +%s%N | cut -c10-18)\",\"name\":\"Ceiling Probe\",\"username\":\"ceiling-probe\",\"short_description\":\"The bot the ceiling benchmark reads.\",\"tags\":[\"music\",\"fun\"],\"language_code\":\"en\"}")
+  -d "{\"platform_id\":\"$PLATFORM\",\"name\":\"Ceiling Probe\",\"username\":\"ceiling-probe\",\"short_description\":\"The bot the ceiling benchmark reads.\",\"tags\":[\"music\",\"fun\"],\"language_code\":\"en\"}")
 BOT=$(echo "$made" | jq -r .bot.id); TOKEN=$(echo "$made" | jq -r .token)
 VOTER=123456789012345678
 curl -sf -X POST "$API/admin/bots/$BOT/votes" -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
@@ -98,7 +100,17 @@ curl -sf -X POST "$API/admin/bots/$BOT/votes" -H "Authorization: $ADMIN" -H 'Con
 curl -sf -X POST "$API/bots/$BOT/stats" -H "Authorization: $TOKEN" -H 'Content-Type: application/json' \
   -d '{"server_count":1234,"shard_count":2}' > /dev/null
 
-# name | method | path (after /api/v1) | auth (token|admin|none) | wrk script
+# The voters of the profile-token vote (issue 36): PROFILES profiles (default 5,000) with a
+# `vote` token and 200 bots, so that every vote of the run is a (profile, bot) pair not used
+# before (benches/profile_votes.lua; each round starts 300,000 pairs further on). Made only
+# when that route is measured.
+PROFILE_ROUTE="POST /bots/:id/votes by profile token (fsync always)"
+if [[ -z $ONLY || $PROFILE_ROUTE =~ $ONLY ]]; then
+  python3 benches/profile_voters.py "$API" "$ADMIN" "${PROFILES:-5000}" 200 "$WORK/voters"
+  VOTED=$(tail -n 1 "$WORK/voters.bots")
+fi
+
+# name | method | path (after /api/v1) | auth (token|admin|profile|none) | wrk script
 ROUTES=(
   "GET /bots first page (24)|GET|/bots|none|"
   "GET /bots?q=wizard&category=music&sort=newest|GET|/bots?q=wizard&category=music&sort=newest|none|"
@@ -112,8 +124,12 @@ ROUTES=(
   "GET /bots/:id/badge/servers.svg|GET|/bots/$BOT/badge/servers.svg|none|"
   "GET /bots/:id/stats/history (day)|GET|/bots/$BOT/stats/history|none|"
   "GET /bots/:id/stats/history?interval=hour|GET|/bots/$BOT/stats/history?interval=hour|none|"
+  "GET /api/bots/:id (classic getBot)|GET|/api/bots/$PLATFORM|none|"
+  "GET /api/bots?search= (classic search)|GET|/api/bots?search=username%3A%20ceiling&limit=50|none|"
+  "GET /projects/@me (project API, Bearer)|GET|/projects/@me|bearer|"
   "POST /bots/:id/stats (fsync always)|POST|/bots/$BOT/stats|token|benches/stats_post.lua"
   "POST /admin/bots/:id/votes (fsync always)|POST|/admin/bots/$BOT/votes|admin|benches/votes.lua"
+  "$PROFILE_ROUTE|POST|/bots/${VOTED:-}/votes|profile|benches/profile_votes.lua"
 )
 
 # One wrk run; prints "req/s p50_ms p99_ms".
@@ -133,10 +149,16 @@ k=0
 for route in "${ROUTES[@]}"; do
   IFS='|' read -r name method path auth script <<< "$route"
   [[ -z $ONLY || $name =~ $ONLY ]] || continue
-  case $auth in token) header=$TOKEN ;; admin) header=$ADMIN ;; *) header="" ;; esac
+  # A path under /api/ is the classic surface's, from the server's root; any other is {base}'s.
+  url=$API$path
+  case $path in /api/*) url=${API%/api/v1}$path ;; esac
+  case $auth in token) header=$TOKEN ;; bearer) header="Bearer $TOKEN" ;; admin) header=$ADMIN ;; profile) header=$(tail -n 1 "$WORK/voters.tokens") ;; *) header="" ;; esac
   # The body botlist answers with, for the bare handler's size.
   if [ "$method" = GET ]; then
-    bytes=$(curl -sf ${header:+-H "Authorization: $header"} "$API$path" | wc -c)
+    bytes=$(curl -sf ${header:+-H "Authorization: $header"} "$url" | wc -c)
+  elif [ "$auth" = profile ]; then
+    # The last pair (last token, last bot): the run reaches it only past 1,000,000 votes.
+    bytes=$(curl -sf -X POST -H "Authorization: $header" "$API$path" | wc -c)
   elif [ "$auth" = admin ]; then
     bytes=$(curl -sf -X POST -H "Authorization: $header" -H 'Content-Type: application/json' \
       -d '{"user_id":"987654321098765432","username":"once","avatar":null}' "$API$path" | wc -c)
@@ -154,8 +176,10 @@ for route in "${ROUTES[@]}"; do
       bare=$(run_wrk "$WORK/$k.bare" "$BARE_URL/$bytes" "" "")
     fi
     case $script in
-      "") ours=$(run_wrk "$WORK/$k.ours" "$API$path" "$header" "") ;;
+      "") ours=$(run_wrk "$WORK/$k.ours" "$url" "$header" "") ;;
       benches/votes.lua) ours=$(run_wrk "$WORK/$k.ours" "http://127.0.0.1:$PORT" "" "$script" "$BOT" "$ADMIN" "$((r * 1000000000))") ;;
+      benches/profile_votes.lua) ours=$(run_wrk "$WORK/$k.ours" "http://127.0.0.1:$PORT" "" "$script" \
+        "$WORK/voters.tokens" "$WORK/voters.bots" "$(( (r - 1) * 300000 ))") ;;
       *) ours=$(run_wrk "$WORK/$k.ours" "$API$path" "" "$script" "$TOKEN") ;;
     esac
     for f in "$WORK/$k.bare" "$WORK/$k.ours"; do

@@ -125,6 +125,23 @@ fn layer(c: &mut Criterion) {
     c.bench_function("limit: the token's bot", |b| {
         b.iter(|| directory.authenticate(black_box(b"bl_0123456789abcdef0123456789abcdef")))
     });
+    // What a profile token's lookup costs beside a bot token's (issue 36): the same SHA-256 of
+    // a token of the same length and one map read (the rate limit tells the kinds apart by the
+    // prefix first, so each kind pays one lookup).
+    c.bench_function("limit: the token's profile", |b| {
+        b.iter(|| {
+            directory.authenticate_profile(black_box(
+                b"usr_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ))
+        })
+    });
+    c.bench_function("limit: the token's bot, a token of today's length", |b| {
+        b.iter(|| {
+            directory.authenticate(black_box(
+                b"blt_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ))
+        })
+    });
     c.bench_function("limit: the bucket", |b| {
         b.iter(|| {
             next = (next + 1) % keys.len();

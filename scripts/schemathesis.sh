@@ -9,7 +9,8 @@
 # directory, and runs `schemathesis run --checks all` with the demo bot token and the demo admin
 # token. Exits with schemathesis' status: 0 when there is no failure.
 #
-# Environment: SEED (default 1), MAX_EXAMPLES (default 50 per operation), PROFILE (debug or
+# Environment: REQUEST_TIMEOUT (default 60 s: a snapshot of the demo takes seconds in a debug
+# build on a loaded machine), SEED (default 1), MAX_EXAMPLES (default 50 per operation), PROFILE (debug or
 # release, default debug), SCHEMATHESIS_VERSION (default 4.32.5), REPORT_DIR (default
 # target/schemathesis-report: JUnit XML and a HAR of every request).
 set -euo pipefail
@@ -55,6 +56,9 @@ ROOT=${BASE%/api/v1}
 BOT=$(awk '/demo bot id:/ {print $4}' "$WORK/out")
 TOKEN=$(awk '/demo bot token:/ {print $4}' "$WORK/out")
 ADMIN=$(awk '/admin token:/ {print $3}' "$WORK/out")
+PLATFORM=$(awk '/demo bot platform:/ {print $4}' "$WORK/out")
+PERSON=$(awk '/demo profile:/ {print $3}' "$WORK/out")
+PERSON_TOKEN=$(awk '/demo profile token:/ {print $4}' "$WORK/out")
 
 admin() { # METHOD PATH [BODY]: the admin API, the answer on stdout
   curl -sf -X "$1" "$BASE$2" -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
@@ -76,6 +80,13 @@ SPARE_HOOK=$(spare_bot 999999999999999994 ', "webhook_url": "http://botlist-sche
 DELIVERY=$(admin POST "/admin/bots/$SPARE_HOOK/webhook/test" | field '["id"]')
 PROFILE_DELETE=$(admin POST /admin/users '{"username": "spare_delete"}' | field '["id"]')
 PROFILE_PATCH=$(admin POST /admin/users '{"username": "spare_patch"}' | field '["id"]')
+# Listings the demo profile owns, one per owner route that changes or removes one, so that
+# each route finds a listing it may act on (approved: a bot made through the admin API is).
+owned() { spare_bot "$1" ", \"owner_ids\": [\"$PERSON\"]"; }
+OWNED_PATCH=$(owned 999999999999999995)
+OWNED_OWNERS=$(owned 999999999999999996)
+OWNED_TOKEN=$(owned 999999999999999997)
+OWNED_DELETE=$(owned 999999999999999998)
 
 cat > "$WORK/schemathesis.toml" <<EOF
 cache.directory = "target/schemathesis-cache"
@@ -85,6 +96,13 @@ api_key = "$TOKEN"
 
 [auth.openapi.admin_token]
 api_key = "$ADMIN"
+
+[auth.openapi.profile_token]
+api_key = "$PERSON_TOKEN"
+
+# The project API: the demo bot's token as \`Bearer\`.
+[auth.openapi.bearer]
+bearer = "$TOKEN"
 
 # The owner routes: the token is the demo bot's, so they are tried on the demo bot.
 [[operations]]
@@ -103,6 +121,28 @@ parameters = { id = "$BOT" }
 include-path-regex = '^/api/v1/bots/\{id\}/stats/history$'
 parameters = { id = "$BOT" }
 checks.positive_data_acceptance.expected-statuses = [200, 304, 400]
+
+# The classic surface names a bot by its platform id; the token is the demo bot's.
+[[operations]]
+include-path-regex = '^/api/bots/\{id\}(/(votes|stats|check))?$'
+parameters = { id = "$PLATFORM" }
+
+# The owner routes on listings the demo profile owns.
+[[operations]]
+include-name = ["GET /api/v1/bots/{id}/manage", "PATCH /api/v1/bots/{id}"]
+parameters = { id = "$OWNED_PATCH" }
+
+[[operations]]
+include-name = "PUT /api/v1/bots/{id}/owners"
+parameters = { id = "$OWNED_OWNERS" }
+
+[[operations]]
+include-name = "POST /api/v1/bots/{id}/token"
+parameters = { id = "$OWNED_TOKEN" }
+
+[[operations]]
+include-name = "DELETE /api/v1/bots/{id}"
+parameters = { id = "$OWNED_DELETE" }
 
 [[operations]]
 include-name = "DELETE /api/v1/admin/bots/{id}"
@@ -132,20 +172,27 @@ parameters = { id = "$PROFILE_PATCH" }
 # description of the field it concerns and in docs/API.md.
 # Owners must be profiles that exist.
 [[operations]]
-include-name = ["POST /api/v1/admin/bots", "PATCH /api/v1/admin/bots/{id}"]
+include-name = ["POST /api/v1/admin/bots", "PATCH /api/v1/admin/bots/{id}", "PUT /api/v1/bots/{id}/owners"]
 checks.positive_data_acceptance.expected-statuses = [200, 201, 400, 401, 403, 404, 409]
 
 # shard_id must be less than shard_count when a stats post gives both.
 [[operations]]
-include-name = ["POST /api/v1/bots/stats", "POST /api/v1/bots/{id}/stats"]
+include-name = ["POST /api/v1/bots/stats", "POST /api/v1/bots/{id}/stats", "POST /api/bots/stats", "POST /api/bots/{id}/stats"]
 checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
 
-# In the stateful phase schemathesis links a profile's `id` (a UUID) to the check routes'
-# `userId` (a platform snowflake) because their names match, and sends it without checking it
+# In the stateful phase schemathesis links a profile's \`id\` (a UUID) to the check routes'
+# \`userId\` (a platform snowflake) because their names match, and sends it without checking it
 # against the parameter's schema: the 400 is right, the value was never schema-valid.
 [[operations]]
 include-path-regex = '^/api/v1/bots/(\{id\}/)?check$'
 phases.stateful.checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
+
+# The project API's rules across fields: `startDate` or `cursor`, not both; a PATCH of the
+# project with at least one of `headline`, `page_content` (or `content`) not null. Each is
+# written in its operation's description and in docs/API.md.
+[[operations]]
+include-name = ["GET /api/v1/projects/@me/votes", "PATCH /api/v1/projects/@me"]
+checks.positive_data_acceptance.expected-statuses = [200, 204, 400, 401, 403, 404, 409, 429]
 
 # A history cursor must be one this service gave for this bot's history (it is signed): any
 # other string is 400, which a schema cannot say of an opaque string.
@@ -168,7 +215,7 @@ EOF
 mkdir -p "$REPORT_DIR"
 set +e
 "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$BASE/openapi.json" \
-  --url "$ROOT" --checks all --seed "$SEED" --max-examples "$MAX_EXAMPLES" \
+  --url "$ROOT" --request-timeout "${REQUEST_TIMEOUT:-60}" --checks all --seed "$SEED" --max-examples "$MAX_EXAMPLES" \
   --report junit,har --report-dir "$REPORT_DIR" "$@"
 STATUS=$?
 set -e

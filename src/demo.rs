@@ -54,6 +54,12 @@ pub struct DemoInfo {
     /// expiry), drawn like the bot's token: the README votes and submits with it.
     pub token_profile_id: ProfileId,
     pub profile_token: Token,
+    /// A moderator (`mod`) with a `staff` token (no expiry): the moderator's guide in
+    /// docs/API.md works the queue with it.
+    pub moderator_id: ProfileId,
+    pub moderator_token: Token,
+    /// A listing waiting in the moderation queue, submitted by the token profile.
+    pub pending_bot_id: BotId,
 }
 
 pub struct Demo {
@@ -203,6 +209,17 @@ pub fn build_weighted(now: Timestamp, size: &DemoSize, weekend: &WeekendRule) ->
     let (accepted, recent_id) = cast_votes(&mut rng, now, size, weekend, &mut bots);
     // Drawn after everything else, so the rest of the demo is what it was before it.
     let (token_profile_id, profile_token) = demo_profile_token(&mut rng, now, &mut profiles);
+    // Drawn after that, for the same reason: the moderator and the queued listing.
+    let (moderator_id, moderator_token) =
+        demo_moderator(&mut rng, now, &mut profiles, token_profile_id);
+    let pending_bot_id = queue_demo_listing(
+        &mut rng,
+        now,
+        size,
+        (&mut bots, &voters),
+        &profiles,
+        token_profile_id,
+    );
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
         // What a snapshot's reader does to every bot: the lookups and the check window that
@@ -219,6 +236,9 @@ pub fn build_weighted(now: Timestamp, size: &DemoSize, weekend: &WeekendRule) ->
         profile_id: profiles[0].id,
         token_profile_id,
         profile_token,
+        moderator_id,
+        moderator_token,
+        pending_bot_id,
     };
     // In id order, as a running server writes its snapshots.
     bots.sort_unstable_by_key(|(state, _)| state.listing.id);
@@ -238,6 +258,53 @@ pub fn build_weighted(now: Timestamp, size: &DemoSize, weekend: &WeekendRule) ->
         info,
         accepted_votes: accepted,
     }
+}
+
+/// Makes the first profile that is not the token profile a moderator with a `staff` token.
+fn demo_moderator(
+    rng: &mut Rng,
+    now: Timestamp,
+    profiles: &mut [Profile],
+    not: ProfileId,
+) -> (ProfileId, Token) {
+    let token = Token::profile_from_entropy(rng.bytes32());
+    let profile = profiles
+        .iter_mut()
+        .rev()
+        .find(|profile| profile.id != not)
+        .expect("the demo has more than one profile");
+    profile.moderator = true;
+    profile.tokens.push(ProfileToken {
+        id: uuid::Uuid::from_bytes(rng.bytes16()),
+        hash: token.hash(),
+        scopes: vec![Scope::Staff],
+        label: TokenLabel::parse("demo moderator".into()).expect("a valid label"),
+        created_at: now,
+        expires_at: None,
+    });
+    (profile.id, token)
+}
+
+/// One more listing, without votes, `pending` and owned by the token profile: the queue's.
+fn queue_demo_listing(
+    rng: &mut Rng,
+    now: Timestamp,
+    size: &DemoSize,
+    (bots, voters): (&mut Vec<(BotState, Token)>, &Arc<VoterTable>),
+    profiles: &[Profile],
+    owner: ProfileId,
+) -> BotId {
+    let (mut state, token) = bot(rng, now, size.bots, profiles, size.seed);
+    state
+        .votes
+        .attach(voters)
+        .expect("a new bot has no voters to move");
+    let listing = Arc::make_mut(&mut state.listing);
+    listing.status = crate::domain::bot::ListingStatus::Pending;
+    listing.owner_ids = vec![owner];
+    let id = listing.id;
+    bots.push((state, token));
+    id
 }
 
 /// Gives the first profile with a linked platform id a token that votes and submits bots.
@@ -491,6 +558,33 @@ mod tests {
             .find(|b| b.state.listing.id == a.info.bot_id)
             .expect("the demo's bot is listed");
         assert!(demo_bot.state.votes.has_voted(a.info.recent_voter, now));
+        // The moderator's guide: a listing in the queue, a moderator with a staff token.
+        let pending = a
+            .state
+            .bots
+            .iter()
+            .find(|b| b.state.listing.id == a.info.pending_bot_id)
+            .expect("the queued listing is stored");
+        assert_eq!(
+            pending.state.listing.status,
+            crate::domain::bot::ListingStatus::Pending
+        );
+        assert_eq!(
+            pending.state.listing.owner_ids,
+            vec![a.info.token_profile_id]
+        );
+        assert_eq!(a.info.pending_bot_id, b.info.pending_bot_id);
+        let moderator = a
+            .state
+            .profiles
+            .iter()
+            .find(|p| p.id == a.info.moderator_id)
+            .expect("the moderator is stored");
+        assert!(moderator.moderator);
+        assert!(moderator
+            .tokens
+            .iter()
+            .any(|t| t.hash == a.info.moderator_token.hash() && t.scopes == [Scope::Staff]));
         // Its growth history holds every vote (all in the last 45 days) and daily counts.
         use crate::domain::growth::Interval;
         let points = demo_bot.state.growth.points(

@@ -82,6 +82,9 @@ fn copy_failed(command: &str, error: &CopyError) -> ExitCode {
 /// `botlist backup`: asks the running server for a snapshot, then copies it and the journal
 /// after it from the data directory, which needs no lock to read (docs/BACKUP.md).
 async fn backup(args: BackupArgs) -> ExitCode {
+    if let Some(servers) = args.replicate.clone() {
+        return cluster_backup(servers, args).await;
+    }
     let started = Instant::now();
     let token = match (&args.admin_token_file, &args.admin_token) {
         (Some(path), _) => match std::fs::read_to_string(path) {
@@ -129,6 +132,54 @@ async fn backup(args: BackupArgs) -> ExitCode {
                 copied.bots,
                 copied.bytes,
                 copied.bytes as f64 / 1e6 / seconds.max(1e-9)
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Err(error)) => copy_failed("backup", &error),
+        Err(error) => {
+            eprintln!("botlist backup failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `botlist backup --replicate`: a cluster's state from its object store and stream, written
+/// as a single snapshot (docs/BACKUP.md, "A cluster").
+async fn cluster_backup(servers: String, args: BackupArgs) -> ExitCode {
+    let started = Instant::now();
+    if args.to.exists() {
+        return copy_failed(
+            "backup",
+            &CopyError::Exists(format!(
+                "{} already exists; a backup goes to a new path",
+                args.to.display()
+            )),
+        );
+    }
+    let settings = offline_cluster(servers, args.cluster_prefix, 7);
+    let (state, mark) = match botlist::cluster::backup::state_at_end(&settings).await {
+        Ok(found) => found,
+        Err(botlist::cluster::ClusterError::Newer(why)) => {
+            return copy_failed("backup", &CopyError::Newer(why))
+        }
+        Err(botlist::cluster::ClusterError::Refused(why)) => {
+            return copy_failed("backup", &CopyError::Damaged(why))
+        }
+        Err(error) => return copy_failed("backup", &CopyError::Io(error.to_string())),
+    };
+    let to = args.to.clone();
+    let copied =
+        tokio::task::spawn_blocking(move || backup::backup_state(&state, Some(mark), &to)).await;
+    match copied {
+        Ok(Ok(copied)) => {
+            println!(
+                "backed up the cluster to {}: its state at record {} (stream message {}), {} bots, {} bytes in {:.2} s, verified",
+                args.to.display(),
+                copied.last_seq,
+                mark.stream_seq,
+                copied.bots,
+                copied.bytes,
+                started.elapsed().as_secs_f64()
             );
             ExitCode::SUCCESS
         }
@@ -284,6 +335,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         println!("  a profile id:       {}", demo.profile_id);
         println!("  demo profile:       {}", demo.token_profile_id);
         println!("  demo profile token: {}", demo.profile_token.as_str());
+        println!("  demo moderator:     {}", demo.moderator_id);
+        println!("  moderator token:    {}", demo.moderator_token.as_str());
+        println!("  a pending listing:  {}", demo.pending_bot_id);
     }
     if let Some(metrics) = app.metrics_url() {
         println!("metrics on {metrics}");
@@ -320,6 +374,10 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
             eprintln!("botlist will not start: {why}");
             ExitCode::from(REFUSED)
         }
+        Ended::Config(why) => {
+            eprintln!("botlist will not start: {why}");
+            ExitCode::from(CONFIG)
+        }
         Ended::Newer(why) => {
             eprintln!("botlist stopped: {why}");
             ExitCode::from(NEWER)
@@ -331,20 +389,27 @@ async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitC
     }
 }
 
-/// `botlist cluster init`: seeds the empty stream from a single-node data directory.
-async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
-    let settings = ClusterSettings {
-        servers: args.replicate,
+/// The settings of a command that reads or seeds a cluster's stream without being a node: it
+/// serves nothing, so it needs no node id, URL or cluster token. `lease_ttl` (seconds) is the
+/// lease bucket's if this command is the one that makes it.
+fn offline_cluster(servers: String, prefix: String, lease_ttl: u64) -> ClusterSettings {
+    ClusterSettings {
+        servers,
         node_id: None,
         advertise_url: None,
-        prefix: args.cluster_prefix,
-        lease_ttl: std::time::Duration::from_secs(args.lease_ttl),
+        prefix,
+        lease_ttl: std::time::Duration::from_secs(lease_ttl),
         token: botlist::config::Secret::from("unused"),
         role: Role::Follower,
         publish_deadline: std::time::Duration::from_secs(10),
         min_seq_wait: std::time::Duration::from_secs(1),
         max_lag: std::time::Duration::from_secs(8),
-    };
+    }
+}
+
+/// `botlist cluster init`: seeds the empty stream from a single-node data directory.
+async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
+    let settings = offline_cluster(args.replicate, args.cluster_prefix, args.lease_ttl);
     let _lock = match DirLock::acquire(&args.from) {
         Ok(lock) => lock,
         Err(error @ LockError::Held { .. }) => {

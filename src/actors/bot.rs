@@ -15,7 +15,10 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 use uuid::Uuid;
 
-use crate::domain::bot::{BotPatch, BotState, BotView, Decider, WebhookSettings};
+use crate::domain::audit::{bot_target, changed_fields, Acting};
+use crate::domain::bot::{
+    BotPatch, BotState, BotView, Claim, DecidedBy, Decision, ListingStatus, WebhookSettings,
+};
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
 use crate::domain::ids::Snowflake;
 use crate::domain::stats::StatsUpdate;
@@ -139,6 +142,8 @@ impl Unacked {
             | Record::ReviewSaved { .. }
             | Record::ReviewRemoved { .. } => nothing,
             Record::BotEdited { .. }
+            | Record::ListingClaimed { .. }
+            | Record::VoteBanSet { .. }
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. }
             | Record::ProfileSaved(_)
@@ -148,6 +153,8 @@ impl Unacked {
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => nothing,
+            // What the change itself adds.
+            Record::Audited { change, .. } => Self::of(change, seq, last_vote),
         }
     }
 }
@@ -281,7 +288,8 @@ impl BotActor {
             Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }
             | Record::MetricsBatchPosted { .. }
-            | Record::BotEdited { .. } => Some(self.publication(None)),
+            | Record::BotEdited { .. }
+            | Record::ListingClaimed { .. } => Some(self.publication(None)),
             // Commands, announcements and reviews are read through the actor, once durable.
             Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
@@ -292,13 +300,16 @@ impl BotActor {
             | Record::DeliveryProgressed { .. }
             | Record::OutboxOverflowed { .. } => None,
             // The registry's records: never a bot's.
-            Record::ProfileSaved(_)
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => None,
+            // The change decides; its entry joins the audit log through the journal.
+            Record::Audited { change, .. } => self.after_applied(change),
         }
     }
 
@@ -842,29 +853,43 @@ impl Handler<PostStats> for BotActor {
 /// platform id is published with the view (the directory indexes published listings).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<BotView>, Rejection>")]
-pub struct ApplyPatch(pub BotPatch, pub Decider);
+pub struct ApplyPatch(pub BotPatch, pub DecidedBy, pub Acting);
 
 impl Handler<ApplyPatch> for BotActor {
     type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
 
-    fn handle(&mut self, ApplyPatch(patch, by): ApplyPatch, _: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        ApplyPatch(patch, by, acting): ApplyPatch,
+        _: &mut Self::Context,
+    ) -> Self::Result {
         let at = self.clock.now();
         // The status lives in the listing, so its moves are checked here, in order with every
         // other edit of the bot.
-        let (listing, webhook) = match self.state.edited_by(patch, by) {
+        let (listing, webhook, decision) = match self.state.edited_by(patch, by) {
             Ok(edited) => edited,
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
-        let from = self.state.listing.status;
+        let mut changes = changed_fields(&*self.state.listing, &listing);
+        changes.extend(webhook_changes(&self.state.webhook, &webhook));
+        let bot = self.state.listing.id;
+        let entry = acting.entry(bot_target(bot), changes, at);
         let record = Record::BotEdited {
-            bot: self.state.listing.id,
+            bot,
             listing: Arc::new(listing),
             webhook,
             at,
+            decision,
         };
+        if let Some(decision) = decision {
+            crate::telemetry::moderation_decision(decision.to.name());
+        }
+        let record = Record::audited(entry, record);
         self.apply(&record);
         let (durable, view) = self.commit(record);
-        self.announce_decision(from);
+        if let Some(decision) = decision {
+            self.announce_decision(decision);
+        }
         // An edit always shows its view (`after_applied`).
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
@@ -872,23 +897,19 @@ impl Handler<ApplyPatch> for BotActor {
 }
 
 impl BotActor {
-    /// The listing's decision just journaled (its status moved from `from`), told to the bot's
-    /// receiver if it chose that kind: the record of the status change is the one every
-    /// decision journals (`PATCH /admin/bots/:id` today, staff decisions later).
-    fn announce_decision(&mut self, from: crate::domain::bot::ListingStatus) {
-        use crate::domain::bot::ListingStatus;
+    /// The listing's decision just journaled, told to the bot's receiver if it chose that kind:
+    /// it is read from the decision of the `BotEdited` record, the one record every decision
+    /// journals, whoever made it (the admin API, staff's routes, an owner's edit).
+    fn announce_decision(&mut self, decision: Decision) {
         use crate::domain::webhook::{ListingApproval, ListingDelisting, ListingDenial};
-        let (to, bot) = (self.state.listing.status, self.state.listing.event_bot());
-        if to == from {
-            return;
-        }
+        let bot = self.state.listing.event_bot();
         let reason = self
             .state
             .listing
             .reason
             .as_ref()
             .map(|r| r.as_str().to_owned());
-        match to {
+        match decision.to {
             ListingStatus::Approved => self.queue_event(ListingApproval { bot, reason: None }),
             ListingStatus::Denied => self.queue_event(ListingDenial { bot, reason }),
             ListingStatus::Delisted => self.queue_event(ListingDelisting { bot, reason }),
@@ -896,6 +917,54 @@ impl BotActor {
             ListingStatus::Pending => {}
         }
     }
+}
+
+/// A staff member claims the listing for review: only while it is `pending` (checked here, in
+/// order with the bot's edits); the claim is published with the view once durable.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
+pub struct ClaimListing(pub Claim, pub Acting);
+
+impl Handler<ClaimListing> for BotActor {
+    type Result = ResponseFuture<Result<Arc<BotView>, Rejection>>;
+
+    fn handle(
+        &mut self,
+        ClaimListing(claim, acting): ClaimListing,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        let status = self.state.listing.status;
+        if status != ListingStatus::Pending {
+            return Box::pin(async move {
+                Err(Rejection::Conflict(format!(
+                    "the listing is `{}`: only a pending listing is claimed",
+                    status.name()
+                )))
+            });
+        }
+        let bot = self.state.listing.id;
+        let entry = acting.entry(bot_target(bot), vec!["claim".into()], claim.at);
+        let record = Record::audited(entry, Record::ListingClaimed { bot, claim });
+        self.apply(&record);
+        let (durable, view) = self.commit(record);
+        let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
+        when_durable(durable, view)
+    }
+}
+
+/// The names of the webhook settings an edit changed (`webhook_secret` is a name, never the
+/// secret).
+fn webhook_changes(old: &WebhookSettings, new: &WebhookSettings) -> Vec<String> {
+    [
+        ("webhook_url", old.url != new.url),
+        ("webhook_secret", old.secret != new.secret),
+        ("webhook_format", old.format != new.format),
+        ("webhook_events", old.events != new.events),
+    ]
+    .into_iter()
+    .filter(|(_, changed)| *changed)
+    .map(|(name, _)| name.to_string())
+    .collect()
 }
 
 /// The bot's webhook settings, for its owners' view (`GET /bots/{id}/manage`), which shows

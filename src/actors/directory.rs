@@ -14,7 +14,7 @@ use dashmap::DashMap;
 use parking_lot::{RwLock, RwLockWriteGuard};
 
 use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Published};
-use crate::domain::bot::BotView;
+use crate::domain::bot::{BotView, ListingStatus};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 use crate::domain::people::Grant;
 use crate::domain::profile::Profile;
@@ -154,6 +154,9 @@ pub struct Directory {
     pub vote_history_retention: crate::domain::votes::history::Retention,
     /// The weekend multiplier (`--weekend-multiplier`); read by every bot actor and `/weekend`.
     pub weekend: crate::domain::weekend::WeekendRule,
+    /// The audit log (docs/API.md, "The audit log"): filled by the journal as audited records
+    /// are published, read by the staff's and the owners' audit routes.
+    pub audit: Arc<crate::domain::audit::AuditLog>,
 }
 
 impl Directory {
@@ -172,6 +175,7 @@ impl Directory {
             validator_seed: validator_seed(now),
             vote_history_retention: Default::default(),
             weekend: Default::default(),
+            audit: Default::default(),
         }
     }
 
@@ -295,6 +299,7 @@ impl Directory {
         self.bot_tokens.insert(handle.id, token);
         if !view.listing.status.is_public() {
             self.hidden.insert(handle.id, handle);
+            self.count_queue();
             return;
         }
         self.write_index().insert(Arc::clone(&view));
@@ -314,6 +319,7 @@ impl Directory {
             self.bot_tokens.insert(handle.id, token);
             self.hidden.insert(handle.id, handle);
         }
+        self.count_queue();
         {
             let mut index = self.write_index();
             if index.is_empty() {
@@ -335,9 +341,19 @@ impl Directory {
     }
 
     /// Publishes a bot's new state: the view its readers load, its place in the index, and
-    /// its platform id when an edit moved it.
+    /// its platform id when an edit moved it; the moderation queue's gauge when it entered or
+    /// left the queue.
     pub(super) fn publish_view(&self, published: &Published, view: Arc<BotView>) {
+        let queued = view.listing.status == ListingStatus::Pending;
         let old = published.swap(Arc::clone(&view));
+        let was_queued = old.listing.status == ListingStatus::Pending;
+        self.place_view(&old, view);
+        if queued != was_queued {
+            self.count_queue();
+        }
+    }
+
+    fn place_view(&self, old: &BotView, view: Arc<BotView>) {
         let (was, is) = (old.listing.platform_id, view.listing.platform_id);
         let id = view.listing.id;
         let public = view.listing.status.is_public();
@@ -356,6 +372,26 @@ impl Directory {
             self.platform_ids.insert(is, id);
         }
         self.write_index().update(view);
+    }
+
+    /// The listings waiting for staff (`pending`), each with its view; the hidden listings
+    /// are read, never the public ones, so this costs the listings not approved.
+    pub fn pending(&self) -> Vec<Arc<BotView>> {
+        self.hidden
+            .iter()
+            .map(|entry| entry.value().view())
+            .filter(|view| view.listing.status == ListingStatus::Pending)
+            .collect()
+    }
+
+    /// Sets the queue's gauge (`botlist_moderation_queue_length`).
+    fn count_queue(&self) {
+        let length = self
+            .hidden
+            .iter()
+            .filter(|entry| entry.value().view().listing.status == ListingStatus::Pending)
+            .count();
+        crate::telemetry::moderation_queue(length);
     }
 
     /// A hidden listing approved: published as a newly listed one is.
@@ -386,7 +422,9 @@ impl Directory {
 
     pub(super) fn publish_delisted(&self, id: BotId, token: TokenHash) {
         self.bot_tokens.remove(&id);
-        self.hidden.remove(&id);
+        if self.hidden.remove(&id).is_some() {
+            self.count_queue();
+        }
         self.tokens.remove(&token);
         if let Some((_, handle)) = self.bots.remove(&id) {
             let platform_id = handle.view().listing.platform_id;

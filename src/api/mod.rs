@@ -11,8 +11,8 @@ pub use http::{
     openapi, reply, routes,
 };
 pub use resources::{
-    admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, stats,
-    suggest, users, votes, weekend,
+    admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, staff,
+    stats, suggest, users, votes, weekend,
 };
 
 use std::sync::Arc;
@@ -72,9 +72,11 @@ fn declared() -> Vec<Route> {
         suggest::routes(),
         resources::cluster::routes(),
         owners::routes(),
+        resources::audit::routes(),
         profile_votes::routes(),
         resources::projects::routes(),
         resources::reviews::routes(),
+        staff::routes(),
     ]
     .into_iter()
     .flatten()

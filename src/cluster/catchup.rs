@@ -353,10 +353,16 @@ pub(crate) mod ops {
                     "short_description": "property",
                 }))
                 .expect("a valid bot");
-                Record::BotListed {
+                let listed = Record::BotListed {
                     state: Box::new(BotState::create(bot_id(b), new, start)),
                     token: crate::domain::ids::TokenHash::of(format!("t{b}")),
-                }
+                };
+                // A management change: it carries its audit entry, as the admin API's does.
+                let acting = crate::domain::audit::Acting::admin(
+                    crate::domain::audit::AuditAction::BotCreate,
+                );
+                let target = crate::domain::audit::bot_target(bot_id(b));
+                Record::audited(acting.entry(target, vec!["name".into()], start), listed)
             }
             Op::Vote(b, u, m) => Record::Voted {
                 bot: bot_id(b),

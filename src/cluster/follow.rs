@@ -73,7 +73,11 @@ impl Applier {
             Judged::Records(records) => {
                 let mut last = applied;
                 let mut replies = Vec::with_capacity(records.len());
+                let mut audited = Vec::new();
                 for (seq, record) in records {
+                    if let Some(entry) = record.audit_entry() {
+                        audited.push((seq, entry.clone()));
+                    }
                     let (reply, answer) = oneshot::channel();
                     // `do_send`: in stream order whatever the mailboxes hold; the message
                     // bounds how many are in flight.
@@ -87,6 +91,10 @@ impl Applier {
                     if let Ok(Some(publish)) = answer.await {
                         publish();
                     }
+                }
+                // After the changes are shown, as the writer's journal adds them.
+                for (seq, entry) in &audited {
+                    self.journal.audit_applied(*seq, entry);
                 }
                 self.journal.advance(last);
                 self.position.epoch = epoch;
@@ -130,11 +138,14 @@ mod tests {
     use crate::webhooks::Dispatcher;
 
     /// A follower's actors over `state`, as a node starts them after catching up.
-    fn follower(state: SavedState, position: Position) -> (Applier, Addr<Registry>) {
+    fn follower(mut state: SavedState, position: Position) -> (Applier, Addr<Registry>) {
         let clock: Arc<dyn Clock> =
             Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let directory = Arc::new(Directory::new(clock.now()));
         let journal = Journal::follower(state.seq + 1);
+        // As start-up does: the recovered log, then each entry the stream brings.
+        directory.audit.restore(std::mem::take(&mut state.audit));
+        journal.keep_audit(Arc::clone(&directory.audit));
         let dispatcher = Dispatcher::new(
             Arc::clone(&clock),
             journal.clone(),
@@ -158,6 +169,12 @@ mod tests {
         )
     }
 
+    fn entries(
+        log: &crate::domain::audit::AuditEntries,
+    ) -> Vec<(u64, crate::domain::audit::AuditEntry)> {
+        (0..log.len()).filter_map(|n| log.entry(n)).collect()
+    }
+
     /// The follower's whole state, read as a snapshot reads it.
     async fn captured(registry: &Addr<Registry>) -> SavedState {
         let captured = registry.capture().await.expect("captured");
@@ -173,6 +190,7 @@ mod tests {
             registry_seq: captured.registry_seq,
             profiles: captured.profiles,
             bots,
+            audit: Default::default(),
         }
     }
 
@@ -197,8 +215,9 @@ mod tests {
             }
             let (profiles, bots) = writer.parts();
             let writer_digest = digest(profiles, bots);
+            let writer_log = entries(&writer.finish().audit);
 
-            let follower_digest = actix::System::new().block_on(async move {
+            let (follower_digest, follower_log) = actix::System::new().block_on(async move {
                 let (mut applier, mut registry) =
                     follower(SavedState::default(), Position::default());
                 for message in stream(&records, &cuts, snapshot_at, failover_at) {
@@ -215,14 +234,19 @@ mod tests {
                         for bot in &mut state.bots {
                             bot.state.restore();
                         }
+                        // The log, as a snapshot's sixth part carries it.
+                        state.audit = applier.journal.audit().expect("a log").snapshot();
                         let position = applier.position;
                         (applier, registry) = follower(state, position);
                     }
                 }
                 assert_eq!(applier.applied_seq(), records.len() as u64);
-                of_source(&registry).await.expect("a digest")
+                let log = entries(&applier.journal.audit().expect("a log").snapshot());
+                (of_source(&registry).await.expect("a digest"), log)
             });
             prop_assert_eq!(follower_digest, writer_digest);
+            // Each audited record's entry, once, as replay keeps it.
+            prop_assert_eq!(follower_log, writer_log);
         }
     }
 }

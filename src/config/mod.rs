@@ -75,6 +75,14 @@ pub struct BackupArgs {
     /// A file holding the server's admin token.
     #[arg(long, env = "BOTLIST_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
+    /// Back up a cluster from its NATS servers (nats://HOST:PORT[,...]) instead of one server:
+    /// the newest uploaded snapshot and the stream after it. No node, no token, no data
+    /// directory is needed.
+    #[arg(long, env = "BOTLIST_REPLICATE")]
+    pub replicate: Option<String>,
+    /// The cluster's prefix of the stream, subject and buckets (with `--replicate`).
+    #[arg(long, env = "BOTLIST_CLUSTER_PREFIX", default_value = "botlist")]
+    pub cluster_prefix: String,
 }
 
 #[derive(Debug, Clone, Args)]

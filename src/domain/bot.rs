@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::growth::Growth;
 use super::ids::{BotId, ProfileId, Snowflake};
-pub use super::listing::{Decider, ListingStatus};
+pub use super::listing::{Claim, DecidedBy, Decider, Decision, ListingStatus};
 use super::patch::{at_most, present, some_at_most, ListItem, Patch};
 use super::project::ProjectState;
 use super::render::{ListingRender, RenderedListing};
@@ -70,6 +70,10 @@ pub struct Listing {
     /// Why the last decision (a denial or a delisting) was made, shown to the owners.
     #[serde(default)]
     pub reason: Option<DecisionReason>,
+    /// The staff member reviewing a pending listing (`POST /staff/bots/{id}/claim`); a
+    /// decision ends it. Last, and none in files of builds before staff.
+    #[serde(default)]
+    pub claim: Option<Claim>,
 }
 
 impl Listing {
@@ -160,81 +164,121 @@ pub struct NewBot {
     pub webhook_events: EventSet,
 }
 
-/// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that may
-/// be null; the fields that may not be null refuse it.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BotPatch {
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Snowflake)]
-    pub platform_id: Option<Snowflake>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = BotName)]
-    pub name: Option<BotName>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = PlatformUsername)]
-    pub username: Option<PlatformUsername>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ShortDescription)]
-    pub short_description: Option<ShortDescription>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub avatar: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<LongDescription>)]
-    pub long_description: Patch<LongDescription>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Tags)]
-    pub tags: Option<Tags>,
-    #[serde(default)]
-    #[schema(value_type = Option<LanguageCode>)]
-    pub language_code: Patch<LanguageCode>,
-    #[serde(default)]
-    #[schema(value_type = Option<Prefix>)]
-    pub prefix: Patch<Prefix>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub invite_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub website_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub support_server_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub github_url: Patch<HttpUrl>,
-    #[serde(default, deserialize_with = "some_at_most")]
-    #[schema(value_type = Vec<ProfileId>, max_items = 20)]
-    pub owner_ids: Option<Vec<ProfileId>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = bool)]
-    pub certified: Option<bool>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = bool)]
-    pub featured: Option<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub webhook_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<WebhookSecret>)]
-    pub webhook_secret: Patch<WebhookSecret>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = WebhookFormat)]
-    pub webhook_format: Option<WebhookFormat>,
-    /// The kinds of event the webhook is sent (the whole list)
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = EventSet)]
-    pub webhook_events: Option<EventSet>,
-    /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
-    /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ListingStatus)]
-    pub status: Option<ListingStatus>,
-    /// Why, shown to the owners; only with `status`
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = DecisionReason)]
-    pub reason: Option<DecisionReason>,
+/// Declares the two patch bodies from one table of fields: the owner's fields, which both
+/// `OwnerPatch` and `BotPatch` hold, and the operator's fields, which only `BotPatch` holds. A field
+/// is written once, in the list of who may send it, so the two bodies cannot drift apart, and
+/// `BotPatch::from(OwnerPatch)` is the owner's edit with every operator field left out.
+macro_rules! bot_patches {
+    (
+        $(#[$bot_meta:meta])*
+        admin $bot:ident { $($(#[$am:meta])* $af:ident: $at:ty,)* }
+        $(#[$owner_meta:meta])*
+        owner $owner:ident { $($(#[$om:meta])* $of:ident: $ot:ty,)* }
+    ) => {
+        $(#[$bot_meta])*
+        #[derive(Debug, Default, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $bot {
+            $($(#[$am])* pub $af: $at,)*
+            $($(#[$om])* pub $of: $ot,)*
+        }
+
+        $(#[$owner_meta])*
+        #[derive(Debug, Default, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $owner {
+            $($(#[$om])* pub $of: $ot,)*
+        }
+
+        impl From<$owner> for $bot {
+            fn from(p: $owner) -> Self {
+                $bot { $($of: p.$of,)* ..$bot::default() }
+            }
+        }
+    };
+}
+
+bot_patches! {
+    /// The body of `PATCH /admin/bots/:id`: fields left out are kept, `null` clears a field that
+    /// may be null; the fields that may not be null refuse it.
+    admin BotPatch {
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = Snowflake)]
+        platform_id: Option<Snowflake>,
+        #[serde(default, deserialize_with = "some_at_most")]
+        #[schema(value_type = Vec<ProfileId>, max_items = 20)]
+        owner_ids: Option<Vec<ProfileId>>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = bool)]
+        certified: Option<bool>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = bool)]
+        featured: Option<bool>,
+        /// The operator's decision on the listing: `approved`, `denied` or `delisted` (see
+        /// docs/API.md, "A listing's status"); a denial or a delisting needs `reason`
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = ListingStatus)]
+        status: Option<ListingStatus>,
+        /// Why, shown to the owners; only with `status`
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = DecisionReason)]
+        reason: Option<DecisionReason>,
+    }
+    /// The body of `PATCH /bots/{id}` by an owner: every field an owner may change (not
+    /// `certified`, `featured`, the counts or the ids: the platform id is what was reviewed, and
+    /// the owners have their own route). Fields left out are kept, `null` clears a field that may
+    /// be null.
+    owner OwnerPatch {
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = BotName)]
+        name: Option<BotName>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = PlatformUsername)]
+        username: Option<PlatformUsername>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = ShortDescription)]
+        short_description: Option<ShortDescription>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        avatar: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<LongDescription>)]
+        long_description: Patch<LongDescription>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = Tags)]
+        tags: Option<Tags>,
+        #[serde(default)]
+        #[schema(value_type = Option<LanguageCode>)]
+        language_code: Patch<LanguageCode>,
+        #[serde(default)]
+        #[schema(value_type = Option<Prefix>)]
+        prefix: Patch<Prefix>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        invite_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        website_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        support_server_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        github_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<HttpUrl>)]
+        webhook_url: Patch<HttpUrl>,
+        #[serde(default)]
+        #[schema(value_type = Option<WebhookSecret>)]
+        webhook_secret: Patch<WebhookSecret>,
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = WebhookFormat)]
+        webhook_format: Option<WebhookFormat>,
+        /// The kinds of event the webhook is sent (the whole list)
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = EventSet)]
+        webhook_events: Option<EventSet>,
+    }
 }
 
 /// Everything a bot actor owns: the unit that is published, snapshotted and replayed.
@@ -293,6 +337,7 @@ impl BotState {
             rendered: ListingRender::default(),
             status: ListingStatus::Approved,
             reason: None,
+            claim: None,
         };
         Self {
             listing: Arc::new(listing),
@@ -378,15 +423,17 @@ impl BotState {
     }
 
     /// The listing and webhook settings that `patch` makes of these when `by` asks, with the
-    /// status it moves to (the table in [`super::listing`]); nothing changes yet. An owner's
-    /// edit of a denied listing sends it back for review.
+    /// status it moves to (the table in [`super::listing`]) and, when it moves, the decision
+    /// the edit's record carries; nothing changes yet. An owner's edit of a denied listing
+    /// sends it back for review.
     pub fn edited_by(
         &self,
         mut patch: BotPatch,
-        by: Decider,
-    ) -> Result<(Listing, WebhookSettings), Rejection> {
+        by: DecidedBy,
+    ) -> Result<(Listing, WebhookSettings, Option<Decision>), Rejection> {
         let (status, reason) = (patch.status.take(), patch.reason.take());
         let from = self.listing.status;
+        let decider = by.decider();
         let (mut listing, webhook) = self.edited(patch);
         let to = match status {
             Some(to) => Some(to),
@@ -395,28 +442,32 @@ impl BotState {
                     "reason is given only with status".into(),
                 ))
             }
-            None if by == Decider::Owner && from == ListingStatus::Denied => {
+            None if decider == Decider::Owner && from == ListingStatus::Denied => {
                 Some(ListingStatus::Pending)
             }
             None => None,
         };
-        if let Some(to) = to {
-            if to.needs_reason() && reason.is_none() && by == Decider::Admin {
-                return Err(Rejection::Invalid(format!(
-                    "reason is required to make a listing `{}`",
-                    to.name()
-                )));
-            }
-            from.check_move(to, by).map_err(Rejection::Conflict)?;
-            listing.status = to;
-            // The reason of the last decision: an approval has none.
-            listing.reason = if to == ListingStatus::Pending {
-                listing.reason
-            } else {
-                reason
-            };
+        let Some(to) = to else {
+            return Ok((listing, webhook, None));
+        };
+        if to.needs_reason() && reason.is_none() && decider != Decider::Owner {
+            return Err(Rejection::Invalid(format!(
+                "reason is required to make a listing `{}`",
+                to.name()
+            )));
         }
-        Ok((listing, webhook))
+        from.check_move(to, decider).map_err(Rejection::Conflict)?;
+        listing.status = to;
+        // The reason of the last decision: an approval has none.
+        listing.reason = if to == ListingStatus::Pending {
+            listing.reason
+        } else {
+            reason
+        };
+        // A decision ends the review a staff member claimed; a listing back in the queue
+        // waits for a new claim.
+        listing.claim = None;
+        Ok((listing, webhook, Some(Decision { by, from, to })))
     }
 
     /// A metrics batch, in time order: each entry goes into the growth history at its time,
@@ -651,88 +702,6 @@ impl From<Submission> for NewBot {
             webhook_secret: s.webhook_secret,
             webhook_format: s.webhook_format,
             webhook_events: s.webhook_events,
-        }
-    }
-}
-
-/// The body of `PATCH /bots/{id}` by an owner: every field an owner may change (not
-/// `certified`, `featured`, the counts or the ids: the platform id is what was reviewed, and
-/// the owners have their own route). Fields left out are kept, `null` clears a field that may
-/// be null.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OwnerPatch {
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = BotName)]
-    pub name: Option<BotName>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = PlatformUsername)]
-    pub username: Option<PlatformUsername>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = ShortDescription)]
-    pub short_description: Option<ShortDescription>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub avatar: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<LongDescription>)]
-    pub long_description: Patch<LongDescription>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Tags)]
-    pub tags: Option<Tags>,
-    #[serde(default)]
-    #[schema(value_type = Option<LanguageCode>)]
-    pub language_code: Patch<LanguageCode>,
-    #[serde(default)]
-    #[schema(value_type = Option<Prefix>)]
-    pub prefix: Patch<Prefix>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub invite_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub website_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub support_server_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub github_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<HttpUrl>)]
-    pub webhook_url: Patch<HttpUrl>,
-    #[serde(default)]
-    #[schema(value_type = Option<WebhookSecret>)]
-    pub webhook_secret: Patch<WebhookSecret>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = WebhookFormat)]
-    pub webhook_format: Option<WebhookFormat>,
-    /// The kinds of event the webhook is sent (the whole list)
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = EventSet)]
-    pub webhook_events: Option<EventSet>,
-}
-
-impl From<OwnerPatch> for BotPatch {
-    fn from(p: OwnerPatch) -> Self {
-        BotPatch {
-            name: p.name,
-            username: p.username,
-            short_description: p.short_description,
-            avatar: p.avatar,
-            long_description: p.long_description,
-            tags: p.tags,
-            language_code: p.language_code,
-            prefix: p.prefix,
-            invite_url: p.invite_url,
-            website_url: p.website_url,
-            support_server_url: p.support_server_url,
-            github_url: p.github_url,
-            webhook_url: p.webhook_url,
-            webhook_secret: p.webhook_secret,
-            webhook_format: p.webhook_format,
-            webhook_events: p.webhook_events,
-            ..BotPatch::default()
         }
     }
 }

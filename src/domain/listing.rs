@@ -6,6 +6,9 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::ids::ProfileId;
+use super::time::Timestamp;
+
 /// Where a listing is in its life. Only an `approved` listing is public: the others are 404
 /// on every public route, out of search and out of every count, and shown to its owners.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -30,6 +33,60 @@ pub enum Decider {
     Admin,
     /// One of the listing's owners, with a `bots` token.
     Owner,
+    /// A profile with `mod` or `admin`, with a `staff` token (CONTRACT section 14).
+    Staff,
+}
+
+/// Who made an edit of a listing, as its record keeps it: the deciding actor of a status
+/// change (the events of a decision and the audit read it from the record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DecidedBy {
+    /// The operator, through the admin API.
+    Admin,
+    /// One of the listing's owners.
+    Owner(ProfileId),
+    /// A staff member.
+    Staff(ProfileId),
+}
+
+impl DecidedBy {
+    /// The row of [`ListingStatus::who_may`] this actor is checked against.
+    pub fn decider(self) -> Decider {
+        match self {
+            DecidedBy::Admin => Decider::Admin,
+            DecidedBy::Owner(_) => Decider::Owner,
+            DecidedBy::Staff(_) => Decider::Staff,
+        }
+    }
+
+    /// The profile that decided, if a profile did.
+    pub fn profile(self) -> Option<ProfileId> {
+        match self {
+            DecidedBy::Admin => None,
+            DecidedBy::Owner(profile) | DecidedBy::Staff(profile) => Some(profile),
+        }
+    }
+}
+
+/// A change of a listing's status, as the edit's record (`Record::BotEdited`) carries it: the
+/// one record kind every decision on a listing goes through, whoever makes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub by: DecidedBy,
+    pub from: ListingStatus,
+    pub to: ListingStatus,
+}
+
+/// Who on the staff took a pending listing to review, and when (advisory: another staff
+/// member may take it over; a decision ends it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Claim {
+    /// The staff member's profile
+    #[schema(value_type = String)]
+    pub profile_id: ProfileId,
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
 }
 
 impl ListingStatus {
@@ -56,19 +113,19 @@ impl ListingStatus {
     /// Who may move a listing from `self` to `to`: the table. (An owner removes a listing
     /// with `DELETE`, which is not a status: it is gone.)
     pub fn who_may(self, to: ListingStatus) -> &'static [Decider] {
-        use Decider::{Admin, Owner};
+        use Decider::{Admin, Owner, Staff};
         use ListingStatus::{Approved, Delisted, Denied, Pending};
         match (self, to) {
-            (Pending, Approved) => &[Admin],
-            (Pending, Denied) => &[Admin],
+            (Pending, Approved) => &[Admin, Staff],
+            (Pending, Denied) => &[Admin, Staff],
             (Pending, Pending) | (Pending, Delisted) => &[],
-            (Approved, Delisted) => &[Admin],
+            (Approved, Delisted) => &[Admin, Staff],
             (Approved, Pending) | (Approved, Approved) | (Approved, Denied) => &[],
             // An owner's edit of a denied listing asks for a new decision.
             (Denied, Pending) => &[Owner],
             (Denied, Approved) | (Denied, Denied) | (Denied, Delisted) => &[],
-            // The operator may put a delisted listing back.
-            (Delisted, Approved) => &[Admin],
+            // The operator and staff may put a delisted listing back.
+            (Delisted, Approved) => &[Admin, Staff],
             (Delisted, Pending) | (Delisted, Denied) | (Delisted, Delisted) => &[],
         }
     }
@@ -117,6 +174,16 @@ mod tests {
                     owner,
                     from == ListingStatus::Denied && to == ListingStatus::Pending
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn staff_decide_as_the_operator_does() {
+        for from in ListingStatus::ALL {
+            for to in ListingStatus::ALL {
+                let may = from.who_may(to);
+                assert_eq!(may.contains(&Decider::Staff), may.contains(&Decider::Admin));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! and answers, the actors own them. (Their OpenAPI schemas are derived here, with `utoipa`,
 //! beside the validation they describe.) A value of these types has passed its validation.
 
+pub mod audit;
 pub mod badge;
 pub mod bot;
 pub mod feed;
@@ -18,6 +19,7 @@ pub mod query;
 pub mod render;
 pub mod reviews;
 pub mod search;
+pub mod staff;
 pub mod stats;
 pub mod text;
 pub mod time;

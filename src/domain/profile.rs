@@ -46,6 +46,10 @@ pub struct Profile {
     /// Last, and empty in records and snapshots of builds before them.
     #[serde(default)]
     pub tokens: Vec<ProfileToken>,
+    /// Its ban from voting, set by staff (CONTRACT section 14); never in a public answer.
+    /// Last, and none in files of builds before it.
+    #[serde(default)]
+    pub vote_ban: Option<crate::domain::staff::VoteBan>,
 }
 
 /// The body of `POST /admin/users`.
@@ -128,6 +132,7 @@ impl Profile {
             created_at: now,
             rendered: ProfileRender::default(),
             tokens: Vec::new(),
+            vote_ban: None,
         }
     }
 

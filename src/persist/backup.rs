@@ -58,6 +58,15 @@ pub struct Copied {
 /// Copies snapshot `snapshot_seq` of `data_dir` and the journal after it into a new directory
 /// `to`, verified before it takes that name.
 pub fn backup(data_dir: &Path, snapshot_seq: u64, to: &Path) -> Result<Copied, CopyError> {
+    into_new_backup(to, |temp| backup_into(data_dir, snapshot_seq, temp))
+}
+
+/// Writes a backup at the new path `to`: `write` fills a temporary directory beside it, which
+/// is verified and only then renamed to `to`; removed on any error.
+fn into_new_backup(
+    to: &Path,
+    write: impl FnOnce(&Path) -> Result<Copied, CopyError>,
+) -> Result<Copied, CopyError> {
     if to.exists() {
         return Err(CopyError::Exists(format!(
             "{} already exists; a backup goes to a new path",
@@ -65,13 +74,38 @@ pub fn backup(data_dir: &Path, snapshot_seq: u64, to: &Path) -> Result<Copied, C
         )));
     }
     let temp = beside(to, "partial")?;
-    let result = backup_into(data_dir, snapshot_seq, &temp)
+    let result = write(&temp)
         .and_then(|copied| verify(&temp, copied))
         .and_then(|copied| settle(&temp, to).map(|()| copied));
     if result.is_err() {
         let _ = fs::remove_dir_all(&temp);
     }
     result
+}
+
+/// Writes a state a caller built (a cluster's newest uploaded snapshot with the stream read
+/// to its end, `cluster::backup`) as a backup at `to`: one snapshot, its stream mark, and no
+/// journal, verified before it takes that name like any other backup.
+pub fn backup_state(
+    state: &super::state::SavedState,
+    mark: Option<super::StreamMark>,
+    to: &Path,
+) -> Result<Copied, CopyError> {
+    into_new_backup(to, |temp| {
+        let written =
+            snapshot::write(temp, state).map_err(|e| io_error("cannot write in", temp, e))?;
+        if let Some(mark) = mark {
+            snapshot::write_mark(temp, state.seq, mark)
+                .map_err(|e| io_error("cannot write in", temp, e))?;
+        }
+        sync_dir(temp).map_err(|e| io_error("cannot sync", temp, e))?;
+        Ok(Copied {
+            snapshot_seq: state.seq,
+            last_seq: state.seq,
+            bytes: written.bytes,
+            bots: 0,
+        })
+    })
 }
 
 /// Copies the backup `from` into the data directory `to`, which must be missing or empty;

@@ -77,7 +77,10 @@ pub enum SnapshotFailed {
 /// segments ahead with zeros and names the newest in the journal's head (`head`), so that a
 /// start can prove the newest segment whole; its frames and its snapshots are version 4's, and
 /// a build of version 4 refuses them rather than miss a cut or removed newest segment.
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6 adds the audit log as a snapshot's sixth part (and `Record::Audited`): a build of
+/// version 5 would read such a snapshot as damaged, and `--recover` would set it aside, so it
+/// refuses it as newer (exit 9) instead. Segments and heads are version 5's.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// How deep MessagePack may nest in a file: our records need about ten levels. The library's
 /// default of 1024 lets a damaged file recurse deep enough to overflow a thread's stack.
@@ -171,7 +174,13 @@ impl Persistence {
             return Err(error.into());
         }
         let dir = self.dir.clone();
+        // Past the barrier, every record up to `seq` is published, and so is its audit entry.
+        let audit = self.journal.audit();
         let written = on_quiet_thread(move || -> io::Result<Written> {
+            let mut writer = writer;
+            if let Some(audit) = audit {
+                writer.audit(audit);
+            }
             let written = writer.finish()?;
             if let Some(mark) = mark {
                 snapshot::write_mark(&dir, seq, mark)?;

@@ -15,6 +15,7 @@ use super::codec::{self, SnapshotNumbers, SnapshotVoters};
 use super::files::{self, HeaderFault, Numbered};
 use super::state::{SavedState, StoredBot};
 use super::{sync_dir, FORMAT_VERSION};
+use crate::domain::audit::{AuditEntries, AuditEntry, AuditLog};
 use crate::domain::profile::Profile;
 use crate::domain::votes::{Voter, VoterTable};
 
@@ -78,6 +79,10 @@ impl<W: Write> Write for Checksummed<W> {
 const STATE_ARRAY: u8 = 0x94;
 /// MessagePack: the 5-element array of a version 3 payload.
 const PARTS_ARRAY: u8 = 0x95;
+/// MessagePack: an array of six parts (the five, then the audit log's entries).
+const PARTS_ARRAY_AUDITED: u8 = 0x96;
+/// Audit log entries per part of the audit log's part.
+const AUDIT_PER_PART: usize = 65_536;
 /// MessagePack: an array with a 32-bit big-endian length after it.
 const ARRAY32: u8 = 0xdd;
 /// Voters per part of the voter table: the parts are decoded on as many threads.
@@ -106,6 +111,8 @@ pub struct SnapshotWriter {
     voters: SnapshotVoters,
     /// Each bot is encoded here first, to be written behind its length.
     buffer: Vec<u8>,
+    /// The audit log, written last, once every record the snapshot stands for is published.
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl SnapshotWriter {
@@ -138,7 +145,10 @@ impl SnapshotWriter {
             crc: crc32fast::Hasher::new(),
             bytes: 0,
         };
-        out.write_all(&[PARTS_ARRAY])?;
+        // The parts' array header, filled in by `finish` (five parts, or six with an audit
+        // log); its CRC is taken there.
+        out.inner.write_all(&[PARTS_ARRAY])?;
+        out.bytes += 1;
         rmp_serde::encode::write(&mut out, &seq).map_err(io::Error::other)?;
         rmp_serde::encode::write(&mut out, &registry_seq).map_err(io::Error::other)?;
         let profiles = rmp_serde::to_vec(profiles).map_err(io::Error::other)?;
@@ -158,6 +168,7 @@ impl SnapshotWriter {
             bots: 0,
             voters: SnapshotVoters::default(),
             buffer: Vec::new(),
+            audit: None,
         })
     }
 
@@ -170,6 +181,34 @@ impl SnapshotWriter {
         codec::encode_numbered(&mut self.buffer, bot, &mut self.voters)
             .map_err(io::Error::other)?;
         write_bin(&mut self.out, &self.buffer)
+    }
+
+    /// The audit log to write after the voter table: every entry it holds when the snapshot is
+    /// finished (given once the journal's barrier has passed, so that it holds the entry of
+    /// every record up to the snapshot's number; later ones are passed over by replay).
+    pub fn audit(&mut self, log: Arc<AuditLog>) {
+        self.audit = Some(log);
+    }
+
+    /// The audit log's part, a chunk at a time under the log's lock; `false` when there is
+    /// nothing to write (the snapshot then has five parts, as before the log existed).
+    fn write_audit(&mut self) -> io::Result<bool> {
+        let Some(log) = self.audit.take() else {
+            return Ok(false);
+        };
+        let len = log.len();
+        if len == 0 {
+            return Ok(false);
+        }
+        let parts = len.div_ceil(AUDIT_PER_PART);
+        rmp::encode::write_array_len(&mut self.out, parts as u32)?;
+        for part in 0..parts {
+            let from = part * AUDIT_PER_PART;
+            let entries = log.entries(from, (from + AUDIT_PER_PART).min(len));
+            let encoded = rmp_serde::to_vec(&entries).map_err(io::Error::other)?;
+            write_bin(&mut self.out, &encoded)?;
+        }
+        Ok(true)
     }
 
     /// The voter table, after the last bot: every voter a ring holds, in number order.
@@ -194,15 +233,24 @@ impl SnapshotWriter {
 
     fn complete(mut self) -> io::Result<Written> {
         self.write_voters()?;
+        let parts_header = if self.write_audit()? {
+            PARTS_ARRAY_AUDITED
+        } else {
+            PARTS_ARRAY
+        };
         let mut bots_header = [ARRAY32, 0, 0, 0, 0];
         bots_header[1..].copy_from_slice(&self.bots.to_be_bytes());
-        let mut crc = self.before_bots;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&[parts_header]);
+        crc.combine(&self.before_bots);
         let mut header_crc = crc32fast::Hasher::new();
         header_crc.update(&bots_header);
         crc.combine(&header_crc);
         crc.combine(&self.out.crc);
         let payload_len = self.out.bytes;
         let mut file: File = self.out.inner.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+        file.write_all(&[parts_header])?;
         file.seek(SeekFrom::Start(HEADER_LEN as u64 + self.bots_at))?;
         file.write_all(&bots_header)?;
         file.seek(SeekFrom::Start(0))?;
@@ -241,6 +289,11 @@ pub fn write(dir: &Path, state: &SavedState) -> io::Result<Written> {
             writer.abandon();
             return Err(error);
         }
+    }
+    if !state.audit.is_empty() {
+        let log = AuditLog::default();
+        log.restore(state.audit.clone());
+        writer.audit(Arc::new(log));
     }
     writer.finish()
 }
@@ -445,6 +498,8 @@ struct Parts<'a> {
     profiles: &'a [u8],
     bots: Vec<&'a [u8]>,
     voters: Vec<&'a [u8]>,
+    /// The audit log's entries in parts; none in a snapshot of five parts.
+    audit: Vec<&'a [u8]>,
 }
 
 impl<'a> Parts<'a> {
@@ -453,8 +508,9 @@ impl<'a> Parts<'a> {
         let mut rest = payload;
         let rd = &mut rest;
         let fault = |e: &dyn std::fmt::Display| e.to_string();
-        if read_array_len(rd).map_err(|e| fault(&e))? != 5 {
-            return Err("not the five parts of a snapshot".into());
+        let count = read_array_len(rd).map_err(|e| fault(&e))?;
+        if count != 5 && count != 6 {
+            return Err("not the five (or six) parts of a snapshot".into());
         }
         let seq: u64 = read_int(rd).map_err(|e| fault(&e))?;
         let registry_seq: u64 = read_int(rd).map_err(|e| fault(&e))?;
@@ -468,6 +524,14 @@ impl<'a> Parts<'a> {
         let voters = (0..voters.min(rd.len()))
             .map(|_| bin(rd))
             .collect::<Result<Vec<_>, _>>()?;
+        let audit = if count == 6 {
+            let parts = read_array_len(rd).map_err(|e| fault(&e))? as usize;
+            (0..parts.min(rd.len()))
+                .map(|_| bin(rd))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
         if !rd.is_empty() {
             return Err(format!("{} bytes after the last part", rd.len()));
         }
@@ -477,6 +541,7 @@ impl<'a> Parts<'a> {
             profiles,
             bots,
             voters,
+            audit,
         })
     }
 }
@@ -515,7 +580,22 @@ fn decode_parts(payload: &[u8]) -> Result<SavedState, SnapshotError> {
         registry_seq: parts.registry_seq,
         profiles,
         bots,
+        audit: decode_audit(&parts.audit)?,
     })
+}
+
+/// The audit log's entries, part by part, in the order they were written (record order).
+fn decode_audit(parts: &[&[u8]]) -> Result<AuditEntries, SnapshotError> {
+    let mut entries = AuditEntries::default();
+    for part in parts {
+        let part: Vec<(u64, AuditEntry)> = super::decode(part).map_err(undecodable)?;
+        for (seq, entry) in &part {
+            if !entries.push(*seq, entry) {
+                return Err(undecodable("audit log entries out of order"));
+            }
+        }
+    }
+    Ok(entries)
 }
 
 /// Numbers the voters of a snapshot's table in the state's table: the numbers given in a row

@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::bot::{BotState, Listing, ServerCount, WebhookSettings};
+use crate::domain::audit::{AuditEntries, AuditEntry};
+use crate::domain::bot::{BotState, Claim, Decision, Listing, ServerCount, WebhookSettings};
 use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
 use crate::domain::project::{Announcement, Commands};
 use crate::domain::reviews::{Removal, Review};
+use crate::domain::staff::VoteBan;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
@@ -30,6 +32,11 @@ pub struct SavedState {
     /// Restored (`BotState::restore`) by whoever made the state, on as many threads as it had:
     /// the registry starts them as they are.
     pub bots: Vec<StoredBot>,
+    /// The audit log: every entry of every audited record up to `audit.last_seq()` (which may
+    /// pass `seq`, as a bot's state may). A snapshot stores it as a part of its own; states of
+    /// earlier builds have none.
+    #[serde(skip)]
+    pub audit: AuditEntries,
 }
 
 impl SavedState {
@@ -69,6 +76,12 @@ pub enum Record {
         listing: Arc<Listing>,
         webhook: WebhookSettings,
         at: Timestamp,
+        /// The status change the edit made and who decided it (CONTRACT section 14): every
+        /// decision on a listing, by the operator, an owner or staff, is this record. Left
+        /// out when the edit changed no status, and in records of earlier builds. Last, so
+        /// those still decode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Decision>,
     },
     Voted {
         bot: BotId,
@@ -159,6 +172,27 @@ pub enum Record {
         entries: Vec<(Timestamp, ServerCount)>,
         at: Timestamp,
     },
+    /// A staff member took a pending listing to review (`POST /staff/bots/{id}/claim`).
+    ListingClaimed {
+        bot: BotId,
+        claim: Claim,
+    },
+    /// A profile banned from voting (`ban` set) or its ban lifted (`None`), by staff member
+    /// `by`.
+    VoteBanSet {
+        profile: ProfileId,
+        ban: Option<VoteBan>,
+        by: ProfileId,
+    },
+    /// A management change and its audit log entry, in one record: the journal keeps, replicates
+    /// and replays them together, so neither exists without the other. The change is applied
+    /// as if it came alone (its owner is the change's); the entry joins the audit log once the
+    /// record is durable (`Journal::submit_settled`), or as it is replayed (`Replayer::apply`)
+    /// or read from the stream (`cluster::follow`). Make one with [`Record::audited`].
+    Audited {
+        entry: AuditEntry,
+        change: Box<Record>,
+    },
     /// A review written, edited or replied to (CONTRACT section 14): its whole new state.
     ReviewSaved {
         bot: BotId,
@@ -174,6 +208,32 @@ pub enum Record {
 }
 
 impl Record {
+    /// `change` with its audit log entry: how every management write is journaled.
+    pub fn audited(entry: AuditEntry, change: Record) -> Record {
+        Record::Audited {
+            entry,
+            change: Box::new(change),
+        }
+    }
+
+    /// The audit log entry this record carries, if it is one of a management change.
+    pub fn audit_entry(&self) -> Option<&AuditEntry> {
+        if let Record::Audited { entry, .. } = self {
+            Some(entry)
+        } else {
+            None
+        }
+    }
+
+    /// The change itself, without its audit entry.
+    pub fn change(&self) -> &Record {
+        if let Record::Audited { change, .. } = self {
+            change.change()
+        } else {
+            self
+        }
+    }
+
     /// The bot whose own record this is (a vote, stats, an edit, a delivery), applied by that
     /// bot's owner; `None` for the registry's records (profiles, listing, delisting, tokens).
     pub fn bot(&self) -> Option<BotId> {
@@ -189,15 +249,18 @@ impl Record {
             | Record::CommandsSet { bot, .. }
             | Record::AnnouncementPosted { bot, .. }
             | Record::MetricsBatchPosted { bot, .. }
+            | Record::ListingClaimed { bot, .. }
             | Record::ReviewSaved { bot, .. }
             | Record::ReviewRemoved { bot, .. } => Some(*bot),
-            Record::ProfileSaved(_)
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => None,
+            Record::Audited { change, .. } => change.bot(),
         }
     }
 }
@@ -276,17 +339,22 @@ impl ApplyRecord for BotState {
                 self.project.announce(announcement.clone())
             }
             Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
+            Record::ListingClaimed { claim, .. } => {
+                Arc::make_mut(&mut self.listing).claim = Some(*claim);
+            }
             Record::ReviewSaved { review, .. } => self.reviews.save(review.clone()),
             Record::ReviewRemoved { review, .. } => {
                 self.reviews.remove(*review);
             }
-            Record::ProfileSaved(_)
+            Record::VoteBanSet { .. }
+            | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
             | Record::BotListed { .. }
             | Record::BotDelisted(_)
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
             | Record::ProfileTokenRevoked { .. } => return Err(NotApplied::NotABotRecord),
+            Record::Audited { change, .. } => return self.apply_record(change),
         }
         Ok(())
     }
@@ -381,6 +449,11 @@ impl<B: Listed> RegistryBook<B> {
                     profile.tokens.retain(|kept| kept.id != *token);
                 }
             }
+            Record::VoteBanSet { profile, ban, .. } => {
+                if let Some(profile) = self.profiles.get_mut(profile) {
+                    profile.vote_ban.clone_from(ban);
+                }
+            }
             Record::Voted { .. }
             | Record::VotedWithDelivery { .. }
             | Record::StatsPosted { .. }
@@ -392,8 +465,10 @@ impl<B: Listed> RegistryBook<B> {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
             | Record::ReviewRemoved { .. } => return Err(NotApplied::NotARegistryRecord),
+            Record::Audited { change, .. } => return self.apply(change, list),
         }
         Ok(())
     }
@@ -416,6 +491,8 @@ pub struct Replayer {
     voters: Arc<VoterTable>,
     /// Bots a record was applied to: their derived indexes are rebuilt once, at the end.
     replayed: HashSet<BotId>,
+    /// The audit log: the snapshot's, then each audited record's entry after it, once.
+    audit: AuditEntries,
     pub warnings: Vec<String>,
 }
 
@@ -428,6 +505,7 @@ impl Replayer {
     pub fn new(state: SavedState) -> Self {
         let voters = state.voters();
         Self {
+            audit: state.audit,
             seq: state.seq,
             registry_seq: state.registry_seq,
             loaded: Some(Loaded {
@@ -473,6 +551,11 @@ impl Replayer {
 
     pub fn apply(&mut self, seq: u64, record: Record) {
         self.seq = self.seq.max(seq);
+        // Kept whatever becomes of the change (a bot delisted later passes over its records),
+        // as the live log kept it; an entry the snapshot holds already is passed over.
+        if let Some(entry) = record.audit_entry() {
+            self.audit.push(seq, entry);
+        }
         match record.bot() {
             Some(bot) => self.on_bot(seq, bot, &record),
             None if seq > self.registry_seq => {
@@ -551,6 +634,7 @@ impl Replayer {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            audit: self.audit,
         }
     }
 }

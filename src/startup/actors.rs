@@ -92,7 +92,11 @@ pub(super) async fn start_actors(
         promoter,
     } = spawn_actors(settings, clock, &journal, &loops)?;
     let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
-    load(&registry, recovered.state).await?;
+    let mut state = recovered.state;
+    // The recovered audit log, before any record: each audited record's entry joins it next.
+    directory.audit.restore(std::mem::take(&mut state.audit));
+    journal.keep_audit(Arc::clone(&directory.audit));
+    load(&registry, state).await?;
     let persistence = settings.data_dir.clone().map(|dir| {
         let persistence = Persistence::new(dir, journal, registry.clone());
         Arc::new(match replication {

@@ -117,6 +117,17 @@ pub fn profiles_listed(count: usize) {
     gauge!("botlist_profiles_listed").set(count as f64);
 }
 
+/// Listings waiting for staff (CONTRACT section 14).
+pub fn moderation_queue(length: usize) {
+    gauge!("botlist_moderation_queue_length").set(length as f64);
+}
+
+/// A decision on a listing's status (`approved`, `denied`, `delisted`, or `pending` when an
+/// owner's edit sends a denied listing back), whoever made it.
+pub fn moderation_decision(to: &'static str) {
+    counter!("botlist_moderation_decisions_total", "decision" => to).increment(1);
+}
+
 pub fn webhook_queue(depth: usize) {
     gauge!("botlist_webhook_queue_depth").set(depth as f64);
 }

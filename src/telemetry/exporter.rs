@@ -78,6 +78,14 @@ fn describe_all() {
         "Webhook events queued for delivery, by kind (vote.create is counted by the webhook deliveries' own metrics as well)."
     );
     describe_counter!(
+        "botlist_audit_entries_written_total",
+        "Audit log entries written by this node's journal, each with its change."
+    );
+    describe_gauge!(
+        "botlist_audit_entries",
+        "Entries the audit log holds (written, replayed or followed)."
+    );
+    describe_counter!(
         "botlist_rate_limit_refusals_total",
         "Requests refused with 429, by key kind."
     );
@@ -151,6 +159,14 @@ fn describe_all() {
     describe_gauge!("botlist_bots_listed", "Bots currently listed.");
     describe_gauge!("botlist_profiles_listed", "User profiles currently held.");
     describe_gauge!(
+        "botlist_moderation_queue_length",
+        "Listings waiting for staff (status pending)."
+    );
+    describe_counter!(
+        "botlist_moderation_decisions_total",
+        "Decisions on a listing's status, by the status decided (approved, denied, delisted; pending when an owner's edit sends a denied listing back), by the operator, staff or an owner."
+    );
+    describe_gauge!(
         "botlist_build_info",
         "Always 1; the labels say which build is running."
     );
@@ -167,6 +183,10 @@ fn register_all() {
     for source in ["admin", "profile"] {
         counter!("botlist_votes_by_source_total", "source" => source).absolute(0);
     }
+    for decision in crate::domain::listing::ListingStatus::ALL {
+        counter!("botlist_moderation_decisions_total", "decision" => decision.name()).absolute(0);
+    }
+    gauge!("botlist_moderation_queue_length").set(0.0);
     for kind in ["bot", "bots_ip", "users_ip", "profile"] {
         counter!("botlist_rate_limit_refusals_total", "kind" => kind).absolute(0);
     }
@@ -181,6 +201,7 @@ fn register_all() {
         "botlist_journal_written_bytes_total",
         "botlist_journal_fsync_failures_total",
         "botlist_webhook_retries_total",
+        "botlist_audit_entries_written_total",
     ] {
         counter!(name).absolute(0);
     }
@@ -198,6 +219,7 @@ fn register_all() {
         "botlist_webhook_queue_depth",
         "botlist_profiles_listed",
         "botlist_ready",
+        "botlist_audit_entries",
     ] {
         let _ = gauge!(name);
     }

@@ -1,6 +1,8 @@
 //! End-to-end tests: the real server on port 0, a real HTTP client.
 
 mod admin;
+mod audit;
+mod audit_replay;
 mod auth;
 mod badge;
 mod bots;
@@ -27,6 +29,8 @@ mod routing;
 mod search;
 mod search_concurrency;
 mod search_options;
+mod staff;
+mod staff_replay;
 mod stats;
 mod time_rules;
 mod users;

@@ -108,7 +108,9 @@ impl NatsServer {
         }
     }
 
-    /// Starts the server again on its store and ports (after `kill9`).
+    /// Starts the server again on its store and ports (after `kill9`) and waits until its
+    /// JetStream has caught up with its peers: until then it is not a voter the cluster can
+    /// lean on, and killing another server would be a second fault, not the one a test names.
     pub fn restart(&mut self) {
         self.kill9();
         self.child = Some(Self::spawn(&self.binary, &self.config));
@@ -116,6 +118,35 @@ impl NatsServer {
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "nats-server did not listen");
             std::thread::sleep(Duration::from_millis(20));
+        }
+        self.wait_current(Duration::from_secs(60));
+    }
+
+    /// Polls `/healthz`, which answers 200 only once the server's meta layer, streams and
+    /// consumers are current.
+    pub fn wait_current(&self, within: Duration) {
+        let started = Instant::now();
+        let client = Client::new();
+        loop {
+            let healthy = client
+                .get(format!("http://127.0.0.1:{}/healthz", self.monitor))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .is_ok_and(|r| r.status().is_success());
+            if healthy {
+                eprintln!(
+                    "nats-server :{} is current after {:?}",
+                    self.port,
+                    started.elapsed()
+                );
+                return;
+            }
+            assert!(
+                started.elapsed() < within,
+                "nats-server :{} not current within {within:?}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 

@@ -331,7 +331,7 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
 }
 
 /// Runs the single-node server on `dir` until `work` is done, then stops it with SIGTERM.
-fn single_node(dir: &std::path::Path, work: impl FnOnce(&str)) {
+pub(super) fn single_node(dir: &std::path::Path, work: impl FnOnce(&str)) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_botlist"))
         .args([

@@ -139,6 +139,28 @@ fn a_bad_bind_an_address_in_use_and_an_unreadable_token_file_exit_7() {
     );
     assert_eq!(code, Some(CONFIG), "{stderr}");
     assert!(stderr.contains("cluster token"), "{stderr}");
+
+    // A cluster node binds its port before it connects to NATS: a taken port is a setting
+    // (7) at once, even with no NATS server to reach.
+    let token = dir.path().join("cluster-token");
+    std::fs::write(&token, "a-cluster-token-of-enough-length-41").expect("written");
+    let began = Instant::now();
+    let (code, stderr) = run(
+        &dir.path().join("f"),
+        &[
+            "--bind",
+            &address,
+            "--replicate",
+            "nats://127.0.0.1:1",
+            "--cluster-token-file",
+            token.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(CONFIG), "{stderr}");
+    assert!(stderr.contains("--bind (BOTLIST_BIND)"), "{stderr}");
+    assert!(began.elapsed() < Duration::from_secs(5), "refused at once");
+    drop(taken);
 }
 
 #[test]
@@ -237,4 +259,116 @@ fn readyz_answers_503_with_the_reason_once_the_journal_fails_and_200_after_a_res
         .expect("sent");
     assert_eq!(ready.status(), StatusCode::OK);
     assert_eq!(again.vote(&bot, 1000), StatusCode::CREATED);
+}
+
+/// A tmpfs of `size` mounted on a new temporary directory, unmounted when dropped; `None` when
+/// this process may not mount (not root, or in a container without the right), which the
+/// caller reports as a skip.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(Tmpfs { dir })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// A real full disk, not an injected fault: a 4 MiB tmpfs filled while the server runs. Writes
+/// are refused, reads go on, `/readyz` and the metrics say so, the log says it once; after a
+/// restart with room again every acknowledged edit is there.
+#[test]
+fn a_full_tmpfs_is_seen_by_readyz_and_the_metrics_and_loses_no_acknowledged_write() {
+    let Some(tmpfs) = Tmpfs::mount("4m") else {
+        eprintln!(
+            "skipped a_full_tmpfs_is_seen_by_readyz_and_the_metrics_and_loses_no_acknowledged_write: \
+             this process cannot mount a tmpfs (run as root to include it; .ci/run does when it can)"
+        );
+        return;
+    };
+    let data = tmpfs.dir.path().join("data");
+    let server = Server::start(&data, &["--snapshot-interval", "0"]);
+    let root = server.base.trim_end_matches("/api/v1").to_owned();
+    let (bot, _) = server.create_bot(5);
+    // Fill what is left, so that the segment's next growth finds no room.
+    let filler = tmpfs.dir.path().join("filler");
+    {
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let block = vec![7u8; 64 << 10];
+        while std::io::Write::write_all(&mut file, &block).is_ok() {}
+    }
+    let mut acknowledged = 0u32;
+    let mut refused = None;
+    for edit in 0..400u32 {
+        let text = format!("{edit:05} {}", "x".repeat(15_000));
+        let (status, body) = server.patch(
+            &format!("/admin/bots/{bot}"),
+            crate::process::ADMIN,
+            &serde_json::json!({ "long_description": text }),
+        );
+        if status.is_success() {
+            acknowledged = edit + 1;
+        } else {
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            refused = Some(body);
+            break;
+        }
+    }
+    let refused = refused.expect("the disk filled up");
+    eprintln!("{acknowledged} edits of 15 kB acknowledged before the disk was full: {refused}");
+    let get = |path: &str| {
+        server
+            .client
+            .get(format!("{root}{path}"))
+            .send()
+            .expect("sent")
+    };
+    assert_eq!(get("/readyz").status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(get("/healthz").status(), StatusCode::OK);
+    assert_eq!(get(&format!("/api/v1/bots/{bot}")).status(), StatusCode::OK);
+    let metrics = get("/metrics").text().expect("text");
+    assert!(metrics.contains("botlist_journal_healthy 0"), "{metrics}");
+    assert!(metrics.contains("botlist_ready 0"), "{metrics}");
+    assert!(
+        metrics.contains("botlist_journal_failures_total{kind=\"enospc\"} 1"),
+        "{metrics}"
+    );
+    let log = server.log();
+    assert_eq!(log.matches("the journal failed").count(), 1, "{log}");
+    assert_eq!(server.terminate().code(), Some(4));
+
+    std::fs::remove_file(&filler).expect("room again");
+    let again = Server::start(&data, &[]);
+    let (status, info) = again.get(&format!("/bots/{bot}"), None);
+    assert_eq!(status, StatusCode::OK);
+    let kept = info["long_description"].as_str().unwrap_or_default();
+    assert!(
+        kept.starts_with(&format!("{:05} ", acknowledged - 1)),
+        "the last acknowledged edit ({}) is kept: {}",
+        acknowledged - 1,
+        &kept[..kept.len().min(12)]
+    );
+    let ready = again
+        .client
+        .get(format!("{}/readyz", again.base.trim_end_matches("/api/v1")))
+        .send()
+        .expect("sent");
+    assert_eq!(ready.status(), StatusCode::OK);
 }

@@ -1,5 +1,6 @@
 //! Durability: the real binary, killed and restarted on the same data directory.
 
+mod audit;
 mod backup;
 mod connections;
 mod corruption;
@@ -16,6 +17,7 @@ mod people;
 mod process;
 mod refused;
 mod replay;
+mod staff;
 mod stop;
 mod upgrade;
 mod webhooks;

@@ -158,6 +158,7 @@ impl Model {
                     listing: listing.into(),
                     webhook,
                     at,
+                    decision: None,
                 };
                 stored.state.apply_record(&record).expect("applies");
                 self.commit_bot(bot, &record);
@@ -202,6 +203,7 @@ impl Model {
             registry_seq: self.registry_seq,
             profiles,
             bots,
+            audit: Default::default(),
         }
     }
 }

@@ -14,6 +14,7 @@ pub fn apply_edit(state: &mut BotState, patch: BotPatch, at: Timestamp) {
         listing: Arc::new(listing),
         webhook,
         at,
+        decision: None,
     };
     state.apply_record(&record).expect("a bot's own record");
 }

@@ -7,6 +7,7 @@ use actix::prelude::*;
 
 use super::BotActor;
 use crate::actors::Answer;
+use crate::domain::audit::{bot_target, Acting, AuditAction, AuditActor};
 use crate::domain::project::{Announcement, AnnouncementCategory, Commands, ProjectState};
 use crate::domain::stats::ServerCount;
 use crate::domain::time::Timestamp;
@@ -23,11 +24,13 @@ impl Handler<SetCommands> for BotActor {
     type Result = ();
 
     fn handle(&mut self, SetCommands(commands, answer): SetCommands, _: &mut Self::Context) {
-        let record = Record::CommandsSet {
-            bot: self.state.listing.id,
-            commands,
-            at: self.clock.now(),
-        };
+        let (bot, at) = (self.state.listing.id, self.clock.now());
+        let record = Record::CommandsSet { bot, commands, at };
+        let acting = Acting::new(AuditActor::bot(bot), AuditAction::CommandsSet);
+        let record = Record::audited(
+            acting.entry(bot_target(bot), vec!["commands".into()], at),
+            record,
+        );
         self.apply(&record);
         self.commit_answering(record, answer, ());
     }
@@ -67,10 +70,14 @@ impl Handler<PostAnnouncement> for BotActor {
                 ),
             });
         }
+        let bot = self.state.listing.id;
         let record = Record::AnnouncementPosted {
-            bot: self.state.listing.id,
+            bot,
             announcement: announcement.clone(),
         };
+        let acting = Acting::new(AuditActor::bot(bot), AuditAction::AnnouncementPost);
+        let entry = acting.entry(bot_target(bot), vec!["announcements".into()], now);
+        let record = Record::audited(entry, record);
         self.apply(&record);
         self.commit_answering(record, ask.answer, announcement);
     }

@@ -8,7 +8,8 @@ use tokio::sync::oneshot;
 
 use super::{reply, EditInFlight, Registry, Reply};
 use crate::actors::bot::ApplyPatch;
-use crate::domain::bot::{BotPatch, BotState, BotView, Decider, ListingStatus, NewBot};
+use crate::domain::audit::{bot_target, set_fields, Acting, AuditAction, AuditActor};
+use crate::domain::bot::{BotPatch, BotState, BotView, DecidedBy, ListingStatus, NewBot};
 use crate::domain::ids::{BotId, ProfileId, Token};
 use crate::domain::Rejection;
 use crate::persist::journal::Durable;
@@ -69,6 +70,20 @@ impl Registry {
         }
         let id = state.listing.id;
         let token_hash = token.hash();
+        let mut changes = set_fields(&*state.listing);
+        changes.extend(
+            [
+                ("webhook_url", state.webhook.url.is_some()),
+                ("webhook_secret", state.webhook.secret.is_some()),
+            ]
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(name, _)| name.to_string()),
+        );
+        let acting = match submitter {
+            Some(profile) => Acting::new(AuditActor::profile(profile), AuditAction::BotSubmit),
+            None => Acting::admin(AuditAction::BotCreate),
+        };
         let record = Record::BotListed {
             state: Box::new(state),
             token: token_hash,
@@ -76,7 +91,7 @@ impl Registry {
         // The actor starts first, but nobody can reach it before its listing is published, so
         // its own records still come after this one. Until it journals one, its `last_seq`
         // stays 0: replay has nothing of its own to skip.
-        let durable = self.make(record);
+        let durable = self.make_audited(acting, bot_target(id), changes, record);
         let handle = self.handle_of(id)?;
         Ok((durable, (handle.view(), token)))
     }
@@ -93,7 +108,13 @@ impl Handler<UpdateBot> for Registry {
     /// the bot, which journals it in order with its votes and stats; the registry goes on with
     /// other messages meanwhile.
     fn handle(&mut self, UpdateBot(id, patch): UpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, id, patch, None)
+        self.update_bot_after(
+            ctx,
+            id,
+            patch,
+            DecidedBy::Admin,
+            Acting::admin(AuditAction::BotUpdate),
+        )
     }
 }
 
@@ -105,23 +126,33 @@ pub struct OwnerUpdateBot {
     pub bot: BotId,
     pub owner: ProfileId,
     pub patch: BotPatch,
+    /// `bot.update`, or `bot.owners` from `PUT /bots/{id}/owners`.
+    pub action: AuditAction,
 }
 
 impl Handler<OwnerUpdateBot> for Registry {
     type Result = Reply<Arc<BotView>>;
 
     fn handle(&mut self, edit: OwnerUpdateBot, ctx: &mut Self::Context) -> Self::Result {
-        self.update_bot_after(ctx, edit.bot, edit.patch, Some(edit.owner))
+        let acting = Acting::new(AuditActor::profile(edit.owner), edit.action);
+        self.update_bot_after(
+            ctx,
+            edit.bot,
+            edit.patch,
+            DecidedBy::Owner(edit.owner),
+            acting,
+        )
     }
 }
 
 impl Registry {
-    fn update_bot_after(
+    pub(super) fn update_bot_after(
         &mut self,
         ctx: &mut Context<Self>,
         id: BotId,
         patch: BotPatch,
-        owner: Option<ProfileId>,
+        by: DecidedBy,
+        acting: Acting,
     ) -> Reply<Arc<BotView>> {
         let takes = patch.platform_id.is_some() || patch.owner_ids.is_some();
         let waits = if takes {
@@ -130,7 +161,7 @@ impl Registry {
             Vec::new()
         };
         self.after(ctx, waits, move |registry| {
-            registry.update_bot(id, patch, owner)
+            registry.update_bot(id, patch, by, acting)
         })
     }
 
@@ -154,8 +185,13 @@ impl Registry {
         &mut self,
         id: BotId,
         patch: BotPatch,
-        owner: Option<ProfileId>,
+        by: DecidedBy,
+        acting: Acting,
     ) -> Reply<Arc<BotView>> {
+        let owner = match by {
+            DecidedBy::Owner(owner) => Some(owner),
+            DecidedBy::Admin | DecidedBy::Staff(_) => None,
+        };
         let checked = (|| {
             if let Some(owner) = owner {
                 self.check_owner(id, owner)?;
@@ -193,12 +229,9 @@ impl Registry {
             Err(rejection) => return Box::pin(async move { Err(rejection) }),
         };
         // Sent here, in the handler, so that edits reach the bot in the order they were checked.
-        let by = if owner.is_some() {
-            Decider::Owner
-        } else {
-            Decider::Admin
-        };
-        let applied = handle.addr.send(ApplyPatch(patch, by));
+        let reason = patch.reason.as_ref().map(|r| r.as_str().to_string());
+        let acting = acting.with_reason(reason);
+        let applied = handle.addr.send(ApplyPatch(patch, by, acting));
         let (finished, done) = oneshot::channel::<()>();
         self.edits.push(EditInFlight {
             releases,
@@ -235,6 +268,27 @@ fn check_first_owner(
     Ok(())
 }
 
+/// A bot edits its own listing with its token (`PATCH /projects/@me`): the admin API's rules,
+/// audited as the bot's own change.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<BotView>, Rejection>")]
+pub struct BotUpdatesItself(pub BotId, pub BotPatch);
+
+impl Handler<BotUpdatesItself> for Registry {
+    type Result = Reply<Arc<BotView>>;
+
+    fn handle(
+        &mut self,
+        BotUpdatesItself(id, patch): BotUpdatesItself,
+        ctx: &mut Self::Context,
+    ) -> Self::Result {
+        let acting = Acting::new(AuditActor::bot(id), AuditAction::BotUpdate);
+        // A bot's own edit cannot move its status (its patch has none): `Admin` is only the
+        // decider the status table would be asked about.
+        self.update_bot_after(ctx, id, patch, DecidedBy::Admin, acting)
+    }
+}
+
 #[derive(Message)]
 #[rtype(result = "Result<(), Rejection>")]
 pub struct DelistBot(pub BotId);
@@ -245,7 +299,7 @@ impl Handler<DelistBot> for Registry {
     /// An edit of the bot still in flight is journaled after the delisting, and replay passes
     /// over records of a bot that is not listed; the directory ignores its publication.
     fn handle(&mut self, DelistBot(id): DelistBot, _: &mut Self::Context) -> Self::Result {
-        reply(self.delist_bot(id))
+        reply(self.delist_bot(id, Acting::admin(AuditAction::BotDelete)))
     }
 }
 
@@ -261,9 +315,10 @@ impl Handler<OwnerDelistBot> for Registry {
     type Result = Reply<()>;
 
     fn handle(&mut self, remove: OwnerDelistBot, _: &mut Self::Context) -> Self::Result {
+        let acting = Acting::new(AuditActor::profile(remove.owner), AuditAction::BotDelete);
         reply(
             self.check_owner(remove.bot, remove.owner)
-                .and_then(|()| self.delist_bot(remove.bot)),
+                .and_then(|()| self.delist_bot(remove.bot, acting)),
         )
     }
 }
@@ -290,17 +345,22 @@ impl Handler<OwnerRotateToken> for Registry {
                     status.name()
                 )));
             }
-            self.rotate_token(rotate.bot)
+            let acting = Acting::new(
+                AuditActor::profile(rotate.owner),
+                AuditAction::BotTokenRotate,
+            );
+            self.rotate_token(rotate.bot, acting)
         })())
     }
 }
 
 impl Registry {
-    fn delist_bot(&mut self, id: BotId) -> Result<(Durable, ()), Rejection> {
+    fn delist_bot(&mut self, id: BotId, acting: Acting) -> Result<(Durable, ()), Rejection> {
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
-        let durable = self.make(Record::BotDelisted(id));
+        let record = Record::BotDelisted(id);
+        let durable = self.make_audited(acting, bot_target(id), Vec::new(), record);
         Ok((durable, ()))
     }
 }
@@ -313,12 +373,12 @@ impl Handler<RotateToken> for Registry {
     type Result = Reply<Token>;
 
     fn handle(&mut self, RotateToken(id): RotateToken, _: &mut Self::Context) -> Self::Result {
-        reply(self.rotate_token(id))
+        reply(self.rotate_token(id, Acting::admin(AuditAction::BotTokenRotate)))
     }
 }
 
 impl Registry {
-    fn rotate_token(&mut self, id: BotId) -> Result<(Durable, Token), Rejection> {
+    fn rotate_token(&mut self, id: BotId, acting: Acting) -> Result<(Durable, Token), Rejection> {
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
@@ -327,6 +387,10 @@ impl Registry {
             bot: id,
             token: token.hash(),
         };
-        Ok((self.make(record), token))
+        let changes = vec!["token".to_string()];
+        Ok((
+            self.make_audited(acting, bot_target(id), changes, record),
+            token,
+        ))
     }
 }

@@ -15,6 +15,7 @@ mod bots;
 mod profiles;
 mod records;
 mod snapshot;
+mod staff;
 #[cfg(test)]
 mod tests;
 
@@ -27,6 +28,7 @@ use tokio::sync::oneshot;
 
 use super::directory::{BotHandle, Directory};
 use super::when_durable;
+use crate::domain::audit::Acting;
 use crate::domain::ids::{BotId, ProfileId, Snowflake};
 use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
@@ -39,13 +41,14 @@ use crate::webhooks::Dispatcher;
 pub use book::BotSpawner;
 use book::{BotStarter, Entry, PlatformIds};
 pub use bots::{
-    CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot, RotateToken, SubmitBot,
-    UpdateBot,
+    BotUpdatesItself, CreateBot, DelistBot, OwnerDelistBot, OwnerRotateToken, OwnerUpdateBot,
+    RotateToken, SubmitBot, UpdateBot,
 };
 pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
 };
 pub use snapshot::{Capture, LoadState};
+pub use staff::{SetVoteBan, StaffActOnBot};
 
 /// Done once a bot has journaled an edit (or refused it).
 type Settling = Shared<BoxFuture<'static, ()>>;
@@ -116,6 +119,19 @@ impl Registry {
     fn make(&mut self, record: Record) -> Durable {
         let publish = self.apply_own(&record, None);
         self.commit(&record, publish).1
+    }
+
+    /// As [`Registry::make`], for a management change: journaled with its audit log entry, in
+    /// one record.
+    fn make_audited(
+        &mut self,
+        acting: Acting,
+        target: uuid::Uuid,
+        changes: Vec<String>,
+        record: Record,
+    ) -> Durable {
+        let entry = acting.entry(target, changes, self.clock.now());
+        self.make(Record::audited(entry, record))
     }
 
     /// Journals a registry change, to be published once durable. Called before the bot

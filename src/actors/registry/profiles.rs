@@ -5,6 +5,7 @@ use actix::prelude::*;
 use super::{reply, Registry, Reply};
 use uuid::Uuid;
 
+use crate::domain::audit::{changed_fields, profile_target, set_fields, Acting, AuditAction};
 use crate::domain::ids::{ProfileId, Token};
 use crate::domain::people::{ProfileToken, Scope};
 use crate::domain::profile::{NewProfile, Profile, ProfilePatch};
@@ -24,7 +25,10 @@ impl Handler<CreateProfile> for Registry {
         reply((|| {
             self.check_profile_unique(Some(&new.username), new.platform_id, None)?;
             let profile = Profile::create(ProfileId::new_random(), new, self.clock.now());
-            Ok((self.make(Record::ProfileSaved(profile.clone())), profile))
+            let acting = Acting::admin(AuditAction::ProfileCreate);
+            let (target, changes) = (profile_target(profile.id), set_fields(&profile));
+            let record = Record::ProfileSaved(profile.clone());
+            Ok((self.make_audited(acting, target, changes, record), profile))
         })())
     }
 }
@@ -42,15 +46,19 @@ impl Handler<UpdateProfile> for Registry {
         _: &mut Self::Context,
     ) -> Self::Result {
         reply((|| {
-            let mut updated = self
+            let old = self
                 .book
                 .profiles
                 .get(&id)
-                .ok_or_else(|| Self::not_found_profile(id))?
-                .clone();
+                .ok_or_else(|| Self::not_found_profile(id))?;
+            let mut updated = old.clone();
             updated.apply(patch);
+            let changes = changed_fields(old, &updated);
             self.check_profile_unique(Some(&updated.username), updated.platform_id, Some(id))?;
-            Ok((self.make(Record::ProfileSaved(updated.clone())), updated))
+            let acting = Acting::admin(AuditAction::ProfileUpdate);
+            let record = Record::ProfileSaved(updated.clone());
+            let durable = self.make_audited(acting, profile_target(id), changes, record);
+            Ok((durable, updated))
         })())
     }
 }
@@ -91,7 +99,12 @@ impl Registry {
                     "profile {id} owns {owned} listed bot(s); remove it from their owner_ids first"
                 )));
             }
-            Ok((self.make(Record::ProfileDeleted(id)), ()))
+            let acting = Acting::admin(AuditAction::ProfileDelete);
+            let record = Record::ProfileDeleted(id);
+            Ok((
+                self.make_audited(acting, profile_target(id), Vec::new(), record),
+                (),
+            ))
         })()
     }
 }
@@ -140,11 +153,19 @@ impl Handler<IssueProfileToken> for Registry {
                     now.plus(chrono::Duration::seconds(seconds as i64))
                 }),
             };
+            let mut changes = vec!["scopes".to_string(), "label".to_string()];
+            if token.expires_at.is_some() {
+                changes.push("expires_at".into());
+            }
+            let (acting, target) = (Acting::admin(AuditAction::TokenIssue), token.id);
             let record = Record::ProfileTokenIssued {
                 profile: issue.profile,
                 token: token.clone(),
             };
-            Ok((self.make(record), (token, secret)))
+            Ok((
+                self.make_audited(acting, target, changes, record),
+                (token, secret),
+            ))
         })())
     }
 }
@@ -178,7 +199,11 @@ impl Handler<RevokeProfileToken> for Registry {
                 profile: revoke.profile,
                 token: revoke.token,
             };
-            Ok((self.make(record), ()))
+            let acting = Acting::admin(AuditAction::TokenRevoke);
+            Ok((
+                self.make_audited(acting, revoke.token, Vec::new(), record),
+                (),
+            ))
         })())
     }
 }

@@ -67,7 +67,8 @@ impl Registry {
                 Some(Box::new(move || directory.publish_token(bot, old, new)))
             }
             Record::ProfileTokenIssued { profile, .. }
-            | Record::ProfileTokenRevoked { profile, .. } => {
+            | Record::ProfileTokenRevoked { profile, .. }
+            | Record::VoteBanSet { profile, .. } => {
                 self.apply(record, from_stream);
                 // The whole profile is published again: its tokens are read through it.
                 let shown = Arc::new(self.book.profiles.get(profile)?.clone());
@@ -84,8 +85,11 @@ impl Registry {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
             | Record::ReviewRemoved { .. } => None,
+            // The change decides; its entry joins the audit log through the journal.
+            Record::Audited { change, .. } => self.apply_own(change, from_stream),
         }
     }
 
@@ -134,6 +138,7 @@ impl Registry {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
+            | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
             | Record::ReviewRemoved { .. } => {}
             // Not a bot's: `apply_own`'s.
@@ -143,7 +148,9 @@ impl Registry {
             | Record::BotDelisted(_)
             | Record::TokenRotated { .. }
             | Record::ProfileTokenIssued { .. }
-            | Record::ProfileTokenRevoked { .. } => {}
+            | Record::ProfileTokenRevoked { .. }
+            | Record::VoteBanSet { .. } => {}
+            Record::Audited { change, .. } => self.follow_bot_record(bot, change),
         }
     }
 }

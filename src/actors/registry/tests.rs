@@ -127,8 +127,9 @@ async fn a_platform_id_given_up_by_an_edit_is_taken_only_after_that_edit_is_jour
         .expect("segments")
         .iter()
         .flat_map(|(_, path)| journal::read_segment(path).expect("readable").records)
-        .filter_map(|(_, record)| match record {
-            Record::BotEdited { bot, .. } if bot == moved.listing.id => Some("edit"),
+        // Each is audited: the change is inside its audit record.
+        .filter_map(|(_, record)| match record.change() {
+            Record::BotEdited { bot, .. } if *bot == moved.listing.id => Some("edit"),
             Record::BotListed { state, .. } if state.listing.id == taker.listing.id => {
                 Some("listing")
             }

@@ -100,6 +100,9 @@ errors! {
     /// answers 409 `already_voted`).
     OutcomeUnknown = SERVICE_UNAVAILABLE, "outcome_unknown",
         "the writer stopped answering after it was sent this write: it may have been stored; retry it";
+    /// The voter's profile is banned from voting by staff (CONTRACT section 14); the message
+    /// says until when.
+    VoteBanned = FORBIDDEN, "vote_banned", "this profile is banned from voting";
 }
 
 impl Code {

@@ -280,7 +280,7 @@ fn require_json_content_type(request: &HttpRequest) -> Result<(), ApiError> {
 }
 
 /// The raw `Authorization` value, refusing the `Bearer` form with a message that says why.
-fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
+pub(crate) fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers
         .get(AUTHORIZATION)
         .ok_or_else(|| {
@@ -305,7 +305,7 @@ fn presented_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(value)
 }
 
-fn app_state(request: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
+pub(super) fn app_state(request: &HttpRequest) -> Result<&web::Data<AppState>, ApiError> {
     request.app_data::<web::Data<AppState>>().ok_or_else(|| {
         tracing::error!("application state is missing");
         ApiError::internal()

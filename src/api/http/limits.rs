@@ -335,6 +335,11 @@ impl Limited {
     /// counts by token and the token is valid, else the client's address.
     fn key(&self, state: &AppState, request: &ServiceRequest) -> RateKey {
         if let Some(kind) = self.0.token_kind() {
+            // A profile token is told by its prefix before any hashing, so it costs one lookup
+            // (its own), as a bot token does, and a bot token pays only the prefix comparison.
+            if let Some(profile) = profile_key(state, request) {
+                return RateKey::Profile(PROFILE_KIND, profile);
+            }
             let token_bot = request
                 .headers()
                 .get(actix_web::http::header::AUTHORIZATION)
@@ -346,9 +351,6 @@ impl Limited {
                 .and_then(|token| state.directory.authenticate(token));
             if let Some(bot) = token_bot {
                 return RateKey::Bot(kind, bot);
-            }
-            if let Some(profile) = profile_key(state, request) {
-                return RateKey::Profile(PROFILE_KIND, profile);
             }
         }
         RateKey::Address(

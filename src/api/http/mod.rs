@@ -19,5 +19,6 @@ pub mod problem;
 pub mod reply;
 pub mod routes;
 pub mod semantics;
+pub mod staff;
 
 pub use semantics::{cors, cors_refusals, AllowedMethods, Tagged};

@@ -2,6 +2,7 @@
 //! the routes each declares (`routes()`), with their properties, for the router in `api/mod.rs`.
 
 pub mod admin;
+pub mod audit;
 pub mod badge;
 pub mod bots;
 pub mod classic;
@@ -14,6 +15,7 @@ pub mod owners;
 pub mod profile_votes;
 pub mod projects;
 pub mod reviews;
+pub mod staff;
 pub mod stats;
 pub mod suggest;
 pub mod users;

@@ -18,6 +18,7 @@ use crate::api::http::extract::{AsProfile, Json, ManagedBot};
 use crate::api::http::routes::{Limit, Route, Subject};
 use crate::api::resources::admin::bots::NewToken;
 use crate::api::{http::reply, AppState};
+use crate::domain::audit::AuditAction;
 use crate::domain::bot::{
     BotPatch, BotView, ListingStatus, NewBot, OwnerPatch, OwnersPut, PublicBot, Submission,
 };
@@ -112,7 +113,10 @@ pub struct Owners<'a> {
 /// The token's profile, which must have the `bots` scope and own the bot. A listing that is
 /// not public is 404 to a profile that does not own it (it is not there for anyone else), and
 /// that before the scope is looked at, as a public route would answer; a public one is 403.
-fn owner_of(who: &AsProfile, handle: &BotHandle) -> Result<(ProfileId, Arc<BotView>), ApiError> {
+pub(crate) fn owner_of(
+    who: &AsProfile,
+    handle: &BotHandle,
+) -> Result<(ProfileId, Arc<BotView>), ApiError> {
     let profile = who.0.profile;
     let view = handle.view();
     let owns = view.listing.owner_ids.contains(&profile);
@@ -215,6 +219,7 @@ pub async fn edit(
             bot: bot.id,
             owner,
             patch: BotPatch::from(patch),
+            action: AuditAction::BotUpdate,
         })
         .await??;
     managed_json(&state, &bot, &view).await
@@ -270,6 +275,7 @@ pub async fn set_owners(
             bot: bot.id,
             owner,
             patch,
+            action: AuditAction::BotOwners,
         })
         .await??;
     Ok(reply::ok(&Owners {

@@ -25,6 +25,10 @@ pub fn routes() -> Vec<Route> {
             "the token lacks the `vote` scope, or its profile has no linked platform id",
         )
         .refuses(
+            Code::VoteBanned,
+            "staff banned this profile from voting; the message says until when",
+        )
+        .refuses(
             Code::AlreadyVoted,
             "this profile voted for this bot in the last 12 hours; the message gives the time of the next possible vote",
         )
@@ -64,6 +68,7 @@ pub async fn vote(
         Code::Unauthorized.with("unknown, revoked or expired profile token".into())
     })?;
     let voter = voter_of(&profile)?;
+    crate::api::resources::staff::refuse_banned_voter(&state, voter.id)?;
     let cast = cast_vote(&bot, voter, VoteSource::Profile).await?;
     Ok(reply::created(&ProfileVote {
         vote_count: cast.counts.vote_count,

@@ -22,7 +22,7 @@ use crate::actors::bot::{
     VotesInOrder,
 };
 use crate::actors::directory::BotHandle;
-use crate::actors::registry::UpdateBot;
+use crate::actors::registry::BotUpdatesItself;
 use crate::actors::Answer;
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::extract::{AnyJson, PathBot};
@@ -240,7 +240,10 @@ pub async fn edit_self(
     if edit.short_description.is_none() && patch.page_content.is_none() && patch.content.is_none() {
         return Err(bad("send headline, page_content or both".into()));
     }
-    state.registry.send(UpdateBot(bot.id, edit)).await??;
+    state
+        .registry
+        .send(BotUpdatesItself(bot.id, edit))
+        .await??;
     Ok(no_content())
 }
 
@@ -371,7 +374,7 @@ pub struct PartialVote {
     security(("bearer" = [])),
     params(
         ("user_id" = Snowflake, Path, description = "The user's platform snowflake (for either source: a profile is known by its linked platform id)"),
-        ("source" = Option<String>, Query, description = "`discord` (default) or `topgg`"),
+        ("source" = inline(Option<VoteSourceParam>), Query, description = "`discord` (default) or `topgg`"),
     ),
     responses(
         (status = 200, description = "The vote", body = PartialVote),
@@ -422,7 +425,7 @@ pub async fn get_vote(
 #[utoipa::path(
     patch, path = "/projects/@me/metrics", tag = "projects",
     security(("bearer" = [])),
-    request_body(content = Object, description = "`{\"server_count\": N, \"shard_count\": M}`; server_count required, shard_count 1 to 10000 and not kept"),
+    request_body(content = inline(MetricsDoc), description = "`{\"server_count\": N, \"shard_count\": M}`; server_count required, shard_count 1 to 10000 and not kept"),
     responses(
         (status = 204, description = "Stored"),
         (status = 400, description = "No server_count, a count out of range, or metrics of another kind of project", body = ProblemDetails, content_type = "application/problem+json"),
@@ -488,7 +491,7 @@ async fn set_commands(
 #[utoipa::path(
     put, path = "/projects/@me/commands", tag = "projects",
     security(("bearer" = [])),
-    request_body(content = Vec<Object>, description = "Discord's application commands, raw: an array of objects, each with a `name` of 1 to 32 characters; at most 300"),
+    request_body(content = inline(Vec<CommandDoc>), description = "Discord's application commands, raw: an array of objects, each with a `name` of 1 to 32 characters; at most 300"),
     responses(
         (status = 204, description = "Stored"),
         (status = 400, description = "Not an array of named objects", body = ProblemDetails, content_type = "application/problem+json"),
@@ -506,7 +509,7 @@ pub async fn put_commands(
 #[utoipa::path(
     post, path = "/projects/@me/commands", tag = "projects",
     security(("bearer" = [])),
-    request_body(content = Vec<Object>, description = "As for PUT"),
+    request_body(content = inline(Vec<CommandDoc>), description = "As for PUT"),
     responses(
         (status = 204, description = "Stored"),
         (status = 400, description = "Not an array of named objects", body = ProblemDetails, content_type = "application/problem+json"),
@@ -566,12 +569,44 @@ impl<'a> From<&'a Announcement> for AnnouncementBody<'a> {
     }
 }
 
+/// What the document says of `source` (the handler reads the raw text and answers 400 with the
+/// values it takes).
+#[derive(ToSchema)]
+#[allow(dead_code)] // a schema only
+#[schema(rename_all = "lowercase")]
+pub enum VoteSourceParam {
+    Discord,
+    Topgg,
+}
+
+/// What the document says of a metrics body: the handler reads it as raw JSON, so that a
+/// missing field is a problem naming it.
+#[derive(ToSchema)]
+#[allow(dead_code)] // a schema only
+pub struct MetricsDoc {
+    #[schema(minimum = 0)]
+    server_count: u64,
+    #[schema(minimum = 1, maximum = 10000)]
+    shard_count: Option<u32>,
+}
+
+/// What the document says of one application command: a `name` of 1 to 32 characters; every
+/// other field is kept as sent.
+#[derive(ToSchema)]
+#[allow(dead_code)] // a schema only
+pub struct CommandDoc {
+    #[schema(min_length = 1, max_length = 32)]
+    name: String,
+}
+
 /// The body of `POST /projects/@me/announcements`.
 #[derive(Deserialize, ToSchema)]
 pub struct NewAnnouncement {
     /// 3 to 100 characters
+    #[schema(min_length = 3, max_length = 100)]
     pub title: String,
     /// 10 to 2000 characters
+    #[schema(min_length = 10, max_length = 2000)]
     pub content: String,
     /// `announcement` when left out
     #[serde(default)]

@@ -222,7 +222,7 @@ fn list_query(query_string: &str) -> Result<(ReviewSort, Option<Cursor>, usize),
 
 /// A bot's reviews, with their average and count, newest first or by rating.
 #[utoipa::path(
-    get, path = "/bots/{id}/reviews", tag = "reviews",
+    get, path = "/bots/{id}/reviews", tag = "reviews", operation_id = "list_reviews",
     params(
         ("sort" = Option<String>, Query, description = "`newest` (default) or `rating` (highest first, newest first among equal ratings)"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Reviews per page, 1 to 100; default 20"),
@@ -245,7 +245,7 @@ pub async fn list(request: HttpRequest, PathBot(bot): PathBot) -> Result<HttpRes
 
 /// Review a bot as the token's profile: one review per profile per bot.
 #[utoipa::path(
-    post, path = "/bots/{id}/reviews", tag = "reviews",
+    post, path = "/bots/{id}/reviews", tag = "reviews", operation_id = "write_review",
     request_body = NewReview,
     security(("profile_token" = [])),
     responses(
@@ -273,7 +273,7 @@ pub async fn write(
 
 /// Edit one's own review: fields left out are kept.
 #[utoipa::path(
-    patch, path = "/bots/{id}/reviews/{review_id}", tag = "reviews",
+    patch, path = "/bots/{id}/reviews/{review_id}", tag = "reviews", operation_id = "edit_review",
     params(("review_id" = String, Path, format = Uuid, description = "The review's id")),
     request_body = ReviewPatch,
     security(("profile_token" = [])),
@@ -307,7 +307,7 @@ pub async fn edit(
 
 /// Delete one's own review.
 #[utoipa::path(
-    delete, path = "/bots/{id}/reviews/{review_id}", tag = "reviews",
+    delete, path = "/bots/{id}/reviews/{review_id}", tag = "reviews", operation_id = "delete_review",
     params(("review_id" = String, Path, format = Uuid, description = "The review's id")),
     security(("profile_token" = [])),
     responses(
@@ -337,7 +337,7 @@ pub async fn delete(
 
 /// Reply to a review as an owner of the bot: one reply per review, replaced by the next.
 #[utoipa::path(
-    put, path = "/bots/{id}/reviews/{review_id}/reply", tag = "reviews",
+    put, path = "/bots/{id}/reviews/{review_id}/reply", tag = "reviews", operation_id = "reply_to_review",
     params(("review_id" = String, Path, format = Uuid, description = "The review's id")),
     request_body = ReplyPut,
     security(("profile_token" = [])),
@@ -372,7 +372,7 @@ pub async fn reply_to(
 /// Remove a review as staff (a `staff` token of a `mod` or `admin` profile, or the admin
 /// token), with a reason its author and the audit log are shown.
 #[utoipa::path(
-    post, path = "/bots/{id}/reviews/{review_id}/remove", tag = "reviews",
+    post, path = "/bots/{id}/reviews/{review_id}/remove", tag = "reviews", operation_id = "remove_review",
     params(("review_id" = String, Path, format = Uuid, description = "The review's id")),
     request_body = RemovalBody,
     security(("profile_token" = []), ("admin_token" = [])),

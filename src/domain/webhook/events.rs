@@ -411,10 +411,25 @@ pub trait StoredReader<E> {
 macro_rules! event_kinds {
     ($($variant:ident($kind:ty) = $name:literal,)+) => {
         /// A kind of event, by name.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
         pub enum Event {
             $(#[serde(rename = $name)] $variant,)+
         }
+
+        // Written out, not derived: the derive does not see a `rename` that comes through this
+        // macro, and documented the variants' Rust names (`VoteCreate`) instead of the names
+        // the server sends.
+        impl utoipa::PartialSchema for Event {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($name),+]))
+                    .description(Some("A kind of event, by name."))
+                    .into()
+            }
+        }
+
+        impl ToSchema for Event {}
 
         impl Event {
             /// Every kind, in the table's order.

@@ -51,6 +51,18 @@ fn frame_crc(len: [u8; 4], seq: [u8; 8], payload: &[u8]) -> u32 {
     hasher.finalize()
 }
 
+/// The checksum of the first durable build (`8e05296d`, format 1), which left the length out.
+/// Its segments carry the same version number as those of the builds after it, so a frame
+/// whose checksum is this one is read as theirs: without it, today's build took such a
+/// segment's first record for a torn write and dropped every record in it
+/// (tests/fixtures/format-v1).
+fn legacy_frame_crc(seq: [u8; 8], payload: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&seq);
+    hasher.update(payload);
+    hasher.finalize()
+}
+
 pub fn segment_header(first_seq: u64) -> Vec<u8> {
     files::header(MAGIC, FORMAT_VERSION, first_seq, HEADER_LEN)
 }
@@ -118,11 +130,9 @@ pub fn frame_bytes(rest: &[u8]) -> Result<(u64, &[u8], usize), FrameError> {
     let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
     let mut seq = [0u8; 8];
     seq.copy_from_slice(&rest[8..16]);
-    if frame_crc(
-        [rest[0], rest[1], rest[2], rest[3]],
-        seq,
-        &rest[FRAME_HEADER_LEN..end],
-    ) != crc
+    let payload = &rest[FRAME_HEADER_LEN..end];
+    if frame_crc([rest[0], rest[1], rest[2], rest[3]], seq, payload) != crc
+        && legacy_frame_crc(seq, payload) != crc
     {
         return Err("checksum mismatch".into());
     }
@@ -171,6 +181,21 @@ mod tests {
         rmp::encode::write_str(&mut payload, kind).expect("encodes");
         rmp::encode::write_str(&mut payload, "a field this build has never seen").expect("encodes");
         payload
+    }
+
+    #[test]
+    fn a_frame_of_the_first_build_reads_and_a_damaged_one_does_not() {
+        let payload =
+            rmp_serde::to_vec(&Record::ProfileDeleted(ProfileId::new_random())).expect("encodes");
+        // As `8e05296d` framed it: the checksum over the number and the record only.
+        let mut framed = frame(3, &payload);
+        let legacy = legacy_frame_crc(3u64.to_le_bytes(), &payload);
+        framed[4..8].copy_from_slice(&legacy.to_le_bytes());
+        let (seq, _, used) = read_frame(&framed).expect("reads");
+        assert_eq!((seq, used), (3, framed.len()));
+        let mut flipped = framed;
+        *flipped.last_mut().expect("bytes") ^= 1;
+        assert!(matches!(read_frame(&flipped), Err(FrameError::Damaged(_))));
     }
 
     #[test]

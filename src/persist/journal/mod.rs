@@ -22,6 +22,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::state::Record;
+use crate::domain::audit::{AuditEntry, AuditLog};
 
 pub use file_sink::FileSink;
 pub use frames::{
@@ -206,6 +207,8 @@ struct Shared {
     /// Writes refused since the journal failed, and when that was last logged.
     refusals: AtomicU64,
     refusals_logged: Mutex<Option<std::time::Instant>>,
+    /// The audit log each audited record's entry joins once the record is published.
+    audit: std::sync::OnceLock<Arc<AuditLog>>,
 }
 
 /// How often refused writes are logged while the journal cannot take them.
@@ -306,6 +309,7 @@ impl Journal {
                 threads: Mutex::new(Vec::new()),
                 refusals: AtomicU64::new(0),
                 refusals_logged: Mutex::new(None),
+                audit: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -383,6 +387,7 @@ impl Journal {
         }
         let seq = submitter.next_seq;
         submitter.next_seq += 1;
+        let publish = self.with_audit_entry(seq, record, publish);
         let Some(queue) = &submitter.queue else {
             // Kept nowhere: published at once, still in order under the lock.
             if let Some(publish) = publish {
@@ -404,6 +409,49 @@ impl Journal {
             (pending.done)(Err(JournalError::Stopped));
         }
         seq
+    }
+
+    /// The audit log that audited records' entries join (see [`Journal::keep_audit`]).
+    pub fn audit(&self) -> Option<Arc<AuditLog>> {
+        self.shared.audit.get().cloned()
+    }
+
+    /// From now on, each audited record's entry joins `log` right after the record's own
+    /// publication: once it is durable, in record order, never for a refused record. Set once,
+    /// at start, before the first record; a later call is ignored.
+    pub fn keep_audit(&self, log: Arc<AuditLog>) {
+        let _ = self.shared.audit.set(log);
+    }
+
+    /// A follower: the record `seq`, read from the stream, has been applied and published; its
+    /// entry joins the log, as the writer's journal added it there.
+    pub fn audit_applied(&self, seq: u64, entry: &AuditEntry) {
+        if let Some(log) = self.shared.audit.get() {
+            log.append(seq, entry);
+            metrics::gauge!("botlist_audit_entries").set(log.len() as f64);
+        }
+    }
+
+    /// `publish`, followed by the record's audit entry joining the log.
+    fn with_audit_entry(
+        &self,
+        seq: u64,
+        record: &Record,
+        publish: Option<Publish>,
+    ) -> Option<Publish> {
+        let (Some(log), Some(entry)) = (self.shared.audit.get(), record.audit_entry()) else {
+            return publish;
+        };
+        let (log, entry) = (Arc::clone(log), entry.clone());
+        Some(Box::new(move || {
+            if let Some(publish) = publish {
+                publish();
+            }
+            if log.append(seq, &entry) {
+                metrics::counter!("botlist_audit_entries_written_total").increment(1);
+                metrics::gauge!("botlist_audit_entries").set(log.len() as f64);
+            }
+        }))
     }
 
     /// Resolves once every record submitted before it is as durable as the fsync mode promises.

@@ -40,7 +40,11 @@ pub(super) async fn when_done(
     let was_writer = view.role() == NodeRole::Writer;
     // No write is acknowledged from here on, and no last snapshot is written. A node asked
     // to stop finishes its requests in flight and writes its last snapshot instead.
-    if let Ended::Demoted(why) | Ended::Refused(why) | Ended::Newer(why) | Ended::Failed(why) = &why
+    if let Ended::Demoted(why)
+    | Ended::Refused(why)
+    | Ended::Config(why)
+    | Ended::Newer(why)
+    | Ended::Failed(why) = &why
     {
         if let Some(clock) = held
             .fence

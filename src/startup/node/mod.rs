@@ -33,7 +33,7 @@ use crate::cluster::follow::{Applier, Position};
 use crate::cluster::lease::{self, Holder};
 use crate::cluster::snapshots::{self, ClusterSnapshots};
 use crate::cluster::view::{ClusterView, NodeRole};
-use crate::cluster::{nats_error, ClusterError, Nats};
+use crate::cluster::{nats_error, ClusterError, Nats, START_ATTEMPT};
 use crate::config::{ClusterSettings, Role, Settings};
 use crate::domain::ids::TokenHash;
 use crate::domain::time::Clock;
@@ -52,6 +52,8 @@ pub enum Ended {
     Demoted(String),
     /// Refused to start (exit 2).
     Refused(String),
+    /// Refused to start for a setting that cannot be used (exit 7).
+    Config(String),
     /// Met a record or a file of a format this build does not know, at start or in the
     /// stream: stopped rather than misapply it (exit 9).
     Newer(String),
@@ -77,6 +79,7 @@ pub async fn run(settings: Settings, cluster: ClusterSettings, clock: Arc<dyn Cl
         Ok(ended) => ended,
         Err(ClusterError::Refused(why)) => Ended::Refused(why),
         Err(ClusterError::Newer(why)) => Ended::Newer(why),
+        Err(ClusterError::Config(why)) => Ended::Config(why),
         Err(error) => Ended::Failed(error.to_string()),
     }
 }
@@ -88,8 +91,9 @@ async fn run_inner(
 ) -> Result<Ended, ClusterError> {
     // Before anything sets a gauge (the catch-up at start sets the epoch and sequences).
     crate::telemetry::install_metrics();
-    let nats = Nats::connect(&cluster).await?;
+    // The port first: a taken address is a setting found at once, before NATS is reached.
     let (listener, address, me) = listen(&settings, &cluster)?;
+    let nats = Nats::connect(&cluster).await?;
     let view = ClusterView::new(
         me.node_id.clone(),
         match cluster.role {
@@ -97,7 +101,10 @@ async fn run_inner(
             Role::Follower => NodeRole::Follower,
         },
     );
-    let store = lease::ensure_bucket(&nats.js, &cluster).await?;
+    let store = patiently("the lease's bucket", || {
+        lease::ensure_bucket(&nats.js, &cluster)
+    })
+    .await?;
     let history_key = cursor_key::shared(&nats, &cluster).await?;
     let snapshot_store =
         patiently("the snapshot bucket", || snapshots::bucket(&nats, &cluster)).await?;
@@ -203,13 +210,17 @@ fn listen(
     settings: &Settings,
     cluster: &ClusterSettings,
 ) -> Result<(TcpListener, SocketAddr, Holder), ClusterError> {
-    let listener = TcpListener::bind(settings.bind)
-        .map_err(|e| ClusterError::Refused(format!("cannot listen on {}: {e}", settings.bind)))?;
+    let listener = TcpListener::bind(settings.bind).map_err(|e| {
+        ClusterError::Config(format!(
+            "cannot listen on --bind (BOTLIST_BIND) {}: {e}",
+            settings.bind
+        ))
+    })?;
     let address = listener.local_addr().map_err(nats_error)?;
     let url = match &cluster.advertise_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None if address.ip().is_unspecified() => {
-            return Err(ClusterError::Refused(format!(
+            return Err(ClusterError::Config(format!(
             "--bind {address} does not say where other nodes reach this one: give --advertise-url"
         )))
         }
@@ -317,10 +328,10 @@ async fn start_following(node: &Node, start: Start) -> Result<Following, Cluster
     let app = Application::build_replicated(settings, clock, recovered, listener, cluster_node)
         .await
         .map_err(|error| match error {
-            StartError::Refused(why)
-            | StartError::InUse(why)
-            | StartError::Unsafe(why)
-            | StartError::Config(why) => ClusterError::Refused(why),
+            StartError::Refused(why) | StartError::InUse(why) | StartError::Unsafe(why) => {
+                ClusterError::Refused(why)
+            }
+            StartError::Config(why) => ClusterError::Config(why),
             StartError::Newer(why) => ClusterError::Newer(why),
             StartError::Io(error) => nats_error(error),
         })?;
@@ -347,7 +358,13 @@ where
 {
     let give_up = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        match ask().await {
+        // A request the servers never answer (no meta leader elected yet, or two nodes making
+        // the same bucket at once) would hold the start for the client's 5 s timeout, twice
+        // seen as 10 s; each attempt gets `START_ATTEMPT`, and every step here is idempotent.
+        let asked = tokio::time::timeout(START_ATTEMPT, ask())
+            .await
+            .unwrap_or_else(|_| Err(nats_error(format!("no answer within {START_ATTEMPT:?}"))));
+        match asked {
             Err(ClusterError::Nats(why)) if std::time::Instant::now() < give_up => {
                 tracing::warn!(%why, "{what} cannot be reached yet; retrying");
                 tokio::time::sleep(Duration::from_millis(250)).await;

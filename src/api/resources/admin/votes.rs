@@ -16,7 +16,10 @@ use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::votes::{VoteCounts, Voter};
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::new(__path_record_vote, record_vote).refuses(Code::AlreadyVoted, "this user voted for this bot in the last 12 hours; the message gives the time of the next possible vote").about(Subject::Bot)]
+    vec![Route::new(__path_record_vote, record_vote)
+        .refuses(Code::AlreadyVoted, "this user voted for this bot in the last 12 hours; the message gives the time of the next possible vote")
+        .refuses(Code::VoteBanned, "the voter is the linked platform id of a profile staff banned from voting; the message says until when")
+        .about(Subject::Bot)]
 }
 
 /// The body of a vote ingest.
@@ -40,9 +43,11 @@ pub struct VotePost {
 )]
 pub async fn record_vote(
     _: Admin,
+    state: actix_web::web::Data<crate::api::AppState>,
     PathBot(bot): PathBot,
     Json(vote): Json<VotePost>,
 ) -> Result<HttpResponse, ApiError> {
+    crate::api::resources::staff::refuse_banned_voter(&state, vote.user_id)?;
     let voter = Voter {
         id: vote.user_id,
         username: vote.username,

@@ -1,0 +1,36 @@
+"""Makes the voters of benches/profile_votes.lua through the admin API (stdlib only): BOTS bots
+and PROFILES profiles, each profile with a `vote` token; writes the tokens and the bot ids, one
+a line, to PREFIX.tokens and PREFIX.bots.
+
+    python3 benches/profile_voters.py API ADMIN PROFILES BOTS PREFIX
+"""
+import http.client
+import json
+import sys
+from urllib.parse import urlsplit
+
+api, admin, profiles, bots, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+url = urlsplit(api)
+conn = http.client.HTTPConnection(url.hostname, url.port)
+
+
+def post(path, body):
+    conn.request("POST", url.path + path, json.dumps(body),
+                 {"Authorization": admin, "Content-Type": "application/json"})
+    answer = conn.getresponse()
+    data = answer.read()
+    if answer.status != 201:
+        raise SystemExit(f"POST {path}: {answer.status} {data[:200]!r}")
+    return json.loads(data)
+
+
+with open(prefix + ".bots", "w") as out:
+    for n in range(bots):
+        made = post("/admin/bots", {"platform_id": str(880000000000000000 + n), "name": f"Voted {n}",
+                                    "username": f"voted{n}", "short_description": "A bot profiles vote for."})
+        out.write(made["bot"]["id"] + "\n")
+with open(prefix + ".tokens", "w") as out:
+    for n in range(profiles):
+        profile = post("/admin/users", {"username": f"voter{n}", "platform_id": str(770000000000000000 + n)})
+        token = post(f"/admin/users/{profile['id']}/tokens", {"scopes": ["vote"], "label": "bench"})
+        out.write(token["token"] + "\n")

@@ -1,0 +1,145 @@
+//! The audit log's figures for docs/PERFORMANCE.md: memory per entry and the time of a page
+//! at N entries (default 10 million), for each kind of read the routes make.
+//!
+//! `cargo run --release --example audit_figures -- 10000000`
+
+use std::time::Instant;
+
+use botlist::domain::audit::{
+    Acting, ActorFilter, AuditAction, AuditActor, AuditEntries, AuditFilter,
+};
+use botlist::domain::time::Timestamp;
+use uuid::Uuid;
+
+fn main() {
+    let count: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000_000);
+    // 100,000 bots and 20,000 profiles; one entry in 50 a decision with a reason.
+    let bots: Vec<Uuid> = (0..100_000u128).map(|n| Uuid::from_u128(n + 1)).collect();
+    let people: Vec<Uuid> = (0..20_000u128)
+        .map(|n| Uuid::from_u128((1 << 64) + n))
+        .collect();
+    let actions = [
+        (AuditAction::BotUpdate, vec!["name".to_string()]),
+        (
+            AuditAction::BotUpdate,
+            vec!["long_description".to_string(), "tags".to_string()],
+        ),
+        (AuditAction::BotOwners, vec!["owner_ids".to_string()]),
+        (AuditAction::BotTokenRotate, vec!["token".to_string()]),
+        (AuditAction::CommandsSet, vec!["commands".to_string()]),
+    ];
+    let before = rss_kib();
+    let started = Instant::now();
+    let mut log = AuditEntries::default();
+    for n in 0..count {
+        let (action, changes) = &actions[n % actions.len()];
+        let actor = if n % 7 == 0 {
+            AuditActor::Admin
+        } else {
+            AuditActor::Profile(people[n % people.len()])
+        };
+        let reason = (n % 50 == 0).then(|| "Spam in the long description".to_string());
+        let entry = Acting::new(actor, *action).with_reason(reason).entry(
+            bots[(n * 7919) % bots.len()],
+            changes.clone(),
+            Timestamp::from_millis(n as i64),
+        );
+        log.push(n as u64 + 1, &entry);
+    }
+    let filled = started.elapsed();
+    let after = rss_kib();
+    println!("entries: {count}");
+    println!(
+        "filled in {:.2} s ({:.0} ns per entry)",
+        filled.as_secs_f64(),
+        filled.as_nanos() as f64 / count as f64
+    );
+    println!(
+        "resident growth: {} MiB, {:.1} bytes per entry; the log's own count: {:.1} bytes per entry",
+        (after - before) / 1024,
+        (after - before) as f64 * 1024.0 / count as f64,
+        log.bytes() as f64 / count as f64
+    );
+    let reads: [(&str, AuditFilter); 5] = [
+        ("newest page, no filter", AuditFilter::default()),
+        (
+            "one bot's entries (target index)",
+            AuditFilter {
+                target: Some(bots[4242]),
+                ..Default::default()
+            },
+        ),
+        (
+            "one profile's entries (actor index)",
+            AuditFilter {
+                actor: Some(ActorFilter::Id(people[17])),
+                ..Default::default()
+            },
+        ),
+        (
+            "by action, common (walk)",
+            AuditFilter {
+                action: Some(AuditAction::BotOwners),
+                ..Default::default()
+            },
+        ),
+        (
+            "by action, absent (walk, cut at the budget)",
+            AuditFilter {
+                action: Some(AuditAction::ProfileDelete),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, filter) in reads {
+        let runs = 20;
+        let started = Instant::now();
+        let mut shown = 0;
+        for _ in 0..runs {
+            shown += log.page(&filter, None, 50).entries.len();
+        }
+        let each = started.elapsed() / runs;
+        println!(
+            "{name}: {:.3} ms per page of 50 ({} shown)",
+            each.as_secs_f64() * 1000.0,
+            shown / runs as usize
+        );
+    }
+    // What a snapshot's part costs: one chunk of 65,536 entries, encoded as snapshots do.
+    let chunk: Vec<_> = (0..65_536.min(count))
+        .filter_map(|n| log.entry(n))
+        .collect();
+    let started = Instant::now();
+    let encoded = rmp_serde::to_vec(&chunk).expect("encodes");
+    let took = started.elapsed();
+    println!(
+        "snapshot part: {:.1} bytes per entry, encoded at {:.0} ns per entry",
+        encoded.len() as f64 / chunk.len() as f64,
+        took.as_nanos() as f64 / chunk.len() as f64
+    );
+    // A page deep in the log, through the cursor.
+    let started = Instant::now();
+    let page = log.page(&AuditFilter::default(), Some(count as u64 / 2), 50);
+    println!(
+        "a page at the log's middle (cursor): {:.3} ms ({} shown)",
+        started.elapsed().as_secs_f64() * 1000.0,
+        page.entries.len()
+    );
+}
+
+/// This process's resident memory, in KiB (Linux).
+fn rss_kib() -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
