@@ -71,6 +71,7 @@ pub struct DeliveryLog {
 fn wants(state: &BotState) -> Wants {
     Wants {
         url: state.webhook.url.is_some(),
+        events: state.webhook.events,
     }
 }
 

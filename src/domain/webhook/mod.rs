@@ -20,7 +20,9 @@ use super::votes::{VoteCounts, Voter};
 use super::weekend::Weight;
 
 mod events;
+mod moderation;
 pub use events::*;
+pub use moderation::*;
 
 /// The bot an event is about, as the event's bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
