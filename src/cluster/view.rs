@@ -237,8 +237,8 @@ impl ClusterView {
         }
     }
 
-    /// Why the node is not ready for traffic, if it is not: following has failed for longer
-    /// than [`STUCK_AFTER`].
+    /// Why the node is not ready for traffic, if it is not: following has failed, or the node
+    /// has not known itself current, for longer than [`STUCK_AFTER`].
     pub fn not_ready(&self) -> Option<String> {
         if self.role() == NodeRole::Writer {
             return None;
@@ -247,13 +247,20 @@ impl ClusterView {
             .follow_problem
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let (since, why) = problem.as_ref()?;
-        let stuck = since.elapsed() >= STUCK_AFTER;
+        // Whatever the follower believes of itself: a node that has not known itself current
+        // for this long is stuck even when no step failed (a follower that stopped, or a
+        // consumer that answers nothing while the stream looks no further than the node).
+        let unheard = std::time::Duration::from_millis(self.lag_ms());
+        let stuck_for = problem.as_ref().map(|(since, _)| since.elapsed());
+        let stuck = stuck_for.is_some_and(|d| d >= STUCK_AFTER) || unheard >= STUCK_AFTER;
         metrics::gauge!("botlist_cluster_follow_stuck").set(f64::from(u8::from(stuck)));
+        let why = problem
+            .as_ref()
+            .map_or("no step failed", |(_, why)| why.as_str());
         stuck.then(|| {
             format!(
-                "following the stream has failed for {:?}: {why}",
-                since.elapsed()
+                "following the stream has failed for {:?} (not known current for {unheard:?}): {why}",
+                stuck_for.unwrap_or(unheard)
             )
         })
     }

@@ -3,6 +3,7 @@
 //! actors are, after any failure), so a follower is behind by about one round trip.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_nats::jetstream::consumer::pull::Ordered;
 use async_nats::jetstream::Message;
@@ -61,7 +62,11 @@ pub(super) async fn follow(
         let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
             Err(_) => {
                 let behind = applier.lock().await.position.stream_seq < stream_last;
-                if behind && last_message.elapsed() >= POLL * 2 {
+                // The stream's end as last looked up may be old (looking it up fails while
+                // the consumer answers nothing): not having known itself current for a while
+                // is reason enough to follow anew.
+                let unheard = Duration::from_millis(node.view.lag_ms()) >= POLL * 4;
+                if (behind || unheard) && last_message.elapsed() >= POLL * 2 {
                     if node.view.following_failed(
                         "the stream's consumer delivered nothing while the stream was ahead",
                     ) {
@@ -240,4 +245,28 @@ async fn apply(
         tokio::time::sleep(POLL).await;
     }
     Applied::Again
+}
+
+/// Waits for the follower's task: one that panicked ends the node (a supervisor starts it
+/// again from its state), where it would otherwise serve ever staler reads, saying nothing.
+pub(super) async fn supervise(
+    follower: tokio::task::JoinHandle<()>,
+    overtaken: mpsc::UnboundedSender<Ended>,
+) {
+    let Err(error) = follower.await else {
+        return;
+    };
+    if !error.is_panic() {
+        return;
+    }
+    let payload = error.into_panic();
+    let why = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    tracing::error!(%why, "following the stream panicked; the node stops");
+    let _ = overtaken.send(Ended::Failed(format!(
+        "following the stream panicked: {why}"
+    )));
 }

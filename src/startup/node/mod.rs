@@ -162,12 +162,16 @@ async fn live(
     } = following;
     let (stop_following, follow_stop) = tokio::sync::watch::channel(false);
     let (overtaken_tx, overtaken) = tokio::sync::mpsc::unbounded_channel::<Ended>();
-    node.nats.runtime.handle.spawn(follow::follow(
+    let follower = node.nats.runtime.handle.spawn(follow::follow(
         node.clone(),
         Arc::clone(&applier),
         follow_stop,
-        overtaken_tx,
+        overtaken_tx.clone(),
     ));
+    node.nats
+        .runtime
+        .handle
+        .spawn(follow::supervise(follower, overtaken_tx));
     let held = Held::default();
     let role = writer::take_role(Candidacy {
         node: node.clone(),
