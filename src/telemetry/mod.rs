@@ -29,8 +29,8 @@ pub use access_line::AccessLine;
 pub use access_log::{AccessLines, AccessLog, AnsweredRequest, RouteName};
 pub use counters::{
     count_vote, data_dir_available, journal_failed, journal_healthy, journal_written,
-    profiles_listed, rate_key, set_ready, snapshot_written, stats_posted, timed_fsync, vote_source,
-    webhook_outcome, webhook_queue,
+    profiles_listed, rate_key, set_ready, snapshot_written, stats_posted, stream_replay_poll,
+    timed_fsync, vote_source, webhook_outcome, webhook_queue,
 };
 pub use counters::{moderation_decision, moderation_queue};
 pub use exporter::{install_metrics, render};
