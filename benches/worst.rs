@@ -98,6 +98,9 @@ fn listed() -> Vec<(&'static str, String)> {
         ("/bots", "offset=900000&limit=100".into()),
         ("suggest", "w".into()),
         ("suggest", "wizard".into()),
+        ("/bots", "votes=65".into()),
+        ("/bots", "votes=100&sort=newest&limit=100".into()),
+        ("/bots", "votes=1000&category=music&sort=relevance".into()),
     ]
 }
 
@@ -156,7 +159,10 @@ fn grid() -> Vec<(&'static str, String)> {
         "language=de",
         "invites=100-1000",
         "votes=5",
+        "votes=65",
         "votes=100",
+        "votes=1000",
+        "votes=100000",
         "language=de&invites=100-1000&votes=3",
     ] {
         for page in ["", "&offset=5000&limit=100", "&offset=100000&limit=100"] {
@@ -170,7 +176,9 @@ fn grid() -> Vec<(&'static str, String)> {
         "wi",
         "wiz",
         "wizard",
+        "wizar",
         "groovy",
+        "groov",
         "zyxw",
         "e",
         "1",

@@ -18,7 +18,7 @@ use botlist::index::SearchIndex;
 
 const BOTS: usize = 10_000;
 
-fn directory() -> SearchIndex {
+fn views() -> Vec<Arc<BotView>> {
     let now = Timestamp::from_millis(1_795_000_000_000);
     let generated = demo::build(
         now,
@@ -30,7 +30,7 @@ fn directory() -> SearchIndex {
             ..DemoSize::default()
         },
     );
-    let views: Vec<Arc<BotView>> = generated
+    generated
         .state
         .bots
         .into_iter()
@@ -39,8 +39,12 @@ fn directory() -> SearchIndex {
             state.restore();
             Arc::new(state.view())
         })
-        .collect();
-    SearchIndex::build(now.month(), views)
+        .collect()
+}
+
+fn directory() -> SearchIndex {
+    let now = Timestamp::from_millis(1_795_000_000_000);
+    SearchIndex::build(now.month(), views())
 }
 
 /// (route, parameters, bound of visited, of read, of postings), measured at 10,000 bots
@@ -60,7 +64,10 @@ const CASES: &[(&str, &str, u64, u64, u64)] = &[
     ("/bots", "language=de&invites=100-1000&offset=5000&limit=100", 0, 0, 2700),
     ("/bots", "offset=9900&limit=100", 130, 0, 0),
     ("suggest", "w", 210, 0, 0),
-    ("suggest", "wizard", 0, 1100, 5700),
+    ("suggest", "wizard", 0, 540, 5700),
+    ("/bots", "votes=65", 0, 5, 16),
+    ("/bots", "votes=100&sort=newest&limit=100", 0, 2, 8),
+    ("/bots", "votes=1000&category=music&sort=relevance", 0, 0, 990),
 ];
 
 fn work(index: &SearchIndex, route: &str, params: &str) -> Work {
@@ -98,4 +105,32 @@ fn no_listed_worst_case_does_ten_times_its_bound() {
         "past ten times the bound:\n{}",
         failed.join("\n")
     );
+}
+
+/// `votes=N` above the kept floors (64) reads N's fine bucket (sixteen to a doubling) and takes
+/// those above whole: every count the directory holds, and one past it, as a threshold gives
+/// what the plain scan gives, at a bucket's floor and inside a bucket alike.
+#[test]
+fn votes_thresholds_above_the_floors_agree_with_the_scan() {
+    let views = views();
+    let index = SearchIndex::build(
+        Timestamp::from_millis(1_795_000_000_000).month(),
+        views.clone(),
+    );
+    let mut counts: Vec<u64> = views
+        .iter()
+        .map(|v| v.vote_count)
+        .filter(|c| *c > 60)
+        .collect();
+    counts.extend([65, 66, 80, 96, 100, 127, 128, 129, 1000, u64::MAX]);
+    counts.sort_unstable();
+    counts.dedup();
+    for min in counts.iter().flat_map(|c| [*c, c.saturating_add(1)]) {
+        let search = Search::parse(&format!("votes={min}&limit=100")).expect("a valid query");
+        index.forget_remembered();
+        let page = index.search(&search);
+        let expected = views.iter().filter(|v| v.vote_count >= min).count() as u64;
+        assert_eq!(page.total, expected, "votes={min}");
+        assert!(page.bots.iter().all(|b| b.vote_count >= min), "votes={min}");
+    }
 }

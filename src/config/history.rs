@@ -17,6 +17,9 @@ pub struct HistorySettings {
     /// Least time between two writes of votes to a stream: a vote that finds the stream idle
     /// goes out at once, the votes that follow it within this time go out together after it.
     pub write_interval: Duration,
+    /// Votes of history a stream renders in one poll of its connection while it catches up
+    /// from a `Last-Event-ID`: the rest follows as the client reads (no flag; tests lower it).
+    pub replay_page: usize,
 }
 
 impl Default for HistorySettings {
@@ -27,6 +30,7 @@ impl Default for HistorySettings {
             heartbeat: Duration::from_secs(15),
             buffer: STREAM_BUFFER,
             write_interval: Duration::from_millis(u64::from(WRITE_INTERVAL_MS)),
+            replay_page: REPLAY_PAGE,
         }
     }
 }
@@ -42,3 +46,8 @@ pub const WRITE_INTERVAL_MS: u32 = 100;
 /// cut off by a late timer on a loaded machine. Held once per bot, not per stream: about 3 MB
 /// of votes at their usual 190 bytes.
 pub const STREAM_BUFFER: usize = 16_384;
+
+/// Votes of history a catching-up stream renders in one poll of its connection: 256 votes are
+/// about 54 KB and 55 µs of rendering in a release build (docs/PERFORMANCE.md, "Vote history
+/// and the live stream"), far under the 5 ms a request may cost before it yields.
+pub const REPLAY_PAGE: usize = 256;

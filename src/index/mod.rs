@@ -33,13 +33,30 @@ use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
 use work::Tally;
 
-/// Vote counts are bucketed by bit length: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
-const VOTE_BUCKETS: usize = 65;
+/// Vote counts are bucketed finely: 0 to 15 each in its own bucket, then sixteen buckets to
+/// each doubling (the bit length and the four bits after the leading one, as a float with a
+/// 4-bit mantissa), so that `votes=N` above [`VOTE_FLOORS`] reads only the bots whose count is
+/// within about 6% below N's and takes the buckets above whole.
+const VOTE_BUCKETS: usize = 16 + 60 * 16;
 /// `votes=N` for N up to this is one bitmap, kept exact: no bot is checked per request.
 const VOTE_FLOORS: u64 = 64;
 
 fn vote_bucket(votes: u64) -> usize {
-    (u64::BITS - votes.leading_zeros()) as usize
+    let length = (u64::BITS - votes.leading_zeros()) as usize;
+    if length <= 4 {
+        return votes as usize;
+    }
+    let mantissa = (votes >> (length - 5)) as usize & 0xF;
+    16 + (length - 5) * 16 + mantissa
+}
+
+/// The least vote count of a bucket of [`vote_bucket`].
+fn vote_bucket_floor(bucket: usize) -> u64 {
+    if bucket < 16 {
+        return bucket as u64;
+    }
+    let (length, mantissa) = ((bucket - 16) / 16 + 5, (bucket - 16) % 16);
+    (16 + mantissa as u64) << (length - 5)
 }
 
 struct Doc {
@@ -688,13 +705,20 @@ impl SearchIndex {
 
     fn scan_at_least(&self, min: u64, tally: &Tally) -> RoaringBitmap {
         let own = vote_bucket(min);
-        tally.read(self.votes[own].len());
-        let mut found = sorted_set(
-            self.votes[own]
-                .iter()
-                .filter(|doc| self.doc(*doc).is_some_and(|entry| entry.votes >= min)),
-        );
-        for bucket in &self.votes[own + 1..] {
+        // A count at its bucket's floor takes the bucket whole; otherwise the bucket's bots
+        // (counts within about 6% below `min`'s bucket's top) are checked one by one.
+        let mut found = if vote_bucket_floor(own) == min {
+            tally.combine(&self.votes[own]);
+            self.votes[own].clone()
+        } else {
+            tally.read(self.votes[own].len());
+            sorted_set(
+                self.votes[own]
+                    .iter()
+                    .filter(|doc| self.doc(*doc).is_some_and(|entry| entry.votes >= min)),
+            )
+        };
+        for bucket in self.votes[own + 1..].iter().filter(|b| !b.is_empty()) {
             tally.combine(bucket);
             found |= bucket;
         }
@@ -895,4 +919,36 @@ fn page_of<T: Ord, R>(
     }
     places.sort_unstable();
     places[start.min(places.len())..].iter().map(pick).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{vote_bucket, vote_bucket_floor, VOTE_BUCKETS};
+
+    /// Buckets follow the counts in order, each starting at its floor, and the last count
+    /// there can be has one.
+    #[test]
+    fn vote_buckets_are_ordered_ranges_starting_at_their_floors() {
+        let counts = (0..5_000u64)
+            .chain((5..64).flat_map(|shift| [(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1]))
+            .chain([u64::MAX - 1, u64::MAX]);
+        let mut counts: Vec<u64> = counts.collect();
+        counts.sort_unstable();
+        let mut last = 0;
+        for votes in counts {
+            let bucket = vote_bucket(votes);
+            assert!(bucket < VOTE_BUCKETS, "{votes}");
+            assert!(bucket >= last, "{votes} went back to bucket {bucket}");
+            last = bucket;
+            let floor = vote_bucket_floor(bucket);
+            assert!(
+                floor <= votes && vote_bucket(floor) == bucket,
+                "{votes}: {floor}"
+            );
+            if bucket > 0 {
+                assert!(vote_bucket(floor - 1) < bucket, "{votes}");
+            }
+        }
+        assert_eq!(vote_bucket(u64::MAX), VOTE_BUCKETS - 1);
+    }
 }

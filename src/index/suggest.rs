@@ -158,12 +158,22 @@ impl SearchIndex {
             tally.read(candidates.len());
             let mut ranked: Vec<(u64, u128, u32)> = candidates
                 .iter()
-                .filter(|doc| keep(*doc))
                 .filter_map(|doc| {
                     let entry = self.doc(doc)?;
                     Some((u64::MAX - entry.votes, entry.id, doc))
                 })
                 .collect();
+            if long {
+                // Checked in rank order, only until the answer is full: a long `q` reads
+                // about `limit` names, not every candidate's.
+                ranked.sort_unstable();
+                return ranked
+                    .into_iter()
+                    .map(|r| r.2)
+                    .filter(|doc| keep(*doc))
+                    .take(limit)
+                    .collect();
+            }
             if limit < ranked.len() {
                 ranked.select_nth_unstable(limit - 1);
                 ranked.truncate(limit);

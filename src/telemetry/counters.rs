@@ -56,6 +56,11 @@ pub fn event_queued(kind: &'static str) {
     counter!("botlist_webhook_events_total", "kind" => kind).increment(1);
 }
 
+/// A catching-up vote stream rendered `votes` of history in one poll of its connection.
+pub fn stream_replay_poll(votes: usize) {
+    histogram!("botlist_stream_replay_votes_per_poll").record(votes as f64);
+}
+
 pub fn stats_posted() {
     WRITE_COUNTERS.with(|counters| counters.stats_posts.increment(1));
 }

@@ -12,6 +12,10 @@ use super::access_log::AccessLog;
 pub(super) const LATENCY_BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
+/// Votes, for what a catching-up stream renders in one poll (at most its page, 256 by default).
+const REPLAY_BUCKETS: [f64; 9] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0,
+];
 /// Seconds, for snapshots of large directories.
 const SNAPSHOT_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0];
 
@@ -34,6 +38,12 @@ pub(super) fn exporter() -> Option<&'static Exporter> {
                     b.set_buckets_for_metric(
                         Matcher::Full("botlist_snapshot_duration_seconds".into()),
                         &SNAPSHOT_BUCKETS,
+                    )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("botlist_stream_replay_votes_per_poll".into()),
+                        &REPLAY_BUCKETS,
                     )
                 })
                 .ok()?;
@@ -156,6 +166,10 @@ fn describe_all() {
         Unit::Seconds,
         "Time to answer GET /bots (search and list)."
     );
+    describe_histogram!(
+        "botlist_stream_replay_votes_per_poll",
+        "Votes of history a vote stream rendered in one poll of its connection while catching up from a Last-Event-ID (at most its page: the rest follows at the next poll)."
+    );
     describe_gauge!("botlist_bots_listed", "Bots currently listed.");
     describe_gauge!("botlist_profiles_listed", "User profiles currently held.");
     describe_gauge!(
@@ -209,6 +223,7 @@ fn register_all() {
         "botlist_journal_fsync_duration_seconds",
         "botlist_snapshot_duration_seconds",
         "botlist_search_duration_seconds",
+        "botlist_stream_replay_votes_per_poll",
     ] {
         let _ = histogram!(name);
     }

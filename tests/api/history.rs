@@ -822,3 +822,103 @@ async fn a_head_of_the_stream_answers_its_headers_and_takes_no_place() {
     let second = Events::start(&app, &bot, None).await;
     drop((first, second));
 }
+
+/// `count` votes of distinct users, in four concurrent lanes, users from `first` on.
+async fn votes_in_lanes(app: &TestApp, bot: &TestBot, first: u64, count: u64) {
+    let lanes = (0..4u64).map(|lane| async move {
+        for user in (first..first + count).skip(lane as usize).step_by(4) {
+            app.vote_ok(&bot.id, user).await;
+        }
+    });
+    futures_util::future::join_all(lanes).await;
+}
+
+/// What `/metrics` says of the votes of history rendered per poll of a stream's connection:
+/// (polls counted, the polls that rendered at most `page`). Every stream of this test
+/// process is counted, each held to its own page of at most the default.
+async fn replay_polls(app: &TestApp, page: f64) -> (f64, f64) {
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.root))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    let value = |line: &str| line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+    let count = text
+        .lines()
+        .find(|l| l.starts_with("botlist_stream_replay_votes_per_poll_count"))
+        .and_then(value)
+        .expect("the family is in the scrape");
+    let within = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("botlist_stream_replay_votes_per_poll_bucket{le=\"")?;
+            let bound: f64 = rest.split('"').next()?.parse().ok()?;
+            (bound == page).then(|| value(l)).flatten()
+        })
+        .next()
+        .expect("a bucket at the page");
+    (count, within)
+}
+
+/// A replay of many votes from `Last-Event-ID` arrives whole and in order, and the server
+/// renders at most one page of it (256 votes) in any poll of the connection: the stream yields
+/// after each, so the 3,000 votes here take at least twelve polls, none of them more.
+#[actix_web::test]
+async fn a_long_replay_arrives_whole_and_in_order_a_page_a_poll() {
+    let app = app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let (polls_before, _) = replay_polls(&app, 256.0).await;
+    votes_in_lanes(&app, &bot, 1, 3_000).await;
+    let mut events = Events::start(&app, &bot, Some(0)).await;
+    let mut users = HashSet::new();
+    for position in 1..3_000 {
+        let (id, user) = events.vote().await;
+        assert_eq!(id, position, "in order, none skipped or repeated");
+        assert!(users.insert(user), "user {user} twice");
+    }
+    let (polls, within) = replay_polls(&app, 256.0).await;
+    assert!(
+        polls - polls_before >= (2_999 / 256) as f64,
+        "{polls_before} then {polls} polls"
+    );
+    assert_eq!(within, polls, "no poll rendered more than a page");
+}
+
+/// Votes that arrive while a stream replays history (a small page here, so that the replay
+/// takes many asks of the bot and the votes land between them) are each sent exactly once,
+/// in order, at the junction of history and the live feed as anywhere else.
+#[actix_web::test]
+async fn votes_during_a_replay_are_sent_once_each() {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.vote_history.max_streams_per_bot = 2;
+    settings.vote_history.replay_page = 8;
+    let app = spawn_app_with(settings).await;
+    let bot = app.create_bot(42, json!({})).await;
+    votes_in_lanes(&app, &bot, 1, 1_000).await;
+    let mut events = Events::start(&app, &bot, Some(0)).await;
+    let (mut seen, mut users) = (Vec::new(), HashSet::new());
+    let reading = async {
+        for _ in 1..1_400 {
+            let (id, user) = events.vote().await;
+            seen.push(id);
+            assert!(users.insert(user), "user {user} twice");
+        }
+    };
+    // The new votes are cast as the replay is read.
+    tokio::join!(reading, votes_in_lanes(&app, &bot, 10_001, 400));
+    assert_eq!(
+        seen,
+        (1..1_400).collect::<Vec<u64>>(),
+        "each id once, in order"
+    );
+    // And nothing was held back or doubled at the junction: the next vote is the next event.
+    app.vote_ok(&bot.id, 20_000).await;
+    assert_eq!(events.vote().await, (1_400, 20_000));
+    let (polls, within) = replay_polls(&app, 256.0).await;
+    assert_eq!(within, polls, "no poll rendered more than a page");
+}

@@ -15,9 +15,6 @@ use crate::config::HistorySettings;
 use crate::domain::feed::{Following, StreamSlot, Taken};
 use crate::domain::votes::history::HistoryEntry;
 
-/// Votes of history sent per ask while a stream catches up.
-const BACKLOG_PAGE: usize = 256;
-
 enum Phase {
     CatchUp(StreamSlot),
     Live(Following),
@@ -32,6 +29,10 @@ pub struct Feed {
     /// Live votes below this position were sent already (or the client had them).
     skip_below: u64,
     buffer: usize,
+    /// Votes of history asked for (and rendered) at once while catching up.
+    replay_page: usize,
+    /// Votes of history rendered since the last chunk handed out.
+    replayed: usize,
     write_interval: Duration,
     /// When votes were last written, while they come faster than the write interval.
     last_write: Option<tokio::time::Instant>,
@@ -64,6 +65,8 @@ impl Feed {
             next,
             skip_below,
             buffer: settings.buffer,
+            replay_page: settings.replay_page.max(1),
+            replayed: 0,
             write_interval: settings.write_interval,
             last_write: None,
             phase: Phase::CatchUp(slot),
@@ -72,20 +75,20 @@ impl Feed {
         }
     }
 
-    /// What the stream sends, chunk by chunk, until it ends.
-    pub fn chunks(
-        self,
-    ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    /// What the stream sends, chunk by chunk, until it ends. A chunk that comes with a page
+    /// of history says how many votes rendering it took (the connection yields after it).
+    pub fn chunks(self) -> impl futures_util::Stream<Item = Chunk> {
         futures_util::stream::unfold(self, |mut feed| async move {
             let chunk = feed.next_chunk().await?;
-            Some((Ok(chunk), feed))
+            Some((chunk, feed))
         })
     }
 
-    async fn next_chunk(&mut self) -> Option<Bytes> {
+    async fn next_chunk(&mut self) -> Option<Chunk> {
         loop {
-            if let Some(chunk) = self.queue.pop_front() {
-                return Some(chunk);
+            if let Some(bytes) = self.queue.pop_front() {
+                let replayed = std::mem::take(&mut self.replayed);
+                return Some(Chunk { bytes, replayed });
             }
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
@@ -94,7 +97,7 @@ impl Feed {
                         next: self.next,
                         slot,
                         buffer: self.buffer,
-                        page: BACKLOG_PAGE,
+                        page: self.replay_page,
                     };
                     // A bot delisted meanwhile ends the stream.
                     match self.bot.addr.send(ask).await.ok()? {
@@ -103,13 +106,14 @@ impl Feed {
                             next,
                             slot,
                         } => {
+                            // One page, rendered as the live feed renders a vote, handed out in
+                            // the live feed's piece sizes.
                             let mut backlog = BytesMut::new();
                             for entry in &entries {
                                 vote_event(entry, &mut backlog);
                             }
-                            if !backlog.is_empty() {
-                                self.queue.push_back(backlog.freeze());
-                            }
+                            self.replayed += entries.len();
+                            self.queue.extend(write_sized(backlog.freeze()));
                             self.next = next;
                             self.skip_below = self.skip_below.max(next);
                             self.phase = Phase::CatchUp(slot);
@@ -160,6 +164,13 @@ impl Feed {
             Taken::Closed => {}
         }
     }
+}
+
+/// A piece of a stream's answer, and the votes of history rendered to make it (0 for
+/// everything but the first piece of a page of history).
+pub struct Chunk {
+    pub bytes: Bytes,
+    pub replayed: usize,
 }
 
 /// The most a stream hands the connection at once. The connection copies each piece into

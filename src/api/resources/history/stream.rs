@@ -1,6 +1,7 @@
 //! The live vote feed: a bot's votes as Server-Sent Events, from the `Last-Event-ID` on.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE};
 use actix_web::http::StatusCode;
@@ -21,6 +22,7 @@ use crate::api::extract::OwnBot;
 use crate::api::layer::Head;
 use crate::api::limits::RetryAfter;
 use crate::api::{reply, AppState};
+use crate::telemetry;
 
 /// The bot's votes as Server-Sent Events, as they are accepted (its own token).
 ///
@@ -149,16 +151,32 @@ async fn open_stream(
     // the client reconnects (to this server once it is back, or another) with its last id.
     let mut stopping = Stopping::of(request);
     let mut said_goodbye = false;
+    // Votes of history rendered in this poll of the connection: after a page of them the
+    // stream yields, so that a replay of any length costs one page per poll, and the next page
+    // is rendered once the connection has written this one and polls again.
+    let mut replayed = 0;
     let body = futures_util::stream::poll_fn(move |cx| {
         let _busy = &busy;
         if gone.is_gone() || said_goodbye {
-            return std::task::Poll::Ready(None);
+            return Poll::Ready(None);
         }
         if stopping.poll_begun(cx) {
             said_goodbye = true;
-            return std::task::Poll::Ready(Some(Ok(web::Bytes::from_static(STOPPING))));
+            return Poll::Ready(Some(Ok(web::Bytes::from_static(STOPPING))));
         }
-        body.as_mut().poll_next(cx)
+        if replayed > 0 {
+            telemetry::stream_replay_poll(std::mem::take(&mut replayed));
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        match body.as_mut().poll_next(cx) {
+            Poll::Ready(Some(chunk)) => {
+                replayed = chunk.replayed;
+                Poll::Ready(Some(Ok::<_, std::convert::Infallible>(chunk.bytes)))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     });
     Ok(stream_head().streaming(body))
 }
