@@ -109,6 +109,28 @@ impl FenceClock {
     }
 }
 
+/// What the key holds: the holder, and a claim drawn when this process took the lease. A
+/// renewal whose answer was lost may still have been stored; the claim is how the holder
+/// knows the revision it then finds for its own, where a restarted process of the same node
+/// (same id, same URL) would not pass for it. Readers of the key see a [`Holder`].
+#[derive(Serialize)]
+struct Claim<'a> {
+    #[serde(flatten)]
+    holder: &'a Holder,
+    claim: String,
+}
+
+impl<'a> Claim<'a> {
+    fn new(holder: &'a Holder) -> Self {
+        let mut random = [0u8; 8];
+        let _ = getrandom::fill(&mut random);
+        Self {
+            holder,
+            claim: random.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+}
+
 /// A held lease.
 pub struct Lease {
     store: kv::Store,
@@ -137,7 +159,7 @@ const ATTEMPT: Duration = Duration::from_secs(1);
 impl Lease {
     /// One attempt to take the free lease.
     pub async fn try_take(store: &kv::Store, me: &Holder, ttl: Duration) -> Option<Lease> {
-        let value = Bytes::from(serde_json::to_vec(me).ok()?);
+        let value = Bytes::from(serde_json::to_vec(&Claim::new(me)).ok()?);
         let sent = Instant::now();
         match store.create(KEY, value.clone()).await {
             Ok(revision) => {
@@ -175,6 +197,16 @@ impl Lease {
                 match tokio::time::timeout(ATTEMPT, self.store.entry(KEY)).await {
                     Ok(Ok(None)) => Renewal::Gone,
                     Ok(Ok(Some(entry))) if entry.operation != kv::Operation::Put => Renewal::Gone,
+                    Ok(Ok(Some(entry))) if entry.value == self.value => {
+                        // This holder's own bytes, claim and all: an earlier renewal timed
+                        // out here but was stored. Renew from its revision; the fence clock
+                        // moves only with a renewal whose answer came back.
+                        self.revision = entry.revision;
+                        Renewal::Failed(format!(
+                            "a renewal that timed out was stored (revision {}); renewing from it",
+                            entry.revision
+                        ))
+                    }
                     Ok(Ok(Some(entry))) => Renewal::TakenOver(format!(
                         "revision {} is {}",
                         entry.revision,

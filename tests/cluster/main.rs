@@ -6,6 +6,7 @@ mod chaos;
 mod damage;
 mod followers;
 mod harness;
+mod lease;
 mod load;
 mod outages;
 mod people;
