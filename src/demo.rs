@@ -220,6 +220,8 @@ pub fn build_weighted(now: Timestamp, size: &DemoSize, weekend: &WeekendRule) ->
         &profiles,
         token_profile_id,
     );
+    // Drawn last of all, for the same reason: a few reviews, so the public list shows some.
+    demo_reviews(&mut rng, now, &mut bots, &profiles);
     for (state, _) in &mut bots {
         state.votes.window.expire(now);
         // What a snapshot's reader does to every bot: the lookups and the check window that
@@ -305,6 +307,70 @@ fn queue_demo_listing(
     let id = listing.id;
     bots.push((state, token));
     id
+}
+
+/// What the demo's reviewers say, by rating (1 to 5).
+const REVIEW_TEXTS: [&str; 5] = [
+    "Went offline for a day and nobody answered in the support server.",
+    "Does what it says, but the commands are hard to remember.",
+    "Fine for a small server. The prefix clashes with another bot of ours.",
+    "Reliable, and the dashboard is easy to use.",
+    "Our server's favourite bot: fast, and setting it up took a minute.",
+];
+
+/// A few reviews on the first three bots (five, three and two, each by a different profile, in
+/// the last month), and the first owner's reply to the newest review of the demo bot.
+fn demo_reviews(
+    rng: &mut Rng,
+    now: Timestamp,
+    bots: &mut [(BotState, Token)],
+    profiles: &[Profile],
+) {
+    use crate::domain::reviews::{Rating, Review, ReviewReply};
+    use crate::domain::text::{ReplyContent, ReviewContent};
+    for (index, count) in [(0, 5), (1, 3), (2, 2)] {
+        let state = &mut bots[index].0;
+        for k in 0..count {
+            // Different profiles on one bot: one review per profile per bot.
+            let author = profiles[(index * 101 + k * 37) % profiles.len()].id;
+            let rating = 2 + rng.below(4) as usize;
+            let created_at = now.minus(Duration::minutes(
+                (k as i64 + 1) * 60 * 24 * 5 + rng.below(60 * 24) as i64,
+            ));
+            state.reviews.save(Review {
+                id: uuid::Uuid::from_bytes(rng.bytes16()),
+                author,
+                rating: Rating::try_from(rating as i64).expect("1 to 5"),
+                content: ReviewContent::parse(REVIEW_TEXTS[rating - 1].into()).expect("valid text"),
+                created_at,
+                updated_at: created_at,
+                reply: None,
+            });
+        }
+    }
+    let demo_bot = &mut bots[0].0;
+    let (Some(owner), Some(newest)) = (
+        demo_bot.listing.owner_ids.first().copied(),
+        demo_bot
+            .reviews
+            .page(crate::domain::reviews::ReviewSort::Newest, None, 1)
+            .0
+            .first()
+            .map(|review| (*review).clone()),
+    ) else {
+        return;
+    };
+    demo_bot.reviews.save(Review {
+        reply: Some(ReviewReply {
+            author: owner,
+            content: ReplyContent::parse(
+                "Thank you for the review! Version 2 is on its way.".into(),
+            )
+            .expect("valid text"),
+            at: now.minus(Duration::hours(3)),
+        }),
+        ..newest
+    });
 }
 
 /// Gives the first profile with a linked platform id a token that votes and submits bots.
@@ -511,6 +577,7 @@ fn post_growth(state: &mut BotState, now: Timestamp, last: Timestamp, servers: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::reviews::ReviewSort;
     use std::collections::HashSet;
 
     #[test]
@@ -585,6 +652,37 @@ mod tests {
             .tokens
             .iter()
             .any(|t| t.hash == a.info.moderator_token.hash() && t.scopes == [Scope::Staff]));
+        // A few reviews, one of them replied to by an owner, the same on every build.
+        let reviews = |demo: &Demo| {
+            demo.state
+                .bots
+                .iter()
+                .find(|b| b.state.listing.id == demo.info.bot_id)
+                .map(|b| {
+                    b.state
+                        .reviews
+                        .page(ReviewSort::Newest, None, 100)
+                        .0
+                        .into_iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .expect("the demo bot")
+        };
+        let (ra, rb) = (reviews(&a), reviews(&b));
+        assert_eq!(ra.len(), 5);
+        assert_eq!(
+            ra.iter().map(|r| (r.id, r.rating)).collect::<Vec<_>>(),
+            rb.iter().map(|r| (r.id, r.rating)).collect::<Vec<_>>()
+        );
+        assert!(ra[0].reply.is_some() && ra[1..].iter().all(|r| r.reply.is_none()));
+        let reviewed = a
+            .state
+            .bots
+            .iter()
+            .filter(|b| b.state.reviews.count() > 0)
+            .count();
+        assert_eq!(reviewed, 3);
         // Its growth history holds every vote (all in the last 45 days) and daily counts.
         use crate::domain::growth::Interval;
         let points = demo_bot.state.growth.points(

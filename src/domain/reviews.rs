@@ -108,10 +108,9 @@ pub struct Review {
 pub enum Remover {
     /// Its author, deleting it.
     Author(ProfileId),
-    /// A staff profile, with a reason.
+    /// A staff profile, with a reason: a management change, so its record carries its audit
+    /// log entry (`BotActor`'s `RemoveReview`).
     Staff(ProfileId),
-    /// The operator's admin token, with a reason.
-    Admin,
 }
 
 /// Removal of a review, as a record stores it.

@@ -373,6 +373,103 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
         "votes and stats leave no entry"
     );
 
+    // Reviews: a review, its edit, its owner's reply and its author's deletion are the
+    // directory's data (not audited); staff's removal is management: one entry, with its reason.
+    let moderator = profile(&app, "moderator", json!({"mod": true})).await;
+    let (mod_staff, _) = token(&app, &moderator, &["staff"]).await;
+    let (reviewer, _) = token(&app, &alice, &["reviews"]).await;
+    ok(
+        &app,
+        Method::PATCH,
+        &path,
+        ADMIN,
+        Some(json!({"owner_ids": [alice]})),
+        StatusCode::OK,
+    )
+    .await;
+    // The profile, its tokens and the owner list: each kind walked above.
+    seen += 4;
+    assert_eq!(all_entries(&app).await.len(), seen);
+    let reviews = format!("/bots/{}/reviews", bot.id);
+    let written = ok(
+        &app,
+        Method::POST,
+        &reviews,
+        &reviewer,
+        Some(json!({"rating": 4, "content": "good"})),
+        StatusCode::CREATED,
+    )
+    .await;
+    let review = format!("{reviews}/{}", written["id"].as_str().expect("id"));
+    ok(
+        &app,
+        Method::PATCH,
+        &review,
+        &reviewer,
+        Some(json!({"rating": 5})),
+        StatusCode::OK,
+    )
+    .await;
+    ok(
+        &app,
+        Method::PUT,
+        &format!("{review}/reply"),
+        &owner_token,
+        Some(json!({"content": "thanks"})),
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        all_entries(&app).await.len(),
+        seen,
+        "a review, its edit and its reply leave no entry"
+    );
+    ok(
+        &app,
+        Method::POST,
+        &format!("{review}/remove"),
+        &mod_staff,
+        Some(json!({"reason": "off topic"})),
+        StatusCode::NO_CONTENT,
+    )
+    .await;
+    one_more(
+        &app,
+        &mut seen,
+        Expect {
+            action: "bot.review.remove",
+            actor: ("profile", Some(&moderator)),
+            target: ("bot", &bot.id),
+            changes: &["reviews"],
+            reason: Some("off topic"),
+        },
+        &[&mod_staff, &reviewer],
+    )
+    .await;
+    let written = ok(
+        &app,
+        Method::POST,
+        &reviews,
+        &reviewer,
+        Some(json!({"rating": 2, "content": "again"})),
+        StatusCode::CREATED,
+    )
+    .await;
+    ok(
+        &app,
+        Method::DELETE,
+        &format!("{reviews}/{}", written["id"].as_str().expect("id")),
+        &reviewer,
+        None,
+        StatusCode::NO_CONTENT,
+    )
+    .await;
+    assert_eq!(
+        all_entries(&app).await.len(),
+        seen,
+        "an author's deletion of their review leaves no entry"
+    );
+
     // The owners' routes.
     let submitted = ok(&app, Method::POST, "/bots", &owner_token, Some(json!({
         "platform_id": "77", "name": "Owned", "username": "owned", "short_description": "An owned bot",

@@ -233,3 +233,99 @@ async fn webhook_events_is_validated_and_set_by_the_admin() {
     )
     .await;
 }
+
+/// The decisions of the staff routes are sent from the record every decision journals (the
+/// listing's edit with its decision), like the operator's: deny, approve and delist each send
+/// their event once; a claim, a certification, an owner's edit back to review and a staff
+/// removal of a review send none.
+#[actix_web::test]
+async fn the_staff_routes_decisions_are_sent_and_nothing_else_of_theirs() {
+    let app = app().await;
+    let (url, received) = receiver().await;
+    let owner = app.create_profile(json!({ "username": "owner" })).await;
+    let owner_token = token(&app, owner["id"].as_str().expect("id"), &["bots"]).await;
+    let moderator = app
+        .create_profile(json!({ "username": "moderator", "mod": true }))
+        .await;
+    let staff = token(&app, moderator["id"].as_str().expect("id"), &["staff"]).await;
+    let submitted = app
+        .request(Method::POST, "/bots", Some(&owner_token))
+        .json(&json!({
+            "platform_id": "56",
+            "name": "Moderated",
+            "username": "moderated",
+            "short_description": "Waits for staff",
+            "webhook_url": url,
+            "webhook_events": ["listing.approved", "listing.denied", "listing.delisted"],
+        }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(submitted.status(), StatusCode::CREATED);
+    let submitted: Value = submitted.json().await.expect("json");
+    let id = submitted["bot"]["id"].as_str().expect("id").to_owned();
+    let act = |action: &'static str, body: Option<Value>| {
+        let (app, staff, id) = (&app, &staff, &id);
+        async move {
+            let request = app.request(
+                Method::POST,
+                &format!("/staff/bots/{id}/{action}"),
+                Some(staff),
+            );
+            let request = match body {
+                Some(body) => request.json(&body),
+                None => request,
+            };
+            let response = request.send().await.expect("sent");
+            assert_eq!(response.status(), StatusCode::OK, "{action}");
+        }
+    };
+
+    act("claim", None).await;
+    act("deny", Some(json!({ "reason": "needs a description" }))).await;
+    assert_eq!(types_after(&received, 1).await, ["listing.denied"]);
+    let edited = app
+        .request(Method::PATCH, &format!("/bots/{id}"), Some(&owner_token))
+        .json(&json!({ "short_description": "Now described" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(edited.status(), StatusCode::OK);
+    act("approve", None).await;
+    act("certify", None).await;
+    let author = reviewer(&app, "ann").await;
+    post_review(&app, &id, &author).await;
+    let listed: Value = app
+        .get(&format!("/bots/{id}/reviews"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let review = listed["results"][0]["id"].as_str().expect("a review");
+    let removed = app
+        .request(
+            Method::POST,
+            &format!("/bots/{id}/reviews/{review}/remove"),
+            Some(&staff),
+        )
+        .json(&json!({ "reason": "spam" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        types_after(&received, 2).await,
+        ["listing.approved", "listing.denied"]
+    );
+    act("delist", Some(json!({ "reason": "abandoned" }))).await;
+    assert_eq!(
+        types_after(&received, 3).await,
+        ["listing.approved", "listing.delisted", "listing.denied"]
+    );
+    let delisted = of_type(&received, "listing.delisted");
+    assert_eq!(delisted["data"]["reason"], "abandoned");
+    assert_eq!(delisted["data"]["status"], "delisted");
+    // Each once: nothing more comes.
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(received.lock().expect("lock").len(), 3);
+}

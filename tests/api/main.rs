@@ -25,6 +25,7 @@ mod people;
 mod people_replay;
 mod projects;
 mod reviews;
+mod reviews_replay;
 mod routing;
 mod search;
 mod search_concurrency;

@@ -389,32 +389,122 @@ async fn owners_reply_once_and_staff_remove_with_a_reason() {
     )
     .await;
     assert_error(missing, StatusCode::NOT_FOUND, "not_found").await;
+}
 
-    // Removal: staff only (a `staff` token of a `mod` profile, or the admin token), with a reason.
-    let remove_path = format!("/bots/{}/reviews/{id}/remove", bot.id);
-    let reason = json!({ "reason": "spam" });
+/// Staff's removal takes the staff guard (401 without a live profile token, the admin token and
+/// a bot's included; 403 without the `staff` scope; 403 for a profile that is neither `mod` nor
+/// `admin`, read now), needs a reason, and leaves exactly one audit entry, shown to staff and to
+/// the bot's owners.
+#[actix_web::test]
+async fn staff_remove_a_review_through_the_staff_guard_with_one_audit_entry() {
+    let app = app().await;
+    let owner = profile(&app, json!({ "username": "owner" })).await;
+    let owner_token = token(&app, &owner, &["bots", "staff", "reviews"]).await;
+    let bot = app.create_bot(1, json!({ "owner_ids": [owner] })).await;
+    let moderator = profile(&app, json!({ "username": "mod", "mod": true })).await;
+    let mod_staff = token(&app, &moderator, &["staff"]).await;
+    let mod_reviews = token(&app, &moderator, &["reviews"]).await;
+    let admin = profile(&app, json!({ "username": "boss", "admin": true })).await;
+    let admin_staff = token(&app, &admin, &["staff"]).await;
     let (_, plain_staff) = person(&app, "joe", &["staff"]).await;
-    let refused = send(
+    let (_, author) = person(&app, "ann", &["reviews"]).await;
+    let (_, second) = person(&app, "fay", &["reviews"]).await;
+    let first = review(&app, &bot.id, &author, 3, "ok").await;
+    let other = review(&app, &bot.id, &second, 1, "bad").await;
+    let path_of = |review: &Value| {
+        format!(
+            "/bots/{}/reviews/{}/remove",
+            bot.id,
+            review["id"].as_str().expect("id")
+        )
+    };
+    let remove_path = path_of(&first);
+    let reason = json!({ "reason": "spam" });
+    let entries = |query: String, token: String| {
+        let app = &app;
+        async move {
+            let response = send(app, Method::GET, &query, Some(&token), None).await;
+            assert_eq!(response.status(), StatusCode::OK, "{query}");
+            let page: Value = response.json().await.expect("json");
+            page["results"].as_array().expect("results").clone()
+        }
+    };
+    let removals = format!("/staff/audit?action=bot.review.remove&target={}", bot.id);
+    let bot_audit = format!("/bots/{}/audit?action=bot.review.remove", bot.id);
+
+    for (who, token, status, code) in [
+        ("no token", None, StatusCode::UNAUTHORIZED, "unauthorized"),
+        (
+            "an unknown token",
+            Some("usr_unknown"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            "the admin token",
+            Some(crate::helpers::ADMIN),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            "a bot's token",
+            Some(bot.token.as_str()),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            "a mod without the staff scope",
+            Some(mod_reviews.as_str()),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        ),
+        (
+            "a plain profile",
+            Some(plain_staff.as_str()),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        ),
+        (
+            "an owner",
+            Some(owner_token.as_str()),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        ),
+        (
+            "the review's author",
+            Some(author.as_str()),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        ),
+    ] {
+        let response = send(
+            &app,
+            Method::POST,
+            &remove_path,
+            token,
+            Some(reason.clone()),
+        )
+        .await;
+        let message = assert_error(response, status, code).await;
+        if who == "a mod without the staff scope" {
+            assert!(message.contains("`staff`"), "{who}: {message}");
+        }
+    }
+    // The guard comes first: a stranger learns nothing of the bot or the review.
+    let nowhere = format!(
+        "/bots/{}/reviews/{}/remove",
+        uuid::Uuid::new_v4(),
+        uuid::Uuid::new_v4()
+    );
+    let response = send(
         &app,
         Method::POST,
-        &remove_path,
+        &nowhere,
         Some(&plain_staff),
         Some(reason.clone()),
     )
     .await;
-    assert_error(refused, StatusCode::FORBIDDEN, "forbidden").await;
-    let moderator = profile(&app, json!({ "username": "mod", "mod": true })).await;
-    let mod_reviews = token(&app, &moderator, &["reviews"]).await;
-    let refused = send(
-        &app,
-        Method::POST,
-        &remove_path,
-        Some(&mod_reviews),
-        Some(reason.clone()),
-    )
-    .await;
-    assert_error(refused, StatusCode::FORBIDDEN, "forbidden").await;
-    let mod_staff = token(&app, &moderator, &["staff"]).await;
+    assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
     let no_reason = send(
         &app,
         Method::POST,
@@ -424,15 +514,26 @@ async fn owners_reply_once_and_staff_remove_with_a_reason() {
     )
     .await;
     assert_error(no_reason, StatusCode::BAD_REQUEST, "bad_request").await;
-    let unknown = send(
+    let long = json!({ "reason": "x".repeat(501) });
+    let too_long = send(
         &app,
         Method::POST,
         &remove_path,
-        Some("not-a-token"),
-        Some(reason.clone()),
+        Some(&mod_staff),
+        Some(long),
     )
     .await;
-    assert_error(unknown, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    assert_error(too_long, StatusCode::BAD_REQUEST, "bad_request").await;
+    assert_eq!(
+        list(&app, &bot.id, "").await["count"],
+        2,
+        "nothing refused removed anything"
+    );
+    assert!(entries(removals.clone(), admin_staff.clone())
+        .await
+        .is_empty());
+
+    // A moderator removes one.
     let removed = send(
         &app,
         Method::POST,
@@ -442,7 +543,10 @@ async fn owners_reply_once_and_staff_remove_with_a_reason() {
     )
     .await;
     assert_eq!(removed.status(), StatusCode::NO_CONTENT);
-    assert_eq!(list(&app, &bot.id, "").await["count"], 0);
+    let listed = list(&app, &bot.id, "").await;
+    assert_eq!(listed["count"], 1);
+    assert_eq!(listed["rating"], 1.0);
+    assert_eq!(listed["results"][0]["id"], other["id"]);
     let gone = send(
         &app,
         Method::POST,
@@ -452,17 +556,55 @@ async fn owners_reply_once_and_staff_remove_with_a_reason() {
     )
     .await;
     assert_error(gone, StatusCode::NOT_FOUND, "not_found").await;
+    // Exactly one entry, the same on both reads.
+    for (read, token) in [(&removals, &mod_staff), (&bot_audit, &owner_token)] {
+        let found = entries(read.clone(), token.clone()).await;
+        assert_eq!(found.len(), 1, "{read}: {found:?}");
+        let entry = &found[0];
+        assert_eq!(
+            entry["actor"],
+            json!({ "kind": "profile", "id": moderator })
+        );
+        assert_eq!(entry["target"], json!({ "kind": "bot", "id": bot.id }));
+        assert_eq!(entry["reason"], "spam");
+        assert_eq!(entry["changes"], json!(["reviews"]));
+    }
 
-    // The admin token removes too.
-    let (_, second) = person(&app, "fay", &["reviews"]).await;
-    let written = review(&app, &bot.id, &second, 1, "bad").await;
-    let path = format!(
-        "/bots/{}/reviews/{}/remove",
-        bot.id,
-        written["id"].as_str().expect("id")
-    );
-    let removed = app.admin(Method::POST, &path, Some(&reason)).await;
+    // An admin profile removes too; then, with `admin` taken away, it may not (read now).
+    let removed = send(
+        &app,
+        Method::POST,
+        &path_of(&other),
+        Some(&admin_staff),
+        Some(reason.clone()),
+    )
+    .await;
     assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    assert_eq!(list(&app, &bot.id, "").await["count"], 0);
+    assert_eq!(
+        entries(removals.clone(), admin_staff.clone()).await.len(),
+        2
+    );
+    let third = review(&app, &bot.id, &author, 4, "back").await;
+    let demoted = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin/users/{admin}"),
+            Some(&json!({ "admin": false })),
+        )
+        .await;
+    assert_eq!(demoted.status(), StatusCode::OK);
+    let refused = send(
+        &app,
+        Method::POST,
+        &path_of(&third),
+        Some(&admin_staff),
+        Some(reason),
+    )
+    .await;
+    assert_error(refused, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_eq!(list(&app, &bot.id, "").await["count"], 1);
+    assert_eq!(entries(removals, mod_staff).await.len(), 2);
 }
 
 #[actix_web::test]

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::BotActor;
 use crate::actors::Answer;
+use crate::domain::audit::{bot_target, Acting, AuditAction, AuditActor};
 use crate::domain::ids::ProfileId;
 use crate::domain::reviews::{Cursor, Rating, Removal, Remover, Review, ReviewReply, ReviewSort};
 use crate::domain::text::{ReplyContent, ReviewContent};
@@ -46,7 +47,8 @@ pub struct ReplyToReview {
     pub answer: Answer<Review>,
 }
 
-/// A review deleted by its author, or removed by staff with a reason.
+/// A review deleted by its author, or removed by staff with a reason (staff's role was checked
+/// by the registry, in order with the changes of profiles: `StaffRemoveReview`).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RemoveReview {
@@ -171,14 +173,39 @@ impl Handler<RemoveReview> for BotActor {
         } else if self.state.reviews.get(ask.review).is_none() {
             return ask.answer.refuse(no_review(ask.review));
         }
+        let (bot, at) = (self.state.listing.id, self.clock.now());
+        let entry = removal_entry(&ask.removal, bot, at);
         let record = Record::ReviewRemoved {
-            bot: self.state.listing.id,
+            bot,
             review: ask.review,
             removal: ask.removal,
-            at: self.clock.now(),
+            at,
+        };
+        // Staff's removal is management: the change and its audit entry are one record.
+        let record = match entry {
+            Some(entry) => Record::audited(entry, record),
+            None => record,
         };
         self.apply(&record);
         self.commit_answering(record, ask.answer, ());
+    }
+}
+
+/// The audit log entry of a removal, made from the removal itself so that a staff removal
+/// cannot be journaled without one: its author's deletion is the directory's data (like a
+/// vote), staff's removal is management (CONTRACT section 14) and says why.
+fn removal_entry(
+    removal: &Removal,
+    bot: crate::domain::ids::BotId,
+    at: crate::domain::time::Timestamp,
+) -> Option<crate::domain::audit::AuditEntry> {
+    match removal.by {
+        Remover::Author(_) => None,
+        Remover::Staff(staff) => Some(
+            Acting::new(AuditActor::profile(staff), AuditAction::ReviewRemove)
+                .with_reason(removal.reason.as_ref().map(|r| r.as_str().to_owned()))
+                .entry(bot_target(bot), vec!["reviews".into()], at),
+        ),
     }
 }
 

@@ -48,7 +48,7 @@ pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
 };
 pub use snapshot::{Capture, LoadState};
-pub use staff::{SetVoteBan, StaffActOnBot};
+pub use staff::{SetVoteBan, StaffActOnBot, StaffRemoveReview};
 
 /// Done once a bot has journaled an edit (or refused it).
 type Settling = Shared<BoxFuture<'static, ()>>;

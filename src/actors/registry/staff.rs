@@ -1,6 +1,6 @@
 //! Staff's writes (CONTRACT section 14): decisions, certification and featuring go through the
 //! one edit path (`update_bot_after`, journaled as `Record::BotEdited` with its decision), a
-//! claim through the bot, a vote ban as the registry's own record. Each checks here, in order
+//! claim and a review's removal through the bot, a vote ban as the registry's own record. Each checks here, in order
 //! with every other registry message, that the staff member still holds the role: a profile
 //! that lost `mod`/`admin` is refused even if its request passed the API's check a moment
 //! before.
@@ -10,10 +10,12 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use super::{reply, Registry, Reply};
-use crate::actors::bot::ClaimListing;
+use crate::actors::bot::{ClaimListing, RemoveReview};
+use crate::actors::Answer;
 use crate::domain::audit::{profile_target, Acting, AuditAction, AuditActor};
 use crate::domain::bot::{BotPatch, BotView, Claim, DecidedBy};
 use crate::domain::ids::{BotId, ProfileId};
+use crate::domain::reviews::{Removal, Remover};
 use crate::domain::staff::{StaffAction, StaffRole, VoteBan};
 use crate::domain::text::DecisionReason;
 use crate::domain::Rejection;
@@ -137,5 +139,44 @@ impl Handler<SetVoteBan> for Registry {
             );
             Ok((self.make(record), ()))
         })())
+    }
+}
+
+/// A review removed by a staff member, with a reason: the role is checked here, in order with
+/// the changes of profiles (as for every staff write), then the bot removes it in order with
+/// its other reviews' writes and journals the removal with its audit entry.
+#[derive(Message)]
+#[rtype(result = "Result<(), Rejection>")]
+pub struct StaffRemoveReview {
+    pub bot: BotId,
+    pub staff: ProfileId,
+    pub review: uuid::Uuid,
+    pub reason: DecisionReason,
+}
+
+impl Handler<StaffRemoveReview> for Registry {
+    type Result = Reply<()>;
+
+    fn handle(&mut self, remove: StaffRemoveReview, _: &mut Self::Context) -> Self::Result {
+        let handle = match self
+            .check_staff(remove.staff, StaffRole::Staff)
+            .and_then(|()| self.handle_of(remove.bot))
+        {
+            Ok(handle) => handle,
+            Err(refused) => return Box::pin(async move { Err(refused) }),
+        };
+        let (answer, answered) = Answer::pair();
+        let told = handle.tell(RemoveReview {
+            review: remove.review,
+            removal: Removal {
+                by: Remover::Staff(remove.staff),
+                reason: Some(remove.reason),
+            },
+            answer,
+        });
+        Box::pin(async move {
+            told?;
+            answered.wait().await
+        })
     }
 }

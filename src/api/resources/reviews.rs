@@ -1,23 +1,25 @@
 //! A bot's reviews (CONTRACT section 14): `GET /bots/{id}/reviews` (public), `POST` (a profile
 //! token of the `reviews` scope; one per profile), `PATCH`/`DELETE .../{review_id}` (its
 //! author), `PUT .../{review_id}/reply` (an owner of the bot), `POST .../{review_id}/remove`
-//! (staff or the admin token, with a reason). A listing that is not approved is 404 on every
-//! one of them. Each checks, in order: the token (401), the bot (404), the scope or role (403),
-//! the review (404), then its rules (403, 409).
+//! (staff, with a reason; audited). A listing that is not approved is 404 on every one of them.
+//! Each checks, in order: the token (401), the bot (404), the scope or role (403), the review
+//! (404), then its rules (403, 409); the removal takes the staff guard first, so it refuses as
+//! every staff route does (401, 403 scope, 403 role) before it looks at the bot.
 
-use actix_web::dev::Payload;
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::actors::bot::{EditReview, ReadReviews, RemoveReview, ReplyToReview, WriteReview};
+use crate::actors::registry::StaffRemoveReview;
 use crate::actors::Answer;
 use crate::api::http::error::{ApiError, Code};
-use crate::api::http::extract::{Admin, AsProfile, Json, PathBot};
+use crate::api::http::extract::{AsProfile, Json, PathBot};
 use crate::api::http::routes::{Limit, Route, Subject};
+use crate::api::http::staff::Staff;
 use crate::api::{http::reply, AppState};
-use crate::domain::ids::{ProfileId, Token};
+use crate::domain::ids::ProfileId;
 use crate::domain::people::Scope;
 use crate::domain::reviews::{
     check_review_text, Cursor, Rating, Removal, Remover, Review, ReviewSort,
@@ -58,7 +60,7 @@ pub fn routes() -> Vec<Route> {
             .about(Subject::Bot),
         Route::new(__path_remove, remove)
             .refuses(Code::BadRequest, "reason missing, empty or over 500 characters")
-            .refuses(Code::Forbidden, "a profile token without the `staff` scope, or of a profile that is neither `mod` nor `admin`")
+            .refuses(Code::Forbidden, "the token lacks the `staff` scope, or its profile is not `mod` or `admin` (now)")
             .refuses(Code::NotFound, NO_REVIEW)
             .about(Subject::Bot),
     ]
@@ -369,63 +371,35 @@ pub async fn reply_to(
     Ok(reply::ok(&ReviewBody::from(&review)))
 }
 
-/// Remove a review as staff (a `staff` token of a `mod` or `admin` profile, or the admin
-/// token), with a reason its author and the audit log are shown.
+/// Remove a review as staff (a `staff` token of a `mod` or `admin` profile, refused in the
+/// order of every staff route), with a reason its author and the audit log are shown: one
+/// audit entry, `bot.review.remove`, journaled in the same record as the removal.
 #[utoipa::path(
     post, path = "/bots/{id}/reviews/{review_id}/remove", tag = "reviews", operation_id = "remove_review",
     params(("review_id" = String, Path, format = Uuid, description = "The review's id")),
     request_body = RemovalBody,
-    security(("profile_token" = []), ("admin_token" = [])),
+    security(("profile_token" = [])),
     responses(
         (status = 204, description = "Removed"),
     )
 )]
 pub async fn remove(
+    staff: Staff,
     state: web::Data<AppState>,
     request: HttpRequest,
     PathBot(bot): PathBot,
     Json(body): Json<RemovalBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let by = staff_remover(&state, &request)?;
     let review = review_id(&request)?;
-    let (answer, answered) = Answer::pair();
-    bot.tell(RemoveReview {
-        review,
-        removal: Removal {
-            by,
-            reason: Some(body.reason),
-        },
-        answer,
-    })?;
-    answered.wait().await?;
+    state
+        .registry
+        .send(StaffRemoveReview {
+            bot: bot.id,
+            staff: staff.id(),
+            review,
+            reason: body.reason,
+        })
+        .await??;
     crate::telemetry::review_changed("remove");
     Ok(HttpResponse::NoContent().finish())
-}
-
-/// Who asks as staff: the admin token, or a `staff`-scoped token of a profile that is `mod` or
-/// `admin` (checked now, so a profile losing the role loses the right at once).
-///
-/// TO BE REPLACED AT MERGE by the staff extractor of issue 37's staff routes (branch built
-/// beside this one); this is the smallest check that lets reviews be removed until then.
-fn staff_remover(state: &AppState, request: &HttpRequest) -> Result<Remover, ApiError> {
-    let presented = request
-        .headers()
-        .get(actix_web::http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    if !presented.trim_start().starts_with(Token::PROFILE_PREFIX) {
-        Admin::from_request(request, &mut Payload::None).into_inner()?;
-        return Ok(Remover::Admin);
-    }
-    let who = AsProfile::from_request(request, &mut Payload::None).into_inner()?;
-    let profile = who.require(Scope::Staff)?;
-    let staff = state
-        .directory
-        .profile(profile)
-        .is_some_and(|p| p.moderator || p.admin);
-    if !staff {
-        return Err(Code::Forbidden
-            .with("only a profile that is `mod` or `admin` may remove a review".into()));
-    }
-    Ok(Remover::Staff(profile))
 }

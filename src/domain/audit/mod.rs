@@ -1,5 +1,6 @@
 //! The audit log's entries: who changed what in the directory's management (a listing, a
-//! profile, a token, an owner list), with the changed field names and never a value.
+//! profile, a token, an owner list, a vote ban, a review's removal by staff), with the changed
+//! field names and never a value.
 //!
 //! An entry travels inside the journal record of its change (`Record::Audited`, in
 //! `persist/state.rs`), so the two are durable, replicated and replayed together; the log
@@ -92,6 +93,7 @@ audit_actions! {
     BotUnfeature => "bot.unfeature", Bot;
     VoteBan => "profile.vote_ban", Profile;
     VoteUnban => "profile.vote_unban", Profile;
+    ReviewRemove => "bot.review.remove", Bot;
 }
 
 impl AuditAction {
