@@ -170,9 +170,10 @@ parameters = { id = "$PROFILE_PATCH" }
 
 # Rules a schema cannot state, answered 400 for a schema-valid body; each is written in the
 # description of the field it concerns and in docs/API.md.
-# Owners must be profiles that exist.
+# Owners must be profiles that exist (each \`owner_ids\` says so, and each operation documents
+# the 400).
 [[operations]]
-include-name = ["POST /api/v1/admin/bots", "PATCH /api/v1/admin/bots/{id}", "PUT /api/v1/bots/{id}/owners"]
+include-name = ["POST /api/v1/admin/bots", "PATCH /api/v1/admin/bots/{id}", "PUT /api/v1/bots/{id}/owners", "POST /api/v1/bots"]
 checks.positive_data_acceptance.expected-statuses = [200, 201, 400, 401, 403, 404, 409]
 
 # shard_id must be less than shard_count when a stats post gives both.
@@ -187,12 +188,25 @@ checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 40
 include-path-regex = '^/api/v1/bots/(\{id\}/)?check$'
 phases.stateful.checks.positive_data_acceptance.expected-statuses = [200, 400, 401, 403, 404, 409]
 
-# The project API's rules across fields: `startDate` or `cursor`, not both; a PATCH of the
-# project with at least one of `headline`, `page_content` (or `content`) not null. Each is
+# The project API's rules across fields: \`startDate\` or \`cursor\`, not both; a PATCH of the
+# project with at least one of \`headline\`, \`page_content\` (or \`content\`) not null. Each is
 # written in its operation's description and in docs/API.md.
 [[operations]]
 include-name = ["GET /api/v1/projects/@me/votes", "PATCH /api/v1/projects/@me"]
 checks.positive_data_acceptance.expected-statuses = [200, 204, 400, 401, 403, 404, 409, 429]
+
+# A search's rule across parameters: with a filter, a page may not end past offset + limit =
+# 10000 (the bound is in \`offset\`'s description and in the 400). On the classic surface also
+# what a pattern cannot say of \`search\`: each field at most once, one text field.
+[[operations]]
+include-name = ["GET /api/v1/bots", "GET /api/bots"]
+checks.positive_data_acceptance.expected-statuses = [200, 304, 400, 401, 403, 404, 409]
+
+# A metrics batch's timestamps may not be more than 60 s ahead of the server's clock, a rule
+# across the body and the time of the request (in the body's description).
+[[operations]]
+include-name = ["POST /api/v1/projects/@me/metrics/batch"]
+checks.positive_data_acceptance.expected-statuses = [204, 400, 401, 403, 404, 409]
 
 # A history cursor must be one this service gave for this bot's history (it is signed): any
 # other string is 400, which a schema cannot say of an opaque string.
