@@ -1064,3 +1064,94 @@ async fn a_filtered_page_past_the_documented_bound_is_the_documented_400() {
         assert!(schemathesis_expects_400(&format!("GET {path}")), "{path}");
     }
 }
+
+/// JSON Schema's `integer` holds `2.0`: the metrics routes read the documented integers so
+/// (schemathesis sent `{"server_count": 23043.0, "shard_count": 199.0}` and got 400), and a
+/// fraction is still refused.
+#[actix_web::test]
+async fn documented_integers_of_the_metrics_accept_whole_floats() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let metrics = resolve(
+        &doc,
+        &doc["paths"]["/api/v1/projects/@me/metrics"]["patch"]["requestBody"]["content"]
+            ["application/json"]["schema"],
+    );
+    assert_eq!(metrics["properties"]["server_count"]["type"], "integer");
+    let bot = app.create_bot(42, json!({})).await;
+    let bearer = format!("Bearer {}", bot.token);
+    let patch = |body: Value| {
+        app.request(Method::PATCH, "/projects/@me/metrics", Some(&bearer))
+            .json(&body)
+            .send()
+    };
+    let whole = patch(json!({ "server_count": 23043.0, "shard_count": 199.0 }))
+        .await
+        .expect("an answer");
+    assert_eq!(whole.status(), StatusCode::NO_CONTENT);
+    let stats: Value = app
+        .get(&format!("/bots/{}/stats", bot.id))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(stats["server_count"], 23043);
+    for body in [
+        json!({ "server_count": 1.5 }),
+        json!({ "server_count": 1, "shard_count": 2.5 }),
+    ] {
+        let answer = patch(body.clone()).await.expect("an answer");
+        assert_problem(answer, StatusCode::BAD_REQUEST, "bad_request").await;
+    }
+    let batch = json!([{ "metrics": { "server_count": 7.0 } }]);
+    let answer = app
+        .post_json("/projects/@me/metrics/batch", Some(&bearer), &batch)
+        .await;
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+}
+
+/// A classic search page's bots hold only the fields `fields` names, so the document requires
+/// none of them there (schemathesis found `fields=date` answered against a schema requiring
+/// `id`); every field a bot holds is documented, with or without `fields`.
+#[actix_web::test]
+async fn classic_search_results_match_the_documented_item_with_and_without_fields() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    app.create_bot(42, json!({})).await;
+    let list = resolve(
+        &doc,
+        &doc["paths"]["/api/bots"]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"],
+    );
+    let item = resolve(&doc, &list["properties"]["results"]["items"]);
+    let documented = item["properties"].as_object().expect("properties");
+    let required: Vec<&str> = item["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for fields in ["", "date", "id,points"] {
+        let page: Value = app
+            .client
+            .get(format!("{}/api/bots", app.root))
+            .query(&[("fields", fields)])
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("json");
+        let bot = page["results"][0].as_object().expect("a bot");
+        for name in bot.keys() {
+            assert!(documented.contains_key(name), "{name} is documented");
+        }
+        for name in &required {
+            assert!(
+                bot.contains_key(*name),
+                "fields={fields}: {name} is required"
+            );
+        }
+        if !fields.is_empty() {
+            assert_eq!(bot.len(), fields.split(',').count(), "fields={fields}");
+        }
+    }
+}
