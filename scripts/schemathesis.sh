@@ -59,6 +59,7 @@ ADMIN=$(awk '/admin token:/ {print $3}' "$WORK/out")
 PLATFORM=$(awk '/demo bot platform:/ {print $4}' "$WORK/out")
 PERSON=$(awk '/demo profile:/ {print $3}' "$WORK/out")
 PERSON_TOKEN=$(awk '/demo profile token:/ {print $4}' "$WORK/out")
+MOD_TOKEN=$(awk '/moderator token:/ {print $3}' "$WORK/out")
 
 admin() { # METHOD PATH [BODY]: the admin API, the answer on stdout
   curl -sf -X "$1" "$BASE$2" -H "Authorization: $ADMIN" -H 'Content-Type: application/json' \
@@ -131,6 +132,16 @@ parameters = { id = "$PLATFORM" }
 [[operations]]
 include-name = ["GET /api/v1/bots/{id}/manage", "PATCH /api/v1/bots/{id}"]
 parameters = { id = "$OWNED_PATCH" }
+
+# The audit log of a listing the demo profile owns (any other is 403 to it).
+[[operations]]
+include-name = "GET /api/v1/bots/{id}/audit"
+parameters = { id = "$OWNED_PATCH" }
+
+# The staff routes with the demo moderator's \`staff\` token (the demo profile's is 403 there).
+[[operations]]
+include-path-regex = '^/api/v1/staff/'
+auth.openapi.profile_token.api_key = "$MOD_TOKEN"
 
 [[operations]]
 include-name = "PUT /api/v1/bots/{id}/owners"
