@@ -141,7 +141,7 @@ parameters = { id = "$OWNED_PATCH" }
 # The staff routes with the demo moderator's \`staff\` token (the demo profile's is 403 there).
 [[operations]]
 include-path-regex = '^/api/v1/staff/'
-auth.openapi.profile_token.api_key = "$MOD_TOKEN"
+headers = { Authorization = "$MOD_TOKEN" }
 
 [[operations]]
 include-name = "PUT /api/v1/bots/{id}/owners"
