@@ -145,6 +145,7 @@ pub struct NewBot {
     pub support_server_url: Option<HttpUrl>,
     #[serde(default)]
     pub github_url: Option<HttpUrl>,
+    /// Profiles that exist (400 `bad_request` naming one that does not)
     #[serde(default, deserialize_with = "at_most")]
     #[schema(max_items = 20)]
     pub owner_ids: Vec<ProfileId>,
@@ -205,6 +206,7 @@ bot_patches! {
         #[serde(default, deserialize_with = "present")]
         #[schema(value_type = Snowflake)]
         platform_id: Option<Snowflake>,
+        /// Profiles that exist (400 `bad_request` naming one that does not)
         #[serde(default, deserialize_with = "some_at_most")]
         #[schema(value_type = Vec<ProfileId>, max_items = 20)]
         owner_ids: Option<Vec<ProfileId>>,
@@ -663,7 +665,8 @@ pub struct Submission {
     pub support_server_url: Option<HttpUrl>,
     #[serde(default)]
     pub github_url: Option<HttpUrl>,
-    /// Co-owners; the submitter is always the first owner
+    /// Co-owners, profiles that exist (400 `bad_request` naming one that does not); the
+    /// submitter is always the first owner
     #[serde(default, deserialize_with = "at_most")]
     #[schema(max_items = 20)]
     pub owner_ids: Vec<ProfileId>,
@@ -710,7 +713,8 @@ impl From<Submission> for NewBot {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OwnersPut {
-    /// The owners, first owner first (1 to 20 profile ids)
+    /// The owners, first owner first (1 to 20 ids of profiles that exist: 400 `bad_request`
+    /// naming one that does not)
     #[serde(deserialize_with = "at_most")]
     #[schema(min_items = 1, max_items = 20)]
     pub owner_ids: Vec<ProfileId>,

@@ -175,7 +175,7 @@ pub fn parse_metrics(value: &Value) -> Result<ServerCount, String> {
         }
     }
     if let Some(shards) = object.get("shard_count").filter(|v| !v.is_null()) {
-        if !shards.as_u64().is_some_and(|n| (1..=10_000).contains(&n)) {
+        if !whole(shards).is_some_and(|n| (1..=10_000).contains(&n)) {
             return Err(format!(
                 "shard_count must be a whole number from 1 to 10000, got {shards}"
             ));
@@ -185,10 +185,20 @@ pub fn parse_metrics(value: &Value) -> Result<ServerCount, String> {
         .get("server_count")
         .filter(|v| !v.is_null())
         .ok_or("server_count is required")?;
-    count
-        .as_u64()
+    whole(count)
         .and_then(ServerCount::new)
         .ok_or_else(|| format!("server_count must be {COUNT_RULE}, got {count}"))
+}
+
+/// A whole JSON number: an integer, or a float with no fractional part (`90.0` is 90, as JSON
+/// Schema's `integer` and the stats post read it); `None` for anything else or a negative.
+fn whole(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|n| n.fract() == 0.0 && (0.0..=ServerCount::MAX as f64).contains(n))
+            .map(|n| n as u64)
+    })
 }
 
 /// A metrics batch, as either client sends it (`{"data": [...]}` from Node, a bare array from
@@ -273,6 +283,11 @@ mod tests {
         assert!(parse_batch(&future, now).is_err());
         let members = json!([{"metrics": {"member_count": 1}}]);
         assert!(parse_batch(&members, now).is_err());
+        let floats = json!({"server_count": 23043.0, "shard_count": 199.0});
+        assert_eq!(parse_metrics(&floats).map(ServerCount::get), Ok(23043));
+        assert!(parse_metrics(&json!({"server_count": 1.5})).is_err());
+        assert!(parse_metrics(&json!({"server_count": 1, "shard_count": 2.5})).is_err());
+        assert!(parse_metrics(&json!({"server_count": -1.0})).is_err());
     }
 
     #[test]

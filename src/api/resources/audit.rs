@@ -49,16 +49,56 @@ pub fn routes() -> Vec<Route> {
 #[allow(dead_code)]
 pub struct AuditQuery {
     /// Only entries about this target (a bot's, profile's or token's UUID)
+    #[param(value_type = Option<String>, format = Uuid)]
     target: Option<String>,
     /// Only entries by this actor: a profile's or a bot's UUID, or `admin`
+    #[param(value_type = Option<ActorParam>, inline)]
     actor: Option<String>,
     /// Only entries of this action (`bot.update`, `token.issue`, ...; docs/API.md lists them)
+    #[param(value_type = Option<ActionParam>, inline)]
     action: Option<String>,
     /// `next_cursor` of the page before: entries older than it
+    #[param(value_type = Option<u64>, minimum = 0, maximum = 18446744073709551615_u64)]
     cursor: Option<String>,
     /// Entries per page, 1 to 100 (default 50)
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
 }
+
+/// `actor`, for the OpenAPI document: a UUID or `admin` (schemathesis found the document
+/// saying "any string" of the parameters `parse_query` refuses unless they are these).
+pub struct ActorParam;
+
+impl utoipa::PartialSchema for ActorParam {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type,
+        };
+        let uuid = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)));
+        let admin = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["admin"]));
+        OneOfBuilder::new().item(uuid).item(admin).into()
+    }
+}
+
+impl ToSchema for ActorParam {}
+
+/// `action`, for the OpenAPI document: the name of an [`AuditAction`].
+pub struct ActionParam;
+
+impl utoipa::PartialSchema for ActionParam {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(AuditAction::ALL.iter().map(|action| action.name())))
+            .into()
+    }
+}
+
+impl ToSchema for ActionParam {}
 
 /// Who made a change.
 #[derive(Serialize, ToSchema)]

@@ -15,7 +15,7 @@ use crate::api::http::extract::PathBot;
 use crate::api::http::routes::{Limit, Route, Subject};
 use crate::api::{http::reply, AppState};
 use crate::domain::bot::PublicBot;
-use crate::domain::search::{Search, Sort, RELEVANCE};
+use crate::domain::search::{Search, Sort, MAX_FILTERED_END, RELEVANCE};
 
 /// This module's routes; see [`crate::api::http::routes`].
 pub fn routes() -> Vec<Route> {
@@ -159,6 +159,15 @@ fn string_enum(values: impl IntoIterator<Item = &'static str>) -> RefOr<Schema> 
         .into()
 }
 
+/// The `offset` parameter's description on both surfaces: `about`, then the bound on a
+/// filtered page's end ([`MAX_FILTERED_END`]) that `Search::parse` applies, 400 past it.
+pub fn offset_description(about: &str, filter: &str) -> String {
+    format!(
+        "{about}. With {filter}, offset + limit (after limit's clamping; limit 0 excepted) is at \
+         most {MAX_FILTERED_END}: a page ending past it is 400"
+    )
+}
+
 /// The `sort` parameter's description: each order of the table with what it ranks by, then
 /// `relevance`.
 fn sort_description() -> String {
@@ -205,7 +214,7 @@ pub fn find_bot(state: &AppState, id: &str) -> Result<Arc<BotHandle>, ApiError> 
         ("sort" = inline(Option<SortKey>), Query, description = sort_description()),
         ("match" = inline(Option<MatchMode>), Query, description = "substring (the default: `q` occurs as typed) or words (every whitespace-separated word of `q` occurs, in any order, in the name or the short description)"),
         ("limit" = inline(Option<AnyCount>), Query, description = "Bots per page, default 24; above 100 is 100; 0 gives no results but the true total"),
-        ("offset" = inline(Option<Count>), Query, description = "Bots to skip, default 0; wins over page. With a filter (q, category, language, invites, votes) offset + limit is at most 10000"),
+        ("offset" = inline(Option<Count>), Query, description = offset_description("Bots to skip, default 0; wins over page", "a filter (q, category, language, invites, votes)")),
         ("page" = inline(Option<PageNumber>), Query, description = "1 or more: offset = (page - 1) * limit"),
     ),
     responses(

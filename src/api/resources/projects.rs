@@ -452,7 +452,7 @@ pub async fn post_metrics(
 #[utoipa::path(
     post, path = "/projects/@me/metrics/batch", tag = "projects",
     security(("bearer" = [])),
-    request_body(content = Object, description = "`{\"data\": [{\"timestamp\", \"metrics\"}]}` (Node) or the bare array (Python); 1 to 100 entries; a timestamp without an offset is UTC, none is now"),
+    request_body(content = inline(MetricsBatchDoc), description = "The entries as a bare array (topggpy 2) or as `{\"data\": [...]}` (@top-gg/sdk 4); 1 to 100 entries, each `{\"timestamp\", \"metrics\"}`. A timestamp without an offset is UTC, none (or null) is now, and none may be more than 60 seconds ahead of the server's clock (a rule a schema cannot state)"),
     responses(
         (status = 204, description = "Stored, all or none"),
         (status = 400, description = "No entries or more than 100, a time that cannot be read or is in the future, or an entry's metrics", body = ProblemDetails, content_type = "application/problem+json"),
@@ -580,14 +580,58 @@ pub enum VoteSourceParam {
 }
 
 /// What the document says of a metrics body: the handler reads it as raw JSON, so that a
-/// missing field is a problem naming it.
-#[derive(ToSchema)]
+/// missing field is a problem naming it. Any other field is refused (`project::parse_metrics`:
+/// members or players are another kind of project's), hence `deny_unknown_fields`, which the
+/// document shows as `additionalProperties: false`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)] // a schema only
 pub struct MetricsDoc {
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     server_count: u64,
     #[schema(minimum = 1, maximum = 10000)]
     shard_count: Option<u32>,
+}
+
+/// What the document says of one entry of a metrics batch (`project::parse_batch`): other
+/// fields of an entry are ignored.
+#[derive(ToSchema)]
+#[allow(dead_code)] // a schema only
+pub struct MetricsEntryDoc {
+    /// When the count was taken: RFC 3339, or without an offset (read as UTC); left out or
+    /// null is now; at most 60 seconds ahead of the server's clock
+    #[schema(value_type = Option<String>, format = DateTime)]
+    timestamp: Option<String>,
+    #[schema(inline)]
+    metrics: MetricsDoc,
+}
+
+/// What the document says of a metrics batch: the two shapes `project::parse_batch` reads,
+/// a bare array of 1 to [`project::MAX_BATCH`] entries (topggpy 2) or an object whose `data`
+/// is one (@top-gg/sdk 4; its other fields are ignored).
+pub struct MetricsBatchDoc;
+
+impl utoipa::PartialSchema for MetricsBatchDoc {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+        let entries = || {
+            ArrayBuilder::new()
+                .items(<MetricsEntryDoc as utoipa::PartialSchema>::schema())
+                .min_items(Some(1))
+                .max_items(Some(project::MAX_BATCH))
+        };
+        let wrapped = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("data", entries())
+            .required("data");
+        OneOfBuilder::new().item(entries()).item(wrapped).into()
+    }
+}
+
+impl ToSchema for MetricsBatchDoc {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("MetricsBatch")
+    }
 }
 
 /// What the document says of one application command: a `name` of 1 to 32 characters; every

@@ -104,8 +104,12 @@ pub struct QueuePage<'a> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct QueueQuery {
-    /// From a page's `next_cursor`
+    /// From a page's `next_cursor`: the milliseconds of a listing's creation, a dot, its UUID
+    /// (`read_cursor`; schemathesis found the document allowing any string)
     #[serde(default)]
+    #[param(
+        pattern = r"^[+-]?[0-9]{1,18}\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     pub cursor: Option<String>,
     /// 1 to 100, default 25
     #[serde(default)]

@@ -8,8 +8,13 @@
 pub mod query;
 pub mod render;
 
+use std::borrow::Cow;
+
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
 
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::extract::PathBot;
@@ -27,7 +32,7 @@ pub fn routes() -> Vec<Route> {
         Route::new(__path_classic_search, classic_search)
             .refuses(
                 Code::BadRequest,
-                "a parameter is invalid or given twice, or `search` names a field botlist does not search by; the message names it",
+                "a parameter is invalid or given twice, `search` is not `field: value` pairs or names a field botlist does not search by (or one twice), or, with a `search`, a page ends past offset + limit = 10000; the message names it",
             )
             .limited(Limit::PerBot)
             .etag(),
@@ -65,11 +70,11 @@ pub fn routes() -> Vec<Route> {
 #[utoipa::path(
     get, path = "/bots", tag = "classic",
     params(
-        ("search" = Option<String>, Query, description = "`field: value` pairs separated by spaces or commas; fields username, name, shortdesc (at most one of these three), tags, language"),
-        ("sort" = Option<String>, Query, description = "points, monthlyPoints, date or server_count, or an order of `{base}`/bots; a leading `-` is allowed and changes nothing"),
-        ("fields" = Option<String>, Query, description = "Comma-separated classic field names; the others are left out"),
+        ("search" = inline(Option<SearchPairs>), Query, description = "`field: value` pairs separated by spaces or commas, like `username: shiro tags: music`: fields username, name, shortdesc (at most one of these three: a substring of the name or the short description, at most 256 characters), tags (comma-separated tag slugs), language (comma-separated ISO 639-1 codes), each at most once. Anything else (text that does not start with one of these fields and a colon, a field botlist does not search by, a field given twice) is 400 naming the fault"),
+        ("sort" = inline(Option<ClassicSort>), Query, description = "points, monthlyPoints, date or server_count, or an order of `{base}`/bots; a leading `-` is allowed and changes nothing; any other value is 400"),
+        ("fields" = inline(Option<ClassicFields>), Query, description = "Comma-separated classic field names; the others are left out; a name that is not a classic field is 400"),
         ("limit" = inline(Option<crate::api::resources::bots::AnyCount>), Query, description = "Bots per page, default 50; above 100 is 100"),
-        ("offset" = inline(Option<crate::api::resources::bots::Count>), Query, description = "Bots to skip, default 0"),
+        ("offset" = inline(Option<crate::api::resources::bots::Count>), Query, description = crate::api::resources::bots::offset_description("Bots to skip, default 0", "`search`")),
     ),
     responses(
         (status = 200, description = "A page of bots in the classic shape", body = render::ClassicBotListSchema),
@@ -107,6 +112,78 @@ pub async fn classic_search(
     }
     body.push(b'}');
     Ok(reply::json_bytes(body))
+}
+
+/// The classic `search` parameter, for the OpenAPI document: empty (or only whitespace: the
+/// same as leaving it out), or starting with a field `query::searched` reads and a colon. What a
+/// pattern cannot say (each field at most once, one text field) is in the description, and the
+/// server answers 400 for it.
+pub struct SearchPairs;
+
+impl utoipa::PartialSchema for SearchPairs {
+    fn schema() -> RefOr<Schema> {
+        let fields: Vec<&str> = query::SEARCHED.iter().map(|(name, _)| *name).collect();
+        let fields = fields.join("|");
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(format!(r"^(\s*$|[\s,]*({fields}):)")))
+            .into()
+    }
+}
+
+impl ToSchema for SearchPairs {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ClassicSearchPairs")
+    }
+}
+
+/// The classic `sort` parameter's values, for the OpenAPI document: every name
+/// `query::sort_name` reads, with and without the leading `-`, and the empty value that stands
+/// for leaving it out.
+pub struct ClassicSort;
+
+impl utoipa::PartialSchema for ClassicSort {
+    fn schema() -> RefOr<Schema> {
+        let names = query::sort_names();
+        let dashed = names.iter().map(|name| format!("-{name}"));
+        let all: Vec<String> = names
+            .iter()
+            .map(|name| name.to_string())
+            .chain(dashed)
+            .chain([String::new()])
+            .collect();
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(all))
+            .into()
+    }
+}
+
+impl ToSchema for ClassicSort {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ClassicSort")
+    }
+}
+
+/// The classic `fields` parameter, for the OpenAPI document: classic field names separated by
+/// commas, spaces around each allowed, empty items ignored.
+pub struct ClassicFields;
+
+impl utoipa::PartialSchema for ClassicFields {
+    fn schema() -> RefOr<Schema> {
+        let names = BotField::ALL.map(BotField::name).join("|");
+        let item = format!(r"(({names})\s*)?");
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(format!(r"^\s*{item}(,\s*{item})*$")))
+            .into()
+    }
+}
+
+impl ToSchema for ClassicFields {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ClassicFields")
+    }
 }
 
 /// One bot in the classic shape; `{id}` is its platform snowflake or its listing UUID.

@@ -20,7 +20,7 @@ const SORTS: &[(&str, Sort)] = &[
 ];
 
 /// The fields `search=` may name, and the base parameter each becomes.
-const SEARCHED: &[(&str, &str)] = &[
+pub const SEARCHED: &[(&str, &str)] = &[
     ("username", "q"),
     ("name", "q"),
     ("shortdesc", "q"),
@@ -90,16 +90,21 @@ fn sort_name(sort: &str) -> Result<&'static str, Refusal> {
                 .find(|base| *base == name)
         })
         .ok_or_else(|| {
-            let names: Vec<&str> = SORTS
-                .iter()
-                .map(|(classic, _)| *classic)
-                .chain(Sort::ALL.map(Sort::name))
-                .collect();
+            let names = sort_names();
             format!(
                 "`sort` must be one of {} (a leading `-` is allowed), got `{sort}`",
                 names.join(", ")
             )
         })
+}
+
+/// Every name `sort` takes (without the leading `-`): the classic ones, then the base's.
+pub fn sort_names() -> Vec<&'static str> {
+    SORTS
+        .iter()
+        .map(|(classic, _)| *classic)
+        .chain(Sort::ALL.map(Sort::name))
+        .collect()
 }
 
 /// `fields`: comma-separated classic field names, shown in the classic shape's order.
