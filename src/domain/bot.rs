@@ -115,6 +115,15 @@ pub struct WebhookSettings {
     pub format: WebhookFormat,
 }
 
+impl WebhookSettings {
+    /// Whether the bot chose `vote.expired` (its webhook, and its vote stream, are told when
+    /// each voter's window ends).
+    pub fn announces_expiry(&self) -> bool {
+        // Chosen through `webhook_events` (issue 37's point 5), not merged here yet.
+        false
+    }
+}
+
 /// The body of `POST /admin/bots`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -324,7 +333,7 @@ impl BotState {
             reason: None,
             claim: None,
         };
-        Self {
+        let mut state = Self {
             listing: Arc::new(listing),
             webhook: WebhookSettings {
                 url: new.webhook_url,
@@ -339,7 +348,17 @@ impl BotState {
             shards: ShardCounts::default(),
             growth: Growth::default(),
             project: ProjectState::default(),
-        }
+        };
+        state.follow_expiry_choice(now);
+        state
+    }
+
+    /// Starts announcing the ends of its voters' windows from `at` on when its webhook
+    /// settings chose `vote.expired`, or stops when they no longer do: applied with every
+    /// change of the settings, live and in replay alike.
+    pub fn follow_expiry_choice(&mut self, at: Timestamp) {
+        let announcing = self.webhook.announces_expiry().then_some(at);
+        self.votes.window.announce_from(announcing);
     }
 
     /// Rebuilds what is derived and not stored, after a snapshot or a journal record is read.

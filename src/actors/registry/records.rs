@@ -85,7 +85,8 @@ impl Registry {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
-            | Record::ListingClaimed { .. } => None,
+            | Record::ListingClaimed { .. }
+            | Record::VotesExpired { .. } => None,
             // The change decides; its entry joins the audit log through the journal.
             Record::Audited { change, .. } => self.apply_own(change, from_stream),
         }
@@ -136,7 +137,8 @@ impl Registry {
             | Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
-            | Record::ListingClaimed { .. } => {}
+            | Record::ListingClaimed { .. }
+            | Record::VotesExpired { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::expiry::VoteExpired;
 use super::EventBot;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{vote_window, VoteCounts, Voter};
@@ -36,6 +37,8 @@ pub struct Head {
 pub struct Wants {
     /// It has a `webhook_url`.
     pub url: bool,
+    /// It announces the end of its voters' windows (`vote.expired`).
+    pub expired: bool,
 }
 
 /// One kind of webhook event.
@@ -286,7 +289,7 @@ pub fn numeric_id(id: Uuid) -> String {
 }
 
 /// The bot as the `v1` bodies name it: a project whose id is its platform snowflake.
-fn v1_project(bot: &EventBot) -> Value {
+pub(super) fn v1_project(bot: &EventBot) -> Value {
     json!({
         "id": bot.platform_id,
         "type": "bot",
@@ -396,4 +399,5 @@ macro_rules! event_kinds {
 event_kinds! {
     VoteCreate(VoteCreated) = "vote.create",
     Test(TestEvent) = "webhook.test",
+    VoteExpired(VoteExpired) = "vote.expired",
 }
