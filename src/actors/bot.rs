@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::domain::audit::{bot_target, changed_fields, Acting};
 use crate::domain::bot::{
-    BotPatch, BotState, BotView, Claim, DecidedBy, ListingStatus, WebhookSettings,
+    BotPatch, BotState, BotView, Claim, DecidedBy, Decision, ListingStatus, WebhookSettings,
 };
 use crate::domain::feed::{Following, StreamSlot, VoteFeed};
 use crate::domain::ids::Snowflake;
@@ -35,10 +35,12 @@ use crate::webhooks::{Dispatcher, Prepared};
 
 mod expiry;
 mod project;
+mod reviews;
 pub use expiry::ExpireVotes;
 pub use project::{
     PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
 };
+pub use reviews::{EditReview, ReadReviews, RemoveReview, ReplyToReview, ReviewPage, WriteReview};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
 use super::{when_durable, Answer};
@@ -138,8 +140,12 @@ impl Unacked {
                 delivery: Some(delivery.id),
                 ..nothing
             },
-            // Read through the actor only once durable (`ReadProject`), and never published.
-            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => nothing,
+            // Read through the actor only once durable (`ReadProject`, `ReadReviews`), and
+            // never published.
+            Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => nothing,
             // Its deliveries, each one (`BotActor::submitted` adds those past the first).
             Record::VotesExpired { expired, .. } => Self {
                 delivery: expired.iter().find_map(|vote| vote.delivery),
@@ -219,6 +225,26 @@ impl BotActor {
         })
     }
 
+    /// Queues an event of `kind` if the bot chose it (`webhook_events`) and has a URL: its
+    /// delivery is journaled whole after the change it tells of (so it is never sent before
+    /// that change is durable), then the oldest open deliveries past the limit are given up.
+    fn queue_event<K: crate::domain::webhook::EventKind>(&mut self, kind: K) {
+        let name = Into::<crate::domain::webhook::Content>::into(kind.clone())
+            .event()
+            .name();
+        let Some((_, record)) = self
+            .outbox
+            .queue(&self.state, kind, self.clock.now(), false)
+        else {
+            return;
+        };
+        self.apply_and_journal(record);
+        if let Some(given_up) = self.outbox.overflowed(&self.state) {
+            self.apply_and_journal(given_up);
+        }
+        crate::telemetry::event_queued(name);
+    }
+
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
     /// schedules its next attempt if it has one.
     fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
@@ -281,8 +307,11 @@ impl BotActor {
                 let told = self.expiry_publication(expired);
                 Some(self.publication(Some(told)))
             }
-            // Commands and announcements are read through the actor, once durable.
-            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
+            // Commands, announcements and reviews are read through the actor, once durable.
+            Record::CommandsSet { .. }
+            | Record::AnnouncementPosted { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. } => None,
             // Deliveries are not shown to readers of the bot.
             Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }
@@ -515,7 +544,13 @@ impl Handler<PrepareAttempt> for BotActor {
             .outbox
             .prepare(&self.state, ask.delivery, ask.token, now)
         {
-            Preparing::Send(prepared) => Some(prepared),
+            // A listing that is not public is sent its decisions only.
+            Preparing::Send(prepared)
+                if self.state.listing.status.is_public() || prepared.event.sent_while_hidden() =>
+            {
+                Some(prepared)
+            }
+            Preparing::Send(_) => None,
             // The URL was removed while the delivery waited: nothing will ever take it.
             Preparing::GiveUp(given_up) => {
                 self.progress_delivery(&given_up);
@@ -879,9 +914,35 @@ impl Handler<ApplyPatch> for BotActor {
         let record = Record::audited(entry, record);
         self.apply(&record);
         let (durable, view) = self.commit(record);
+        if let Some(decision) = decision {
+            self.announce_decision(decision);
+        }
         // An edit always shows its view (`after_applied`).
         let view = view.unwrap_or_else(|| Arc::new(self.state.view()));
         when_durable(durable, view)
+    }
+}
+
+impl BotActor {
+    /// The listing's decision just journaled, told to the bot's receiver if it chose that kind:
+    /// it is read from the decision of the `BotEdited` record, the one record every decision
+    /// journals, whoever made it (the admin API, staff's routes, an owner's edit).
+    fn announce_decision(&mut self, decision: Decision) {
+        use crate::domain::webhook::{ListingApproval, ListingDelisting, ListingDenial};
+        let bot = self.state.listing.event_bot();
+        let reason = self
+            .state
+            .listing
+            .reason
+            .as_ref()
+            .map(|r| r.as_str().to_owned());
+        match decision.to {
+            ListingStatus::Approved => self.queue_event(ListingApproval { bot, reason: None }),
+            ListingStatus::Denied => self.queue_event(ListingDenial { bot, reason }),
+            ListingStatus::Delisted => self.queue_event(ListingDelisting { bot, reason }),
+            // Back to review: the owners made that change themselves.
+            ListingStatus::Pending => {}
+        }
     }
 }
 
@@ -925,6 +986,7 @@ fn webhook_changes(old: &WebhookSettings, new: &WebhookSettings) -> Vec<String> 
         ("webhook_url", old.url != new.url),
         ("webhook_secret", old.secret != new.secret),
         ("webhook_format", old.format != new.format),
+        ("webhook_events", old.events != new.events),
     ]
     .into_iter()
     .filter(|(_, changed)| *changed)

@@ -497,7 +497,8 @@ impl Publications for Directory {
 /// come to nothing.
 impl Owners for Directory {
     fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>> {
-        let Some(bot) = self.get(job.bot) else {
+        // A listing that is not public is asked too: its actor sends it its decisions only.
+        let Some(bot) = self.managed(job.bot) else {
             return Box::pin(async { None });
         };
         let ask = bot.addr.send(PrepareAttempt {
@@ -508,7 +509,7 @@ impl Owners for Directory {
     }
 
     fn report(&self, job: &Job, attempt: Attempt) {
-        if let Some(bot) = self.get(job.bot) {
+        if let Some(bot) = self.managed(job.bot) {
             bot.addr.do_send(DeliveryOutcome {
                 delivery: job.delivery,
                 token: job.token,
@@ -518,7 +519,9 @@ impl Owners for Directory {
     }
 
     fn expire(&self, bot: BotId) {
-        if let Some(bot) = self.get(bot) {
+        // A listing that is not public announces too (its mark moves on); its deliveries wait
+        // until it is public again, as a vote's do.
+        if let Some(bot) = self.managed(bot) {
             bot.addr.do_send(ExpireVotes);
         }
     }

@@ -75,6 +75,7 @@ fn declared() -> Vec<Route> {
         resources::audit::routes(),
         profile_votes::routes(),
         resources::projects::routes(),
+        resources::reviews::routes(),
         staff::routes(),
     ]
     .into_iter()

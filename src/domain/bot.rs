@@ -19,7 +19,7 @@ use super::text::{
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
-use super::webhook::{Deliveries, EventBot, WebhookFormat};
+use super::webhook::{Deliveries, Event, EventBot, EventSet, WebhookFormat};
 use super::Rejection;
 
 /// Owner lists are short; a longer one is a mistake, not a team.
@@ -113,14 +113,17 @@ pub struct WebhookSettings {
     pub secret: Option<WebhookSecret>,
     #[serde(default)]
     pub format: WebhookFormat,
+    /// The kinds of event it is sent (`webhook_events`); left out when votes only (the
+    /// default), so the records and snapshots of every bot that chose nothing are unchanged.
+    #[serde(default, skip_serializing_if = "EventSet::is_default")]
+    pub events: EventSet,
 }
 
 impl WebhookSettings {
     /// Whether the bot chose `vote.expired` (its webhook, and its vote stream, are told when
     /// each voter's window ends).
     pub fn announces_expiry(&self) -> bool {
-        // Chosen through `webhook_events` (issue 37's point 5), not merged here yet.
-        false
+        self.events.has(Event::VoteExpired)
     }
 }
 
@@ -164,6 +167,9 @@ pub struct NewBot {
     /// `signed` (default) or `legacy`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
+    /// The kinds of event the webhook is sent; default `["vote.create"]`
+    #[serde(default)]
+    pub webhook_events: EventSet,
 }
 
 /// Declares the two patch bodies from one table of fields: the owner's fields, which both
@@ -276,6 +282,10 @@ bot_patches! {
         #[serde(default, deserialize_with = "present")]
         #[schema(value_type = WebhookFormat)]
         webhook_format: Option<WebhookFormat>,
+        /// The kinds of event the webhook is sent (the whole list)
+        #[serde(default, deserialize_with = "present")]
+        #[schema(value_type = EventSet)]
+        webhook_events: Option<EventSet>,
     }
 }
 
@@ -304,6 +314,10 @@ pub struct BotState {
     /// it load (as none).
     #[serde(default)]
     pub project: ProjectState,
+    /// Its reviews (CONTRACT section 14); last, so that snapshots written without them load
+    /// (as none).
+    #[serde(default)]
+    pub reviews: crate::domain::reviews::Reviews,
 }
 
 impl BotState {
@@ -339,6 +353,7 @@ impl BotState {
                 url: new.webhook_url,
                 secret: new.webhook_secret,
                 format: new.webhook_format,
+                events: new.webhook_events,
             },
             deliveries: Deliveries::default(),
             votes: VoteBook::new(now),
@@ -348,6 +363,7 @@ impl BotState {
             shards: ShardCounts::default(),
             growth: Growth::default(),
             project: ProjectState::default(),
+            reviews: Default::default(),
         };
         state.follow_expiry_choice(now);
         state
@@ -417,6 +433,9 @@ impl BotState {
         webhook.secret = patch.webhook_secret.apply(webhook.secret.take());
         if let Some(format) = patch.webhook_format {
             webhook.format = format;
+        }
+        if let Some(events) = patch.webhook_events {
+            webhook.events = events;
         }
         (listing, webhook)
     }
@@ -673,6 +692,9 @@ pub struct Submission {
     /// `signed` (default) or `legacy`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
+    /// The kinds of event the webhook is sent; default `["vote.create"]`
+    #[serde(default)]
+    pub webhook_events: EventSet,
 }
 
 impl From<Submission> for NewBot {
@@ -697,6 +719,7 @@ impl From<Submission> for NewBot {
             webhook_url: s.webhook_url,
             webhook_secret: s.webhook_secret,
             webhook_format: s.webhook_format,
+            webhook_events: s.webhook_events,
         }
     }
 }

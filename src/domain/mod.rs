@@ -17,6 +17,7 @@ pub mod profile;
 pub mod project;
 pub mod query;
 pub mod render;
+pub mod reviews;
 pub mod search;
 pub mod staff;
 pub mod stats;

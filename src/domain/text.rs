@@ -651,3 +651,9 @@ mod tests {
         assert!(Tags::new(many).is_err());
     }
 }
+bounded_text!(
+    /// A review's text (CONTRACT section 14); may be empty: a rating alone is a review.
+    ReviewContent, 0, 2000, multiline: true);
+bounded_text!(
+    /// An owner's reply to a review.
+    ReplyContent, 1, 2000, multiline: true);

@@ -11,6 +11,7 @@ use crate::domain::ids::{BotId, ProfileId, TokenHash};
 use crate::domain::people::ProfileToken;
 use crate::domain::profile::Profile;
 use crate::domain::project::{Announcement, Commands};
+use crate::domain::reviews::{Removal, Review};
 use crate::domain::staff::VoteBan;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
@@ -192,6 +193,18 @@ pub enum Record {
         entry: AuditEntry,
         change: Box<Record>,
     },
+    /// A review written, edited or replied to (CONTRACT section 14): its whole new state.
+    ReviewSaved {
+        bot: BotId,
+        review: Review,
+    },
+    /// A review deleted by its author or removed by staff (with the reason).
+    ReviewRemoved {
+        bot: BotId,
+        review: Uuid,
+        removal: Removal,
+        at: Timestamp,
+    },
     /// Votes whose 12-hour window ended, announced (`vote.expired`, CONTRACT section 14): the
     /// bot's mark moves to `through` (every window ending by then is announced), and each vote
     /// with a delivery queues it, made from this record as a vote's is from its own. Made only
@@ -247,6 +260,8 @@ impl Record {
             | Record::AnnouncementPosted { bot, .. }
             | Record::MetricsBatchPosted { bot, .. }
             | Record::ListingClaimed { bot, .. }
+            | Record::ReviewSaved { bot, .. }
+            | Record::ReviewRemoved { bot, .. }
             | Record::VotesExpired { bot, .. } => Some(*bot),
             Record::VoteBanSet { .. }
             | Record::ProfileSaved(_)
@@ -338,6 +353,10 @@ impl ApplyRecord for BotState {
             Record::MetricsBatchPosted { entries, .. } => self.post_metrics_batch(entries),
             Record::ListingClaimed { claim, .. } => {
                 Arc::make_mut(&mut self.listing).claim = Some(*claim);
+            }
+            Record::ReviewSaved { review, .. } => self.reviews.save(review.clone()),
+            Record::ReviewRemoved { review, .. } => {
+                self.reviews.remove(*review);
             }
             Record::VotesExpired {
                 through, expired, ..
@@ -471,6 +490,8 @@ impl<B: Listed> RegistryBook<B> {
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. }
             | Record::VotesExpired { .. } => return Err(NotApplied::NotARegistryRecord),
             Record::Audited { change, .. } => return self.apply(change, list),
         }

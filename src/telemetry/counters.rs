@@ -45,6 +45,17 @@ pub fn vote_source(source: &'static str) {
     counter!("botlist_votes_by_source_total", "source" => source).increment(1);
 }
 
+/// A review change acknowledged: `change` is create, edit, reply, delete (by its author) or
+/// remove (by staff).
+pub fn review_changed(change: &'static str) {
+    counter!("botlist_reviews_total", "change" => change).increment(1);
+}
+
+/// A webhook event of `kind` queued for delivery (durable before it is sent).
+pub fn event_queued(kind: &'static str) {
+    counter!("botlist_webhook_events_total", "kind" => kind).increment(1);
+}
+
 pub fn stats_posted() {
     WRITE_COUNTERS.with(|counters| counters.stats_posts.increment(1));
 }

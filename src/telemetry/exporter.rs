@@ -70,6 +70,14 @@ fn describe_all() {
     );
     describe_counter!("botlist_stats_posts_total", "Server-count posts stored.");
     describe_counter!(
+        "botlist_reviews_total",
+        "Review changes stored, by change: create, edit, reply, delete (by its author) or remove (by staff)."
+    );
+    describe_counter!(
+        "botlist_webhook_events_total",
+        "Webhook events queued for delivery, by kind (vote.create is counted by the webhook deliveries' own metrics as well)."
+    );
+    describe_counter!(
         "botlist_audit_entries_written_total",
         "Audit log entries written by this node's journal, each with its change."
     );
@@ -172,6 +180,9 @@ fn describe_all() {
 fn register_all() {
     for outcome in ["accepted", "refused_cooldown"] {
         counter!("botlist_votes_total", "outcome" => outcome).absolute(0);
+    }
+    for change in ["create", "edit", "reply", "delete", "remove"] {
+        counter!("botlist_reviews_total", "change" => change).absolute(0);
     }
     for source in ["admin", "profile"] {
         counter!("botlist_votes_by_source_total", "source" => source).absolute(0);

@@ -72,7 +72,7 @@ pub struct DeliveryLog {
 fn wants(state: &BotState) -> Wants {
     Wants {
         url: state.webhook.url.is_some(),
-        expired: state.webhook.announces_expiry(),
+        events: state.webhook.events,
     }
 }
 

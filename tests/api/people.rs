@@ -666,7 +666,7 @@ async fn a_submission_is_pending_unseen_until_approved_and_its_owners_manage_it(
     assert_eq!(view["reason"], Value::Null);
     assert_eq!(
         view["webhook"],
-        json!({ "url": null, "secret_set": false, "format": "signed" })
+        json!({ "url": null, "secret_set": false, "format": "signed", "events": ["vote.create"] })
     );
     let hidden = send(
         &app,

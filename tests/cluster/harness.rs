@@ -364,7 +364,11 @@ impl Node {
             .args(&args)
             .arg("--data-dir")
             .arg(dir.path())
-            .env("RUST_LOG", "warn")
+            // Why a follower stops following, should it, is what a failed run needs most.
+            .env(
+                "RUST_LOG",
+                "warn,botlist::startup::node=debug,botlist::cluster::view=info",
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

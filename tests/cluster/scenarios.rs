@@ -26,11 +26,18 @@ pub fn converged(nodes: &[Node], within: Duration) -> u64 {
         }
         if Instant::now() >= deadline {
             for node in nodes {
+                // The access log of the digest polls above would bury what the node said.
                 let log = node.log();
-                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                let tail: Vec<&str> = log
+                    .lines()
+                    .filter(|line| !line.contains("botlist::access"))
+                    .rev()
+                    .take(40)
+                    .collect();
                 eprintln!(
-                    "--- node {} (last log lines, newest first):\n{}",
+                    "--- node {}: {:?}\n(last log lines but the access log, newest first):\n{}",
                     node.name,
+                    node.status(),
                     tail.join("\n")
                 );
             }

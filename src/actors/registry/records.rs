@@ -86,6 +86,8 @@ impl Registry {
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. }
             | Record::VotesExpired { .. } => None,
             // The change decides; its entry joins the audit log through the journal.
             Record::Audited { change, .. } => self.apply_own(change, from_stream),
@@ -138,6 +140,8 @@ impl Registry {
             | Record::AnnouncementPosted { .. }
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
+            | Record::ReviewSaved { .. }
+            | Record::ReviewRemoved { .. }
             | Record::VotesExpired { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)

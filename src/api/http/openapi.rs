@@ -71,6 +71,7 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         (name = "operations", description = "Health and metrics, outside the base path"),
         (name = "staff", description = "Moderation: the queue of pending listings, decisions, certification, featuring, vote bans and the audit log; a `staff` profile token of a profile with `mod` or `admin` (the audit log also takes the admin token)"),
         (name = "owners", description = "Owners manage their own listings: submit, read the owner's view, edit, rotate the token, set co-owners, remove; a profile token of the `bots` scope held by an owner"),
+        (name = "reviews", description = "A bot's reviews: public to read; written with a profile token (`reviews` scope), replied to by its owners (`bots`), removed by staff"),
         (name = "classic", description = "The classic surface, under `--classic-base-path` (default `/api`): the routes and shapes the released client libraries call, over the same data, tokens and limits"),
     )
 )]

@@ -14,6 +14,7 @@ pub mod history;
 pub mod owners;
 pub mod profile_votes;
 pub mod projects;
+pub mod reviews;
 pub mod staff;
 pub mod stats;
 pub mod suggest;

@@ -76,6 +76,8 @@ pub struct ManagedWebhook {
     pub secret_set: bool,
     #[schema(value_type = String)]
     pub format: WebhookFormat,
+    /// The kinds of event it is sent
+    pub events: crate::domain::webhook::EventSet,
 }
 
 /// The owners' view of a listing.
@@ -142,6 +144,7 @@ async fn managed_json(
             url: webhook.url,
             secret_set: webhook.secret.is_some(),
             format: webhook.format,
+            events: webhook.events,
         },
         owner_ids: &view.listing.owner_ids,
     }))

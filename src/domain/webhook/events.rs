@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::expiry::VoteExpired;
+use super::moderation::{ListingApproval, ListingDelisting, ListingDenial, ReviewCreated};
 use super::EventBot;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{vote_window, VoteCounts, Voter};
@@ -37,8 +38,96 @@ pub struct Head {
 pub struct Wants {
     /// It has a `webhook_url`.
     pub url: bool,
-    /// It announces the end of its voters' windows (`vote.expired`).
-    pub expired: bool,
+    /// The kinds it chose (`webhook_events`).
+    pub events: EventSet,
+}
+
+impl Event {
+    /// Whether a delivery of this kind is still sent while the listing is not public: only the
+    /// listing's decisions are (a denial, a delisting), which is why `listing.delisted` is the
+    /// last delivery a delisted bot is sent; every other kind waits until it is public again.
+    pub fn sent_while_hidden(self) -> bool {
+        match self {
+            Event::ListingApproved | Event::ListingDenied | Event::ListingDelisted => true,
+            Event::VoteCreate | Event::Test | Event::ReviewCreate | Event::VoteExpired => false,
+        }
+    }
+}
+
+impl Wants {
+    /// A `webhook_url`, and `event` among the chosen kinds.
+    pub(super) fn chose(&self, event: Event) -> bool {
+        self.url && self.events.has(event)
+    }
+}
+
+/// The kinds of event a bot chose to be sent (`webhook_events`): a set of [`Event`]s, written
+/// as a list of names. Votes only by default, so a receiver set up before these kinds existed
+/// is sent nothing new; a test event is sent whenever an operator asks, whatever the set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventSet(u32);
+
+impl Default for EventSet {
+    fn default() -> Self {
+        Self::of(&[Event::VoteCreate])
+    }
+}
+
+impl EventSet {
+    pub fn of(events: &[Event]) -> Self {
+        Self(events.iter().fold(0, |bits, event| bits | event.bit()))
+    }
+
+    pub fn has(self, event: Event) -> bool {
+        self.0 & event.bit() != 0
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The chosen kinds, in the table's order.
+    pub fn events(self) -> impl Iterator<Item = Event> {
+        Event::ALL
+            .iter()
+            .copied()
+            .filter(move |event| self.has(*event))
+    }
+}
+
+impl Serialize for EventSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.events())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let events = Vec::<Event>::deserialize(deserializer)?;
+        if events.len() > Event::ALL.len() {
+            return Err(serde::de::Error::custom(
+                "webhook_events names a kind more than once",
+            ));
+        }
+        Ok(Self::of(&events))
+    }
+}
+
+impl utoipa::PartialSchema for EventSet {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+        let names: Vec<&str> = Event::ALL.iter().map(|event| event.name()).collect();
+        ArrayBuilder::new()
+            .items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names)))
+            .description(Some("The kinds of event the bot's webhook (and vote stream) is sent; default `[\"vote.create\"]`"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EventSet {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("WebhookEvents")
+    }
 }
 
 /// One kind of webhook event.
@@ -193,7 +282,7 @@ impl EventKind for VoteCreated {
     }
 
     fn receives(wants: &Wants) -> bool {
-        wants.url
+        wants.chose(Event::VoteCreate)
     }
 }
 
@@ -344,6 +433,14 @@ macro_rules! event_kinds {
         impl ToSchema for Event {}
 
         impl Event {
+            /// Every kind, in the table's order.
+            pub const ALL: &'static [Event] = &[$(Event::$variant,)+];
+
+            /// Its bit in an [`EventSet`]: its place in the table.
+            fn bit(self) -> u32 {
+                1 << (self as u32)
+            }
+
             pub fn name(self) -> &'static str {
                 match self {
                     $(Self::$variant => $name,)+
@@ -399,5 +496,9 @@ macro_rules! event_kinds {
 event_kinds! {
     VoteCreate(VoteCreated) = "vote.create",
     Test(TestEvent) = "webhook.test",
+    ReviewCreate(ReviewCreated) = "review.create",
+    ListingApproved(ListingApproval) = "listing.approved",
+    ListingDenied(ListingDenial) = "listing.denied",
+    ListingDelisted(ListingDelisting) = "listing.delisted",
     VoteExpired(VoteExpired) = "vote.expired",
 }

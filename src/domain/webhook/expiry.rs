@@ -124,7 +124,7 @@ impl EventKind for VoteExpired {
     }
 
     fn receives(wants: &Wants) -> bool {
-        wants.url && wants.expired
+        wants.chose(Event::VoteExpired)
     }
 }
 

@@ -21,8 +21,10 @@ use super::weekend::Weight;
 
 mod events;
 mod expiry;
+mod moderation;
 pub use events::*;
 pub use expiry::*;
+pub use moderation::*;
 
 /// The bot an event is about, as the event's bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

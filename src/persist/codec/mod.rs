@@ -30,6 +30,7 @@ use crate::domain::bot::{BotState, Listing, WebhookSettings};
 use crate::domain::growth::Growth;
 use crate::domain::ids::{Snowflake, TokenHash};
 use crate::domain::project::ProjectState;
+use crate::domain::reviews::Reviews;
 use crate::domain::stats::{ServerCount, ShardCounts};
 use crate::domain::text::{HttpUrl, VoterName};
 use crate::domain::time::Timestamp;
@@ -354,7 +355,7 @@ impl Serialize for NumberedSlots<'_> {
 /// A bot's state as a snapshot stores it: [`BotState`]'s fields in its order, the votes with
 /// their voters by number.
 #[derive(Serialize, Deserialize)]
-struct SnapshotState<L, W, B, C, D, H, G, P> {
+struct SnapshotState<L, W, B, C, D, H, G, P, R> {
     listing: L,
     webhook: W,
     votes: B,
@@ -371,6 +372,9 @@ struct SnapshotState<L, W, B, C, D, H, G, P> {
     /// Last: snapshots written before the project API load with none.
     #[serde(default)]
     project: P,
+    /// Last: snapshots written before reviews load with none.
+    #[serde(default)]
+    reviews: R,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -432,6 +436,7 @@ pub fn encode_numbered(
             shards: &state.shards,
             growth: &state.growth,
             project: &state.project,
+            reviews: &state.reviews,
         },
         token: &bot.token,
     };
@@ -538,6 +543,7 @@ pub fn decode_numbered(
             ShardCounts,
             Growth,
             ProjectState,
+            Reviews,
         >,
         TokenHash,
     >;
@@ -577,6 +583,7 @@ pub fn decode_numbered(
             shards: state.shards,
             growth: state.growth,
             project: state.project,
+            reviews: state.reviews,
         },
         token: stored.token,
     })

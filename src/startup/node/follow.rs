@@ -43,6 +43,7 @@ pub(super) async fn follow(
     let mut last_message = Instant::now();
     loop {
         if *stop.borrow() {
+            tracing::debug!("stopped following: the node takes the writer's role");
             return;
         }
         if looked.elapsed() >= POLL {
@@ -66,6 +67,7 @@ pub(super) async fn follow(
                     ) {
                         tracing::warn!("the stream's consumer stalled; following it anew");
                     }
+                    tracing::debug!(stream_last, "the consumer stalled again");
                     messages = None;
                 }
                 continue;
@@ -77,6 +79,7 @@ pub(super) async fn follow(
                 continue;
             }
             Ok(None) => {
+                tracing::debug!("the consumer ended; following anew");
                 messages = None;
                 continue;
             }
@@ -124,6 +127,7 @@ async fn look_around(node: &Node, stop: &watch::Receiver<bool>) -> Option<Option
             if node.view.following_failed(&why) {
                 tracing::warn!(%why, "following the stream is interrupted");
             }
+            tracing::debug!(%why, "looking the stream up failed");
             None
         }
     };
@@ -170,6 +174,7 @@ async fn open_reader(
             if node.view.following_failed(&error.to_string()) {
                 tracing::warn!(%error, "cannot follow the stream; retrying every 0.5 s until it can");
             }
+            tracing::debug!(%error, from, "opening a consumer failed");
             tokio::time::sleep(POLL).await;
             None
         }
@@ -185,6 +190,7 @@ async fn apply(
     overtaken: &mpsc::UnboundedSender<Ended>,
 ) -> Applied {
     let Ok(info) = next.info() else {
+        tracing::debug!("a message without its stream information; following anew");
         return Applied::Again;
     };
     let (stream_seq, pending) = (info.stream_sequence, info.pending);

@@ -1,0 +1,207 @@
+//! A bot's reviews (CONTRACT section 14), written through the bot's actor: the rules that read
+//! the bot's reviews (one per profile, its author only) are checked here, in order with every
+//! other write of the bot, so two requests racing cannot both pass. Each write is one record
+//! applied by the one apply function and answered once durable.
+
+use actix::prelude::*;
+use uuid::Uuid;
+
+use super::BotActor;
+use crate::actors::Answer;
+use crate::domain::ids::ProfileId;
+use crate::domain::reviews::{Cursor, Rating, Removal, Remover, Review, ReviewReply, ReviewSort};
+use crate::domain::text::{ReplyContent, ReviewContent};
+use crate::domain::webhook::ReviewCreated;
+use crate::domain::Rejection;
+use crate::persist::state::Record;
+
+/// A new review by `author`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WriteReview {
+    pub author: ProfileId,
+    pub rating: Rating,
+    pub content: ReviewContent,
+    pub answer: Answer<Review>,
+}
+
+/// An edit of a review by its author: fields left out are kept.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EditReview {
+    pub review: Uuid,
+    pub author: ProfileId,
+    pub rating: Option<Rating>,
+    pub content: Option<ReviewContent>,
+    pub answer: Answer<Review>,
+}
+
+/// An owner's reply, set or replaced (the owner was checked by the asker).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReplyToReview {
+    pub review: Uuid,
+    pub owner: ProfileId,
+    pub content: ReplyContent,
+    pub answer: Answer<Review>,
+}
+
+/// A review deleted by its author, or removed by staff with a reason.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RemoveReview {
+    pub review: Uuid,
+    pub removal: Removal,
+    pub answer: Answer<()>,
+}
+
+/// A page of the bot's durable reviews, with the average and count.
+#[derive(Message, Clone, Copy)]
+#[rtype(result = "Result<ReviewPage, Rejection>")]
+pub struct ReadReviews {
+    pub sort: ReviewSort,
+    pub after: Option<Cursor>,
+    pub limit: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReviewPage {
+    pub average: Option<f64>,
+    pub count: u64,
+    pub results: Vec<Review>,
+    pub next: Option<Cursor>,
+}
+
+fn no_review(id: Uuid) -> Rejection {
+    Rejection::NotFound(format!("no review with id `{id}` for this bot"))
+}
+
+impl BotActor {
+    /// Keeps `review` (its new state) and answers with it once durable.
+    fn save_review(&mut self, review: Review, answer: Answer<Review>) {
+        let record = Record::ReviewSaved {
+            bot: self.state.listing.id,
+            review: review.clone(),
+        };
+        self.apply(&record);
+        self.commit_answering(record, answer, review);
+    }
+
+    /// The review `id` if `author` wrote it: 404 without one, 403 for another's.
+    fn own_review(&self, id: Uuid, author: ProfileId) -> Result<Review, Rejection> {
+        let review = self.state.reviews.get(id).ok_or_else(|| no_review(id))?;
+        if review.author != author {
+            return Err(Rejection::Forbidden(
+                "only its author may change or delete a review".into(),
+            ));
+        }
+        Ok(review.clone())
+    }
+}
+
+impl Handler<WriteReview> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, ask: WriteReview, _: &mut Self::Context) {
+        if let Some(existing) = self.state.reviews.by_author(ask.author) {
+            return ask.answer.refuse(Rejection::Conflict(format!(
+                "this profile has already reviewed this bot (review `{}`); edit or delete that one",
+                existing.id
+            )));
+        }
+        let now = self.clock.now();
+        let review = Review {
+            id: Uuid::new_v4(),
+            author: ask.author,
+            rating: ask.rating,
+            content: ask.content,
+            created_at: now,
+            updated_at: now,
+            reply: None,
+        };
+        let event = ReviewCreated::of(self.state.listing.event_bot(), &review);
+        self.save_review(review, ask.answer);
+        self.queue_event(event);
+    }
+}
+
+impl Handler<EditReview> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, ask: EditReview, _: &mut Self::Context) {
+        let mut review = match self.own_review(ask.review, ask.author) {
+            Ok(review) => review,
+            Err(why) => return ask.answer.refuse(why),
+        };
+        if let Some(rating) = ask.rating {
+            review.rating = rating;
+        }
+        if let Some(content) = ask.content {
+            review.content = content;
+        }
+        review.updated_at = self.clock.now();
+        self.save_review(review, ask.answer);
+    }
+}
+
+impl Handler<ReplyToReview> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, ask: ReplyToReview, _: &mut Self::Context) {
+        let Some(mut review) = self.state.reviews.get(ask.review).cloned() else {
+            return ask.answer.refuse(no_review(ask.review));
+        };
+        review.reply = Some(ReviewReply {
+            author: ask.owner,
+            content: ask.content,
+            at: self.clock.now(),
+        });
+        self.save_review(review, ask.answer);
+    }
+}
+
+impl Handler<RemoveReview> for BotActor {
+    type Result = ();
+
+    fn handle(&mut self, ask: RemoveReview, _: &mut Self::Context) {
+        if let Remover::Author(author) = ask.removal.by {
+            if let Err(why) = self.own_review(ask.review, author) {
+                return ask.answer.refuse(why);
+            }
+        } else if self.state.reviews.get(ask.review).is_none() {
+            return ask.answer.refuse(no_review(ask.review));
+        }
+        let record = Record::ReviewRemoved {
+            bot: self.state.listing.id,
+            review: ask.review,
+            removal: ask.removal,
+            at: self.clock.now(),
+        };
+        self.apply(&record);
+        self.commit_answering(record, ask.answer, ());
+    }
+}
+
+impl Handler<ReadReviews> for BotActor {
+    type Result = ResponseFuture<Result<ReviewPage, Rejection>>;
+
+    fn handle(&mut self, ask: ReadReviews, ctx: &mut Self::Context) -> Self::Result {
+        if self.acknowledged().is_some() {
+            // What the failed journal refused cannot be told apart here: nothing is shown.
+            return Box::pin(async {
+                Err(Rejection::NotStored(
+                    "the journal failed; reviews are not read".into(),
+                ))
+            });
+        }
+        let reviews = &self.state.reviews;
+        let (results, next) = reviews.page(ask.sort, ask.after, ask.limit);
+        let page = ReviewPage {
+            average: reviews.average(),
+            count: reviews.count(),
+            results: results.into_iter().cloned().collect(),
+            next,
+        };
+        self.when_seen_durable(page, ask, ctx)
+    }
+}

@@ -1,0 +1,235 @@
+//! CONTRACT section 14's events over HTTP: `review.create` and the listing's decisions go
+//! through the webhook delivery to the bots that chose them with `webhook_events`; a bot that
+//! chose nothing is sent votes only, as before.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app_with, test_settings, TestApp};
+
+async fn app() -> TestApp {
+    let mut settings = test_settings();
+    settings.rate_limit = 0;
+    settings.allow_private_webhooks = true;
+    spawn_app_with(settings).await
+}
+
+/// A receiver on this machine: every JSON body it is sent.
+async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&received);
+    let server = HttpServer::new(move || {
+        let kept = Arc::clone(&kept);
+        App::new().default_service(web::to(move |body: web::Bytes| {
+            let kept = Arc::clone(&kept);
+            async move {
+                if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+                    kept.lock().expect("lock").push(value);
+                }
+                HttpResponse::Ok().finish()
+            }
+        }))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("binds");
+    let port = server.addrs()[0].port();
+    actix_web::rt::spawn(server.run());
+    (format!("http://127.0.0.1:{port}/hook"), received)
+}
+
+/// Waits until `count` bodies arrived; their types, sorted.
+async fn types_after(received: &Arc<Mutex<Vec<Value>>>, count: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = received.lock().expect("lock").clone();
+        if got.len() >= count {
+            let mut types: Vec<String> = got
+                .iter()
+                .map(|body| body["type"].as_str().unwrap_or("?").to_owned())
+                .collect();
+            types.sort();
+            return types;
+        }
+        assert!(Instant::now() < deadline, "only {got:?}");
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn of_type(received: &Arc<Mutex<Vec<Value>>>, kind: &str) -> Value {
+    let got = received.lock().expect("lock");
+    got.iter()
+        .find(|body| body["type"] == kind)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind} in {got:?}"))
+}
+
+async fn token(app: &TestApp, profile: &str, scopes: &[&str]) -> String {
+    let response = app
+        .admin(
+            Method::POST,
+            &format!("/admin/users/{profile}/tokens"),
+            Some(&json!({ "scopes": scopes, "label": "test" })),
+        )
+        .await;
+    let issued: Value = response.json().await.expect("json");
+    issued["token"].as_str().expect("a token").to_owned()
+}
+
+async fn reviewer(app: &TestApp, name: &str) -> String {
+    let created = app.create_profile(json!({ "username": name })).await;
+    token(app, created["id"].as_str().expect("id"), &["reviews"]).await
+}
+
+async fn post_review(app: &TestApp, bot: &str, token: &str) {
+    let response = app
+        .request(Method::POST, &format!("/bots/{bot}/reviews"), Some(token))
+        .json(&json!({ "rating": 4, "content": "nice" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::CREATED);
+}
+
+async fn decide(app: &TestApp, bot: &str, body: Value) {
+    let response = app
+        .admin(Method::PATCH, &format!("/admin/bots/{bot}"), Some(&body))
+        .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+}
+
+#[actix_web::test]
+async fn a_bot_that_chose_nothing_is_sent_votes_only() {
+    let app = app().await;
+    let (url, received) = receiver().await;
+    let bot = app.create_bot(1, json!({ "webhook_url": url })).await;
+    post_review(&app, &bot.id, &reviewer(&app, "ann").await).await;
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "spam" }),
+    )
+    .await;
+    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    app.vote_ok(&bot.id, 7).await;
+    assert_eq!(types_after(&received, 1).await, ["vote.create"]);
+    // Nothing else comes: the review and the decisions were queued before the vote.
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(received.lock().expect("lock").len(), 1);
+}
+
+#[actix_web::test]
+async fn chosen_events_are_delivered_with_their_bodies() {
+    let app = app().await;
+    let (url, received) = receiver().await;
+    let owner = app.create_profile(json!({ "username": "owner" })).await;
+    let owner_id = owner["id"].as_str().expect("id").to_owned();
+    let owner_token = token(&app, &owner_id, &["bots"]).await;
+    let submitted = app
+        .request(Method::POST, "/bots", Some(&owner_token))
+        .json(&json!({
+            "platform_id": "55",
+            "name": "Eventful",
+            "username": "eventful",
+            "short_description": "Chooses its events",
+            "webhook_url": url,
+            "webhook_events": ["review.create", "listing.approved", "listing.denied", "listing.delisted"],
+        }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(submitted.status(), StatusCode::CREATED);
+    let submitted: Value = submitted.json().await.expect("json");
+    let id = submitted["bot"]["id"].as_str().expect("id").to_owned();
+
+    decide(
+        &app,
+        &id,
+        json!({ "status": "denied", "reason": "needs a description" }),
+    )
+    .await;
+    let edited = app
+        .request(Method::PATCH, &format!("/bots/{id}"), Some(&owner_token))
+        .json(&json!({ "short_description": "Now described" }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(edited.status(), StatusCode::OK);
+    let managed: Value = edited.json().await.expect("json");
+    assert_eq!(
+        managed["webhook"]["events"],
+        json!([
+            "review.create",
+            "listing.approved",
+            "listing.denied",
+            "listing.delisted"
+        ])
+    );
+    decide(&app, &id, json!({ "status": "approved" })).await;
+    post_review(&app, &id, &reviewer(&app, "ann").await).await;
+    app.vote_ok(&id, 9).await;
+    // Delivered before the delisting: a delisted bot is sent its decisions only.
+    types_after(&received, 3).await;
+    decide(
+        &app,
+        &id,
+        json!({ "status": "delisted", "reason": "abandoned" }),
+    )
+    .await;
+
+    assert_eq!(
+        types_after(&received, 4).await,
+        [
+            "listing.approved",
+            "listing.delisted",
+            "listing.denied",
+            "review.create"
+        ]
+    );
+    let denied = of_type(&received, "listing.denied");
+    assert_eq!(denied["data"]["status"], "denied");
+    assert_eq!(denied["data"]["reason"], "needs a description");
+    assert_eq!(denied["data"]["bot"]["platform_id"], "55");
+    assert_eq!(
+        of_type(&received, "listing.approved")["data"]["reason"],
+        Value::Null
+    );
+    let review = of_type(&received, "review.create");
+    assert_eq!(review["data"]["review"]["rating"], 4);
+    assert_eq!(review["data"]["review"]["content"], "nice");
+    assert!(review["id"].is_string() && review["created_at"].is_string());
+    // The vote was not chosen: never sent.
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(received.lock().expect("lock").len(), 4);
+}
+
+#[actix_web::test]
+async fn webhook_events_is_validated_and_set_by_the_admin() {
+    let app = app().await;
+    let bot = app.create_bot(1, json!({})).await;
+    for bad in [json!(["vote.nope"]), json!("vote.create"), json!(null)] {
+        let response = app
+            .admin(
+                Method::PATCH,
+                &format!("/admin/bots/{}", bot.id),
+                Some(&json!({ "webhook_events": bad })),
+            )
+            .await;
+        assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    }
+    decide(
+        &app,
+        &bot.id,
+        json!({ "webhook_events": ["vote.create", "review.create"] }),
+    )
+    .await;
+}
