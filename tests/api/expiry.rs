@@ -327,3 +327,78 @@ impl Stream {
         }
     }
 }
+
+/// Stops a server whose journal may have failed (its stop is then not a clean one).
+async fn stop_anyhow(
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let _ = stop.send(());
+    let _ = task.await;
+}
+
+#[actix_web::test]
+async fn an_announcement_the_journal_did_not_keep_is_never_sent_and_is_made_once_after_the_start() {
+    use botlist::persist::journal::JournalFault;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    let start = start_time();
+    let hook = receiver(&[]).await;
+    let (app, stop, task) = serve_until_stopped(settings.clone(), start).await;
+    let bot = hooked_bot(&app, 42, &hook, true).await;
+    app.vote_ok(&bot.id, 7).await;
+    wait_for_kind(&hook, "vote.create", 1).await;
+    settle().await;
+    stop.send(()).expect("the server listens");
+    task.await.expect("joined").expect("a clean stop");
+
+    // Past the end, on a disk that refuses every write: the announcement is made, refused by
+    // the journal, and never leaves.
+    let mut failing = settings.clone();
+    failing.journal_fault = JournalFault::FailFrom(1, 5);
+    let (_app, stop, task) = serve_until_stopped(failing, start.plus(Span::hours(13))).await;
+    settle().await;
+    assert!(of_kind(&hook, "vote.expired").is_empty());
+    stop_anyhow(stop, task).await;
+
+    // On a good disk: announced once.
+    let (_app, stop, task) =
+        serve_until_stopped(settings.clone(), start.plus(Span::hours(14))).await;
+    wait_for_kind(&hook, "vote.expired", 1).await;
+    settle().await;
+    assert_eq!(of_kind(&hook, "vote.expired").len(), 1);
+    stop.send(()).expect("the server listens");
+    task.await.expect("joined").expect("a clean stop");
+}
+
+#[actix_web::test]
+async fn a_vote_the_journal_did_not_keep_is_never_announced() {
+    use botlist::persist::journal::JournalFault;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    let start = start_time();
+    let hook = receiver(&[]).await;
+    let (app, stop, task) = serve_until_stopped(settings.clone(), start).await;
+    let bot = hooked_bot(&app, 42, &hook, true).await;
+    stop.send(()).expect("the server listens");
+    task.await.expect("joined").expect("a clean stop");
+
+    // A vote the disk refuses: not acknowledged, and its window's end is never announced,
+    // neither by this start (whose journal failed) nor by the next.
+    let mut failing = settings.clone();
+    failing.journal_fault = JournalFault::FailFrom(1, 5);
+    let (app, stop, task) = serve_until_stopped(failing, start).await;
+    let refused = app.vote(&bot.id, 7).await;
+    assert!(refused.status().is_server_error(), "{}", refused.status());
+    app.clock.advance(Span::hours(13));
+    settle().await;
+    stop_anyhow(stop, task).await;
+    let (app, stop, task) = serve_until_stopped(settings, start.plus(Span::hours(13))).await;
+    app.clock.advance(Span::hours(13));
+    settle().await;
+    assert!(hook.all().is_empty(), "{:?}", hook.all());
+    stop.send(()).expect("the server listens");
+    task.await.expect("joined").expect("a clean stop");
+}
