@@ -402,3 +402,24 @@ async fn a_vote_the_journal_did_not_keep_is_never_announced() {
     stop.send(()).expect("the server listens");
     task.await.expect("joined").expect("a clean stop");
 }
+
+#[actix_web::test]
+async fn the_openapi_document_names_the_kind_and_describes_its_body() {
+    let app = crate::helpers::spawn_app().await;
+    let doc: Value = app.get("/openapi.json").await.json().await.expect("json");
+    let schemas = &doc["components"]["schemas"];
+    let kinds = schemas["Event"]["enum"].as_array().expect("the kinds");
+    assert!(kinds.contains(&json!("vote.expired")), "{kinds:?}");
+    let body = &schemas["VoteExpiredEvent"];
+    for field in ["type", "id", "created_at", "data"] {
+        assert!(body["properties"][field].is_object(), "{field}: {body}");
+    }
+    // Every schema the body refers to is in the document.
+    let data = schemas["VoteExpiredData"]["properties"].clone();
+    for field in ["bot", "user", "voted_at", "expired_at"] {
+        assert!(data[field].is_object(), "{field}: {data}");
+    }
+    for name in ["VoteExpiredBot", "VoteExpiredUser"] {
+        assert!(schemas[name].is_object(), "{name} is missing");
+    }
+}

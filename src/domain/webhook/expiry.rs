@@ -128,6 +128,51 @@ impl EventKind for VoteExpired {
     }
 }
 
+/// The body of a `vote.expired` delivery in the `signed` format (the `legacy` format sends it
+/// too; `standard` sends `type`, `timestamp` and the same `data`), for the OpenAPI document.
+/// Never built: the bodies are [`VoteExpired`]'s.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct VoteExpiredEvent {
+    /// Always `vote.expired`.
+    #[schema(example = "vote.expired")]
+    r#type: String,
+    /// The delivery's id, the same on every attempt.
+    id: Uuid,
+    /// When the announcement was made: the window's end, or a start after it when the server
+    /// was down at that moment.
+    created_at: chrono::DateTime<chrono::Utc>,
+    data: VoteExpiredData,
+}
+
+/// What a `vote.expired` event says, in every format but `v1` and on the vote stream.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct VoteExpiredData {
+    bot: VoteExpiredBot,
+    user: VoteExpiredUser,
+    /// When the vote was cast.
+    voted_at: chrono::DateTime<chrono::Utc>,
+    /// When its 12 hours ended: from this moment the user may vote again.
+    expired_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The bot the vote was for.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct VoteExpiredBot {
+    id: Uuid,
+    /// The bot's platform id (numeric text).
+    platform_id: String,
+}
+
+/// The voter, by platform id (numeric text).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct VoteExpiredUser {
+    id: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
