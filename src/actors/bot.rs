@@ -33,8 +33,10 @@ pub use crate::webhooks::outbox::DeliveryLog;
 use crate::webhooks::outbox::{Outbox, Preparing};
 use crate::webhooks::{Dispatcher, Prepared};
 
+mod expiry;
 mod project;
 mod reviews;
+pub use expiry::ExpireVotes;
 pub use project::{
     PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
 };
@@ -76,6 +78,9 @@ pub struct BotActor {
     /// Changes applied and submitted but not yet known durable, oldest first: what a read must
     /// leave out if the journal fails before they reach the disk.
     unacked: VecDeque<Unacked>,
+    /// The end the expiry timer was last armed with for this bot, until it wakes the actor:
+    /// a later vote's end arms nothing (`bot/expiry.rs`).
+    armed_expiry: Option<Timestamp>,
 }
 
 /// What a change not yet known durable added that reads through the actor would show.
@@ -141,6 +146,11 @@ impl Unacked {
             | Record::AnnouncementPosted { .. }
             | Record::ReviewSaved { .. }
             | Record::ReviewRemoved { .. } => nothing,
+            // Its deliveries, each one (`BotActor::submitted` adds those past the first).
+            Record::VotesExpired { expired, .. } => Self {
+                delivery: expired.iter().find_map(|vote| vote.delivery),
+                ..nothing
+            },
             Record::BotEdited { .. }
             | Record::ListingClaimed { .. }
             | Record::VoteBanSet { .. }
@@ -195,6 +205,7 @@ impl BotActor {
             outbox: Outbox::new(dispatcher),
             recent_voters: None,
             unacked: VecDeque::new(),
+            armed_expiry: None,
         }
     }
 
@@ -290,6 +301,12 @@ impl BotActor {
             | Record::MetricsBatchPosted { .. }
             | Record::BotEdited { .. }
             | Record::ListingClaimed { .. } => Some(self.publication(None)),
+            // The vote stream is told, in record order, once durable (the view, unchanged, is
+            // published again with it: once per announcement, not per vote).
+            Record::VotesExpired { expired, .. } => {
+                let told = self.expiry_publication(expired);
+                Some(self.publication(Some(told)))
+            }
             // Commands, announcements and reviews are read through the actor, once durable.
             Record::CommandsSet { .. }
             | Record::AnnouncementPosted { .. }
@@ -371,6 +388,14 @@ impl BotActor {
         let unacked = Unacked::of(record, if seq == 0 { u64::MAX } else { seq }, last_vote);
         if unacked.vote.is_some() || unacked.delivery.is_some() || unacked.growth.is_some() {
             self.unacked.push_back(unacked);
+        }
+        // An announcement of expiries queues a delivery per vote: each is left out alike.
+        if let Record::VotesExpired { expired, .. } = record.change() {
+            let more = expired.iter().filter_map(|vote| vote.delivery).skip(1);
+            self.unacked.extend(more.map(|delivery| Unacked {
+                delivery: Some(delivery),
+                ..unacked
+            }));
         }
         match seq {
             0 => {
@@ -462,6 +487,7 @@ impl Actor for BotActor {
         // its bots' deliveries when it becomes the writer.
         if !self.journal.follows() {
             self.schedule_open_deliveries();
+            self.arm_expiry();
         }
     }
 }
@@ -496,6 +522,7 @@ impl Handler<RecordVote> for BotActor {
         }
         let counts = self.state.votes.counts(at);
         self.commit_answering(record, answer, Cast { counts, at });
+        self.arm_expiry();
     }
 }
 
@@ -1019,6 +1046,7 @@ impl Handler<BecomeWriter> for BotActor {
 
     fn handle(&mut self, _: BecomeWriter, _: &mut Self::Context) {
         self.schedule_open_deliveries();
+        self.arm_expiry();
     }
 }
 

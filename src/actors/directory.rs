@@ -13,7 +13,7 @@ use actix::{Addr, Handler, MailboxError, Message};
 use dashmap::DashMap;
 use parking_lot::{RwLock, RwLockWriteGuard};
 
-use super::bot::{BotActor, DeliveryOutcome, PrepareAttempt, Publications, Published};
+use super::bot::{BotActor, DeliveryOutcome, ExpireVotes, PrepareAttempt, Publications, Published};
 use crate::domain::bot::{BotView, ListingStatus};
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
 use crate::domain::people::Grant;
@@ -515,6 +515,14 @@ impl Owners for Directory {
                 token: job.token,
                 attempt,
             });
+        }
+    }
+
+    fn expire(&self, bot: BotId) {
+        // A listing that is not public announces too (its mark moves on); its deliveries wait
+        // until it is public again, as a vote's do.
+        if let Some(bot) = self.managed(bot) {
+            bot.addr.do_send(ExpireVotes);
         }
     }
 }

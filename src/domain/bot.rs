@@ -19,7 +19,7 @@ use super::text::{
 };
 use super::time::Timestamp;
 use super::votes::{MonthlyCount, PublishedChecks, VoteBook};
-use super::webhook::{Deliveries, EventBot, EventSet, WebhookFormat};
+use super::webhook::{Deliveries, Event, EventBot, EventSet, WebhookFormat};
 use super::Rejection;
 
 /// Owner lists are short; a longer one is a mistake, not a team.
@@ -117,6 +117,14 @@ pub struct WebhookSettings {
     /// default), so the records and snapshots of every bot that chose nothing are unchanged.
     #[serde(default, skip_serializing_if = "EventSet::is_default")]
     pub events: EventSet,
+}
+
+impl WebhookSettings {
+    /// Whether the bot chose `vote.expired` (its webhook, and its vote stream, are told when
+    /// each voter's window ends).
+    pub fn announces_expiry(&self) -> bool {
+        self.events.has(Event::VoteExpired)
+    }
 }
 
 /// The body of `POST /admin/bots`.
@@ -341,7 +349,7 @@ impl BotState {
             reason: None,
             claim: None,
         };
-        Self {
+        let mut state = Self {
             listing: Arc::new(listing),
             webhook: WebhookSettings {
                 url: new.webhook_url,
@@ -358,7 +366,17 @@ impl BotState {
             growth: Growth::default(),
             project: ProjectState::default(),
             reviews: Default::default(),
-        }
+        };
+        state.follow_expiry_choice(now);
+        state
+    }
+
+    /// Starts announcing the ends of its voters' windows from `at` on when its webhook
+    /// settings chose `vote.expired`, or stops when they no longer do: applied with every
+    /// change of the settings, live and in replay alike.
+    pub fn follow_expiry_choice(&mut self, at: Timestamp) {
+        let announcing = self.webhook.announces_expiry().then_some(at);
+        self.votes.window.announce_from(announcing);
     }
 
     /// Rebuilds what is derived and not stored, after a snapshot or a journal record is read.

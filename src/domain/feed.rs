@@ -11,6 +11,12 @@
 //! reader takes a slice of those blocks, everything it has not yet taken in one piece. The log
 //! holds the last `buffer` votes: a reader further behind than that is cut off (its `take`
 //! says so), never waited for.
+//!
+//! Events of other kinds (`vote.expired`) have no place in the history: each is rendered once
+//! when published, kept beside the log with the position of the first vote published after
+//! it, and handed to every live reader between the votes it came between, so a reader sees
+//! votes and events in the order their records were journaled. They are live only: a reader
+//! that reconnects with `Last-Event-ID` is sent the votes of history it missed, not these.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -41,6 +47,8 @@ struct Shared {
     closed: AtomicBool,
     /// Streams open on this bot, caught up or still reading history.
     open: AtomicUsize,
+    /// The number of the next event to be published (see [`Readers::events`]).
+    events_published: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +64,20 @@ struct Readers {
     capacity: usize,
     /// The live readers, so that their places can be given back when they are cut off.
     registered: Vec<Reader>,
+    /// The last events published while a reader was live (at most `capacity`): each with its
+    /// number and the position of the first vote published after it, rendered.
+    events: VecDeque<Event>,
+    /// The number the next event gets.
+    next_event: u64,
+}
+
+/// An event that is not a vote, as the feed keeps it.
+#[derive(Debug)]
+struct Event {
+    number: u64,
+    /// Every vote before this position was published before it, none at or after.
+    before: u64,
+    bytes: Bytes,
 }
 
 #[derive(Debug)]
@@ -85,6 +107,18 @@ struct Block {
 impl Block {
     fn end(&self) -> u64 {
         self.first + self.starts.len() as u64
+    }
+
+    /// The bytes of this block's votes from position `from` up to `to` (not included).
+    fn between(&self, from: u64, to: u64) -> Bytes {
+        let at = |position: u64| {
+            let index = position.saturating_sub(self.first) as usize;
+            self.starts
+                .get(index)
+                .map_or(self.bytes.len(), |&start| start as usize)
+        };
+        let (start, end) = (at(from), at(to.max(from)));
+        self.bytes.slice(start..end)
     }
 
     /// The bytes of this block's votes from position `from` on.
@@ -129,6 +163,8 @@ pub struct Following {
     progress: Arc<ReaderProgress>,
     /// The position after the last vote taken.
     next: u64,
+    /// The number of the next event (not a vote) to take.
+    next_event: u64,
 }
 
 /// What a reader found when it took from the feed.
@@ -216,6 +252,7 @@ impl VoteFeed {
         Ok(Following {
             shared: Arc::clone(shared),
             next: readers.published,
+            next_event: readers.next_event,
             progress,
         })
     }
@@ -238,6 +275,40 @@ impl VoteFeed {
                 readers.queued.push(entry);
             }
             shared.published.store(published, Ordering::Release);
+        }
+        shared.notify.notify_waiters();
+    }
+
+    /// Hands a durable event that is not a vote (`name`, with its JSON `data`) to every live
+    /// reader, after the votes published before it: rendered once, as a server-sent event
+    /// without an id (a reader's `Last-Event-ID` stays its last vote's).
+    pub fn publish_event(&self, name: &str, data: &serde_json::Value) {
+        let shared = &self.shared;
+        {
+            let mut readers = shared.readers.lock();
+            if !readers.live {
+                return;
+            }
+            let mut bytes = BytesMut::new();
+            bytes.extend_from_slice(b"event: ");
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(b"\ndata: ");
+            bytes.extend_from_slice(data.to_string().as_bytes());
+            bytes.extend_from_slice(b"\n\n");
+            let number = readers.next_event;
+            readers.next_event += 1;
+            if readers.events.len() >= readers.capacity {
+                readers.events.pop_front();
+            }
+            let before = readers.published;
+            readers.events.push_back(Event {
+                number,
+                before,
+                bytes: bytes.freeze(),
+            });
+            shared
+                .events_published
+                .store(readers.next_event, Ordering::Release);
         }
         shared.notify.notify_waiters();
     }
@@ -278,11 +349,27 @@ impl Readers {
     fn stop(&mut self, log: &mut Log) {
         self.live = false;
         self.queued = Vec::new();
+        self.events = VecDeque::new();
         *log = Log::default();
     }
 }
 
 impl Log {
+    /// The rendered votes from position `from` up to `to` (not included), as slices.
+    fn pieces(&self, from: u64, to: u64, out: &mut Vec<Bytes>) {
+        for block in &self.blocks {
+            if block.end() > from && block.first < to {
+                let piece = match to {
+                    u64::MAX => block.from(from),
+                    to => block.between(from, to),
+                };
+                if !piece.is_empty() {
+                    out.push(piece);
+                }
+            }
+        }
+    }
+
     /// Renders the queued votes into one block, and drops the blocks no reader may still take.
     fn append(
         &mut self,
@@ -340,6 +427,7 @@ impl Following {
     /// end of the feed.
     pub fn ready(&self) -> bool {
         self.shared.published.load(Ordering::Acquire) > self.next
+            || self.shared.events_published.load(Ordering::Acquire) > self.next_event
             || self.shared.closed.load(Ordering::Acquire)
             || self.progress.cut_off()
     }
@@ -368,10 +456,28 @@ impl Following {
         }
         let shared = &*self.shared;
         let mut pieces = Vec::new();
+        let mut events = Vec::new();
         let end = {
             let mut log = shared.log.lock();
             let keep = {
                 let mut readers = shared.readers.lock();
+                if readers
+                    .events
+                    .front()
+                    .is_some_and(|first| first.number > self.next_event)
+                {
+                    // Events it had not taken were let go: it fell too far behind.
+                    self.progress.cut_off.store(true, Ordering::Release);
+                    return Taken::Overflow;
+                }
+                events.extend(
+                    readers
+                        .events
+                        .iter()
+                        .filter(|event| event.number >= self.next_event)
+                        .map(|event| (event.before, event.bytes.clone())),
+                );
+                self.next_event = readers.next_event;
                 std::mem::swap(&mut readers.queued, &mut log.spare);
                 // Only when there is something to render: once for all readers, not per take.
                 let slowest = if log.spare.is_empty() {
@@ -396,12 +502,16 @@ impl Following {
                 self.progress.cut_off.store(true, Ordering::Release);
                 return Taken::Overflow;
             }
-            let from = self.next.max(skip_below);
-            for block in &log.blocks {
-                if block.end() > from {
-                    pieces.push(block.from(from));
+            // The votes in order, each event between the votes it came between.
+            let mut from = self.next.max(skip_below);
+            for (before, bytes) in events {
+                if before > from {
+                    log.pieces(from, before, &mut pieces);
+                    from = before;
                 }
+                pieces.push(bytes);
             }
+            log.pieces(from, u64::MAX, &mut pieces);
             log.end
         };
         self.next = self.next.max(end);
@@ -470,6 +580,63 @@ mod tests {
 
     fn slot(feed: &VoteFeed) -> StreamSlot {
         feed.open(100).expect("a place")
+    }
+
+    /// What a take gave, votes by position and events by their data, in order.
+    fn items(taken: Taken) -> Vec<String> {
+        let Taken::Votes(pieces) = taken else {
+            panic!("expected votes, got {taken:?}");
+        };
+        let text = String::from_utf8(pieces.concat()).expect("text");
+        let mut items = Vec::new();
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            if let Some(event) = rest.strip_prefix("event: x\ndata: ") {
+                let (data, after) = event.split_once("\n\n").expect("an event's end");
+                items.push(format!("e{data}"));
+                rest = after;
+            } else {
+                let (position, after) = rest.split_once(';').expect("a vote");
+                items.push(position.to_owned());
+                rest = after;
+            }
+        }
+        items
+    }
+
+    #[test]
+    fn events_come_between_the_votes_they_came_between() {
+        let feed = VoteFeed::new(0);
+        // No reader: nothing is kept.
+        feed.publish_event("x", &serde_json::json!(0));
+        let mut early = feed.follow(0, 8, slot(&feed)).expect("live");
+        feed.publish(entry(0));
+        feed.publish_event("x", &serde_json::json!(1));
+        let mut late = feed.follow(1, 8, slot(&feed)).expect("live");
+        feed.publish(entry(1));
+        feed.publish_event("x", &serde_json::json!(2));
+        feed.publish_event("x", &serde_json::json!(3));
+        assert!(early.ready());
+        assert_eq!(items(early.take(0, render)), ["0", "e1", "1", "e2", "e3"]);
+        assert_eq!(items(late.take(0, render)), ["1", "e2", "e3"]);
+        // An event alone wakes a reader and is taken alone.
+        assert!(!early.ready());
+        feed.publish_event("x", &serde_json::json!(4));
+        assert!(early.ready());
+        assert_eq!(items(early.take(0, render)), ["e4"]);
+        feed.publish(entry(2));
+        assert_eq!(items(early.take(0, render)), ["2"]);
+        assert_eq!(items(late.take(0, render)), ["e4", "2"]);
+    }
+
+    #[test]
+    fn a_reader_that_lets_events_pile_up_past_the_buffer_is_cut_off() {
+        let feed = VoteFeed::new(0);
+        let mut reader = feed.follow(0, 2, slot(&feed)).expect("live");
+        for n in 0..3 {
+            feed.publish_event("x", &serde_json::json!(n));
+        }
+        assert_eq!(reader.take(0, render), Taken::Overflow);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::domain::staff::VoteBan;
 use crate::domain::stats::StatsUpdate;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::{VoteCounts, Voter, VoterTable};
-use crate::domain::webhook::{Delivery, Progress};
+use crate::domain::webhook::{Delivery, ExpiredVote, Progress, VoteExpired};
 use crate::domain::weekend::{self, Weight};
 use uuid::Uuid;
 
@@ -205,6 +205,16 @@ pub enum Record {
         removal: Removal,
         at: Timestamp,
     },
+    /// Votes whose 12-hour window ended, announced (`vote.expired`, CONTRACT section 14): the
+    /// bot's mark moves to `through` (every window ending by then is announced), and each vote
+    /// with a delivery queues it, made from this record as a vote's is from its own. Made only
+    /// by the writer's bot actor, from votes its journal holds, so that a restart or a failover
+    /// continues from the mark: no expiry is announced twice, none for a vote not journaled.
+    VotesExpired {
+        bot: BotId,
+        through: Timestamp,
+        expired: Vec<ExpiredVote>,
+    },
 }
 
 impl Record {
@@ -251,7 +261,8 @@ impl Record {
             | Record::MetricsBatchPosted { bot, .. }
             | Record::ListingClaimed { bot, .. }
             | Record::ReviewSaved { bot, .. }
-            | Record::ReviewRemoved { bot, .. } => Some(*bot),
+            | Record::ReviewRemoved { bot, .. }
+            | Record::VotesExpired { bot, .. } => Some(*bot),
             Record::VoteBanSet { .. }
             | Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)
@@ -323,6 +334,7 @@ impl ApplyRecord for BotState {
                 self.restore_listing();
                 self.webhook = webhook.clone();
                 self.updated_at = *at;
+                self.follow_expiry_choice(*at);
             }
             Record::DeliverySaved { delivery, .. } => self.deliveries.save(delivery.clone()),
             Record::DeliveryProgressed {
@@ -345,6 +357,18 @@ impl ApplyRecord for BotState {
             Record::ReviewSaved { review, .. } => self.reviews.save(review.clone()),
             Record::ReviewRemoved { review, .. } => {
                 self.reviews.remove(*review);
+            }
+            Record::VotesExpired {
+                through, expired, ..
+            } => {
+                let bot = self.listing.event_bot();
+                for vote in expired {
+                    if let Some(id) = vote.delivery {
+                        let event = VoteExpired::of(bot, vote);
+                        self.deliveries.queue(Delivery::queued(id, *through, event));
+                    }
+                }
+                self.votes.window.announced_through(*through);
             }
             Record::VoteBanSet { .. }
             | Record::ProfileSaved(_)
@@ -467,7 +491,8 @@ impl<B: Listed> RegistryBook<B> {
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
-            | Record::ReviewRemoved { .. } => return Err(NotApplied::NotARegistryRecord),
+            | Record::ReviewRemoved { .. }
+            | Record::VotesExpired { .. } => return Err(NotApplied::NotARegistryRecord),
             Record::Audited { change, .. } => return self.apply(change, list),
         }
         Ok(())

@@ -133,6 +133,11 @@ pub fn moderation_decision(to: &'static str) {
     counter!("botlist_moderation_decisions_total", "decision" => to).increment(1);
 }
 
+/// Votes whose window's end was announced (`vote.expired`), by the writer, as it journals them.
+pub fn votes_expired(count: usize) {
+    counter!("botlist_vote_expired_events_total").increment(count as u64);
+}
+
 pub fn webhook_queue(depth: usize) {
     gauge!("botlist_webhook_queue_depth").set(depth as f64);
 }

@@ -157,6 +157,10 @@ fn describe_all() {
         "botlist_webhook_retries_total",
         "Webhook attempts that failed and were scheduled again."
     );
+    describe_counter!(
+        "botlist_vote_expired_events_total",
+        "vote.expired events produced: votes whose 12-hour window's end was announced (journaled by the writer), for bots that chose the event."
+    );
     describe_gauge!(
         "botlist_webhook_queue_depth",
         "Webhook attempts scheduled and not yet started."
@@ -216,6 +220,7 @@ fn register_all() {
         "botlist_journal_fsync_failures_total",
         "botlist_webhook_retries_total",
         "botlist_audit_entries_written_total",
+        "botlist_vote_expired_events_total",
     ] {
         counter!(name).absolute(0);
     }

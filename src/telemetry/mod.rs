@@ -32,7 +32,7 @@ pub use counters::{
     profiles_listed, rate_key, review_changed, set_ready, snapshot_written, stats_posted,
     stream_replay_poll, timed_fsync, vote_source, webhook_outcome, webhook_queue,
 };
-pub use counters::{moderation_decision, moderation_queue};
+pub use counters::{moderation_decision, moderation_queue, votes_expired};
 pub use exporter::{install_metrics, render};
 pub use logging::{init_logs, log_line, LogFormat};
 pub use request::{

@@ -4,6 +4,7 @@
 //! [`Owners`]), whose [`outbox::Outbox`] says what changes and the actor journals it. The wire
 //! formats of the bodies sent are in [`wire`].
 
+pub mod expiry;
 pub mod guard;
 pub mod outbox;
 pub mod sign;
@@ -84,6 +85,9 @@ pub trait Owners: Send + Sync + 'static {
     fn prepare(&self, job: &Job) -> LocalFuture<Option<Prepared>>;
     /// What the attempt came to; the owner records and journals it and schedules the next.
     fn report(&self, job: &Job, attempt: Attempt);
+    /// The bot's next voter's window has ended: its owner announces what is due
+    /// (`vote.expired`) and arms the expiry timer again.
+    fn expire(&self, bot: BotId);
 }
 
 /// Why the dispatcher could not be built.
@@ -328,6 +332,8 @@ pub struct Dispatcher {
     client: reqwest::Client,
     allow_private: bool,
     queue: Mutex<Queue>,
+    /// Each bot's next end of a voter's window to announce (`expiry.rs`), looked at each tick.
+    expiry: Mutex<expiry::ExpiryTimer>,
 }
 
 impl Dispatcher {
@@ -352,6 +358,7 @@ impl Dispatcher {
             client,
             allow_private,
             queue: Mutex::new(Queue::default()),
+            expiry: Mutex::new(expiry::ExpiryTimer::default()),
         }))
     }
 
@@ -383,6 +390,15 @@ impl Dispatcher {
         }
     }
 
+    /// Wakes `bot`'s owner ([`Owners::expire`]) once `end` has come on the clock.
+    pub fn arm_expiry(&self, bot: BotId, end: Timestamp) {
+        self.expiry_timer().arm(bot, end);
+    }
+
+    fn expiry_timer(&self) -> MutexGuard<'_, expiry::ExpiryTimer> {
+        self.expiry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Starts the loop that sends what has come due; runs on the calling arbiter.
     pub fn start(self: &Arc<Self>, mut stop: crate::shutdown::Shutdown) {
         let dispatcher = Arc::clone(self);
@@ -392,6 +408,11 @@ impl Dispatcher {
                 tokio::select! {
                     _ = ticks.tick() => {}
                     () = stop.requested() => return,
+                }
+                let now = dispatcher.clock.now();
+                let ended = dispatcher.expiry_timer().take_due(now);
+                for bot in ended {
+                    dispatcher.owners.expire(bot);
                 }
                 let (send, expired) = dispatcher.take_due();
                 for job in expired {

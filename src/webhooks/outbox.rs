@@ -25,7 +25,8 @@ use crate::domain::bot::BotState;
 use crate::domain::time::Timestamp;
 use crate::domain::votes::Voter;
 use crate::domain::webhook::{
-    Attempt, Delivery, DeliveryState, EventKind, TestEvent, TestOwner, VoteCreated, Wants,
+    Attempt, Delivery, DeliveryState, EventKind, ExpiredVote, TestEvent, TestOwner, VoteCreated,
+    VoteExpired, Wants,
 };
 use crate::domain::weekend::Weight;
 use crate::domain::Rejection;
@@ -127,6 +128,55 @@ impl Outbox {
             weight,
         };
         (record, Some(QueuedByVote { delivery, given_up }))
+    }
+
+    /// The record announcing the votes whose window ended after the bot's mark and by `now`
+    /// (`vote.expired`), each with a delivery when the bot's webhook receives the kind, and
+    /// the open deliveries those give up to make room; `None` when none is due or the bot
+    /// announces none.
+    pub fn expiry_record(&self, state: &BotState, now: Timestamp) -> Option<(Record, Vec<Uuid>)> {
+        let window = &state.votes.window;
+        let through = now.max(window.announced()?);
+        let deliver = VoteExpired::receives(&wants(state));
+        let expired: Vec<ExpiredVote> = window
+            .due(through)
+            .map(|(user, voted_at)| ExpiredVote {
+                user,
+                voted_at,
+                delivery: deliver.then(Uuid::new_v4),
+            })
+            .collect();
+        if expired.is_empty() {
+            return None;
+        }
+        let given_up = match deliver {
+            true => state.deliveries.making_room_for(expired.len()),
+            false => Vec::new(),
+        };
+        let record = Record::VotesExpired {
+            bot: state.listing.id,
+            through,
+            expired,
+        };
+        Some((record, given_up))
+    }
+
+    /// Schedules the first attempts of the deliveries an expiry record queued (applied to
+    /// `state`), and forgets the attempts of those it gave up.
+    pub fn queued_by_expiry(&mut self, state: &BotState, record: &Record, given_up: &[Uuid]) {
+        self.forget(given_up);
+        if let Record::VotesExpired { expired, .. } = record {
+            for id in expired.iter().filter_map(|vote| vote.delivery) {
+                if let Some(delivery) = state.deliveries.get(id) {
+                    self.schedule(state, delivery, false);
+                }
+            }
+        }
+    }
+
+    /// Wakes the bot's actor once `end` has come (the next end of a voter's window).
+    pub fn arm_expiry(&self, state: &BotState, end: Timestamp) {
+        self.dispatcher.arm_expiry(state.listing.id, end);
     }
 
     /// Schedules the first attempt of the delivery a vote's record queued (applied to `state`),

@@ -12,6 +12,7 @@ mod compression;
 mod docs;
 mod errors;
 mod events;
+mod expiry;
 mod growth;
 mod helpers;
 mod history;

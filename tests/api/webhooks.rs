@@ -13,7 +13,7 @@ use sha2::Sha256;
 use crate::helpers::{assert_error, spawn_app, spawn_app_with, test_settings, TestApp, TestBot};
 
 #[derive(Clone, Copy)]
-enum Reply {
+pub(crate) enum Reply {
     Status(u16),
     RetryAfter(u64),
     Hang,
@@ -21,7 +21,7 @@ enum Reply {
 }
 
 #[derive(Clone, Debug)]
-struct Received {
+pub(crate) struct Received {
     headers: Vec<(String, String)>,
     body: String,
 }
@@ -34,14 +34,14 @@ impl Received {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).expect("a JSON body")
     }
 }
 
 #[derive(Clone)]
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
     received: Arc<Mutex<Vec<Received>>>,
 }
 
@@ -89,7 +89,7 @@ async fn receive(
 }
 
 /// A receiver that answers with the script, then 200.
-async fn receiver(replies: &[Reply]) -> Receiver {
+pub(crate) async fn receiver(replies: &[Reply]) -> Receiver {
     let received = Arc::new(Mutex::new(Vec::new()));
     let script = web::Data::new(Script {
         replies: Mutex::new(replies.iter().copied().collect()),
@@ -112,12 +112,12 @@ async fn receiver(replies: &[Reply]) -> Receiver {
 }
 
 impl Receiver {
-    fn all(&self) -> Vec<Received> {
+    pub(crate) fn all(&self) -> Vec<Received> {
         self.received.lock().expect("lock").clone()
     }
 
     /// Waits (real time, bounded) until `n` requests have arrived.
-    async fn wait_for(&self, n: usize) -> Vec<Received> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Received> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let all = self.all();

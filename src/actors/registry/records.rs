@@ -87,7 +87,8 @@ impl Registry {
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
-            | Record::ReviewRemoved { .. } => None,
+            | Record::ReviewRemoved { .. }
+            | Record::VotesExpired { .. } => None,
             // The change decides; its entry joins the audit log through the journal.
             Record::Audited { change, .. } => self.apply_own(change, from_stream),
         }
@@ -140,7 +141,8 @@ impl Registry {
             | Record::MetricsBatchPosted { .. }
             | Record::ListingClaimed { .. }
             | Record::ReviewSaved { .. }
-            | Record::ReviewRemoved { .. } => {}
+            | Record::ReviewRemoved { .. }
+            | Record::VotesExpired { .. } => {}
             // Not a bot's: `apply_own`'s.
             Record::ProfileSaved(_)
             | Record::ProfileDeleted(_)

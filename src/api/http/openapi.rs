@@ -60,7 +60,7 @@ to 128 visible ASCII characters, else one the server made up. The access log sho
         description = DESCRIPTION,
         license(name = "MIT OR Apache-2.0")
     ),
-    components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter, super::problem::ProblemDetails)),
+    components(schemas(error::ErrorBody, error::ErrorDetail, error::ErrorCode, limits::RetryAfter, super::problem::ProblemDetails, crate::domain::webhook::VoteExpiredEvent)),
     tags(
         (name = "bots", description = "Search and read bots"),
         (name = "votes", description = "Voters and vote checks; a bot's API token"),

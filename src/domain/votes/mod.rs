@@ -422,9 +422,19 @@ impl VoterRing {
 ///
 /// Votes enter in time order into a queue; entries older than the window are dropped from its
 /// front as time passes, so memory follows the votes of the last 12 hours, not all voters.
+///
+/// The same queue is the bot's queue of window ends for `vote.expired` (CONTRACT section 14):
+/// in time order, each entry's window ends at its time plus the window. A bot that chose the
+/// event has an `announced` mark, the end up to which every vote's expiry has been announced
+/// (journaled by `Record::VotesExpired`); entries whose end is past the mark are kept until it
+/// passes them, so a vote whose window ended while nothing ran is still here to be announced.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CheckWindow {
     queue: Shared<VecDeque<(Timestamp, Snowflake)>>,
+    /// Every window ending at or before this was announced; `None` when the bot does not
+    /// announce expiries. Last and left out when `None`, so files of earlier builds load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    announced: Option<Timestamp>,
     #[serde(skip)]
     latest: Shared<HashMap<Snowflake, Timestamp, FxBuildHasher>>,
     /// What `GET /bots/:id/check` reads without asking the actor: the votes known durable.
@@ -451,9 +461,13 @@ impl CheckWindow {
         self.latest.insert(user, at);
     }
 
-    /// Forgets votes that are no longer active at `now`.
+    /// Forgets votes that are no longer active at `now`, but those whose expiry is still to be
+    /// announced.
     pub fn expire(&mut self, now: Timestamp) {
-        let horizon = now.minus(vote_window());
+        let mut horizon = now.minus(vote_window());
+        if let Some(announced) = self.announced {
+            horizon = horizon.min(announced.minus(vote_window()));
+        }
         while let Some(&(at, user)) = self.queue.front() {
             if at > horizon {
                 break;
@@ -462,6 +476,51 @@ impl CheckWindow {
             if self.latest.get(&user) == Some(&at) {
                 self.latest.remove(&user);
             }
+        }
+    }
+
+    /// The end up to which expiries were announced; `None` when the bot announces none.
+    pub fn announced(&self) -> Option<Timestamp> {
+        self.announced
+    }
+
+    /// Starts announcing expiries (from the windows that end after `from`), or stops
+    /// (`None`); a bot already announcing keeps its mark.
+    pub fn announce_from(&mut self, from: Option<Timestamp>) {
+        self.announced = from.map(|from| self.announced.unwrap_or(from));
+    }
+
+    /// The votes whose window ended after the mark and by `now`, oldest first, as (voter, time
+    /// of the vote); none when the bot announces none.
+    pub fn due(&self, now: Timestamp) -> impl Iterator<Item = (Snowflake, Timestamp)> + '_ {
+        let window = vote_window();
+        let announced = self.announced;
+        let start = announced.map_or(self.queue.len(), |mark| {
+            self.queue
+                .partition_point(|&(at, _)| at.plus(window) <= mark)
+        });
+        self.queue
+            .range(start..)
+            .take_while(move |&&(at, _)| at.plus(window) <= now)
+            .map(|&(at, user)| (user, at))
+    }
+
+    /// When the next window past the mark ends; `None` when there is none to announce.
+    pub fn next_end(&self) -> Option<Timestamp> {
+        let mark = self.announced?;
+        let window = vote_window();
+        let start = self
+            .queue
+            .partition_point(|&(at, _)| at.plus(window) <= mark);
+        self.queue.get(start).map(|&(at, _)| at.plus(window))
+    }
+
+    /// Every window ending by `through` is announced: the mark moves there (never back), and
+    /// what is no longer active nor to be announced is forgotten.
+    pub fn announced_through(&mut self, through: Timestamp) {
+        if let Some(mark) = &mut self.announced {
+            *mark = (*mark).max(through);
+            self.expire(through);
         }
     }
 
@@ -807,6 +866,102 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::t;
     use super::*;
+
+    const HOURS_12: i64 = 12 * 60;
+
+    fn users(due: impl Iterator<Item = (Snowflake, Timestamp)>) -> Vec<u64> {
+        due.map(|(user, _)| user.get()).collect()
+    }
+
+    #[test]
+    fn the_window_is_the_queue_of_ends_and_keeps_what_is_not_announced() {
+        let mut window = CheckWindow::default();
+        // Not announcing: nothing is due, nothing is armed.
+        window.record(Snowflake::from_u64(1), t(0));
+        assert_eq!(window.next_end(), None);
+        assert!(users(window.due(t(10_000))).is_empty());
+        window.announce_from(Some(t(0)));
+        // Equal ends, then a later one.
+        window.record(Snowflake::from_u64(2), t(0));
+        window.record(Snowflake::from_u64(3), t(5));
+        assert_eq!(window.next_end(), Some(t(HOURS_12)));
+        assert!(users(window.due(t(HOURS_12 - 1))).is_empty());
+        assert_eq!(users(window.due(t(HOURS_12))), [1, 2]);
+        // A vote long after does not drop votes whose end is not announced.
+        window.record(Snowflake::from_u64(4), t(2 * HOURS_12));
+        window.expire(t(2 * HOURS_12));
+        assert_eq!(users(window.due(t(2 * HOURS_12))), [1, 2, 3]);
+        window.announced_through(t(HOURS_12));
+        assert_eq!(window.announced(), Some(t(HOURS_12)));
+        assert_eq!(users(window.due(t(2 * HOURS_12))), [3]);
+        assert_eq!(window.next_end(), Some(t(HOURS_12 + 5)));
+        // The mark never moves back, and what it passed is forgotten.
+        window.announced_through(t(2 * HOURS_12));
+        window.announced_through(t(0));
+        assert_eq!(window.announced(), Some(t(2 * HOURS_12)));
+        assert_eq!(window.len(), 1);
+        assert_eq!(window.next_end(), Some(t(3 * HOURS_12)));
+        // Choosing again keeps the mark; stopping forgets it.
+        window.announce_from(Some(t(5 * HOURS_12)));
+        assert_eq!(window.announced(), Some(t(2 * HOURS_12)));
+        window.announce_from(None);
+        assert_eq!(window.next_end(), None);
+    }
+
+    #[test]
+    fn a_window_stored_without_a_mark_loads_and_one_with_a_mark_keeps_it() {
+        #[derive(Serialize)]
+        struct Earlier {
+            queue: VecDeque<(Timestamp, Snowflake)>,
+        }
+        let earlier = Earlier {
+            queue: VecDeque::from([(t(0), Snowflake::from_u64(1))]),
+        };
+        let bytes = rmp_serde::to_vec(&earlier).expect("encodes");
+        let window: CheckWindow = rmp_serde::from_slice(&bytes).expect("decodes");
+        assert_eq!(window.announced(), None);
+        let mut window = window;
+        window.announce_from(Some(t(3)));
+        let bytes = rmp_serde::to_vec(&window).expect("encodes");
+        let back: CheckWindow = rmp_serde::from_slice(&bytes).expect("decodes");
+        assert_eq!(back.announced(), Some(t(3)));
+        assert_eq!(back.len(), 1);
+    }
+
+    proptest::proptest! {
+        /// Any votes in time order, announced at any moments: every vote is due exactly once
+        /// over all announcements, in time order, and never before its end.
+        #[test]
+        fn every_vote_is_due_once_in_order(
+            gaps in proptest::collection::vec(0i64..200, 1..300),
+            checks in proptest::collection::vec(0i64..2000, 1..30),
+        ) {
+            let mut window = CheckWindow::default();
+            window.announce_from(Some(t(0)));
+            let mut at = 0;
+            let mut votes = Vec::new();
+            for (user, gap) in (0u64..).zip(&gaps) {
+                at += gap;
+                window.record(Snowflake::from_u64(user), t(at));
+                votes.push((user, at));
+            }
+            let mut checks = checks;
+            checks.sort_unstable();
+            checks.push(at + HOURS_12);
+            let mut announced = Vec::new();
+            for now in checks {
+                let due: Vec<(Snowflake, Timestamp)> = window.due(t(now)).collect();
+                for (_, voted) in &due {
+                    proptest::prop_assert!(voted.plus(vote_window()) <= t(now));
+                }
+                announced.extend(due.iter().map(|(user, _)| user.get()));
+                window.announced_through(t(now));
+            }
+            let all: Vec<u64> = votes.iter().map(|(user, _)| *user).collect();
+            proptest::prop_assert_eq!(announced, all);
+            proptest::prop_assert_eq!(window.next_end(), None);
+        }
+    }
 
     fn voter(id: u64) -> Voter {
         super::testing::named("user", id)

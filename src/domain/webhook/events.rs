@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::expiry::VoteExpired;
 use super::moderation::{ListingApproval, ListingDelisting, ListingDenial, ReviewCreated};
 use super::EventBot;
 use crate::domain::time::Timestamp;
@@ -48,7 +49,7 @@ impl Event {
     pub fn sent_while_hidden(self) -> bool {
         match self {
             Event::ListingApproved | Event::ListingDenied | Event::ListingDelisted => true,
-            Event::VoteCreate | Event::Test | Event::ReviewCreate => false,
+            Event::VoteCreate | Event::Test | Event::ReviewCreate | Event::VoteExpired => false,
         }
     }
 }
@@ -499,4 +500,5 @@ event_kinds! {
     ListingApproved(ListingApproval) = "listing.approved",
     ListingDenied(ListingDenial) = "listing.denied",
     ListingDelisted(ListingDelisting) = "listing.delisted",
+    VoteExpired(VoteExpired) = "vote.expired",
 }

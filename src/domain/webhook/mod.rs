@@ -20,8 +20,10 @@ use super::votes::{VoteCounts, Voter};
 use super::weekend::Weight;
 
 mod events;
+mod expiry;
 mod moderation;
 pub use events::*;
+pub use expiry::*;
 pub use moderation::*;
 
 /// The bot an event is about, as the event's bodies name it.
@@ -450,7 +452,12 @@ impl Deliveries {
 
     /// The oldest open deliveries that one more open one would give up (see [`Self::queue`]).
     pub fn making_room(&self) -> Vec<Uuid> {
-        let over = (self.open.len() + 1).saturating_sub(MAX_PENDING);
+        self.making_room_for(1)
+    }
+
+    /// The oldest open deliveries that `more` open ones would give up.
+    pub fn making_room_for(&self, more: usize) -> Vec<Uuid> {
+        let over = (self.open.len() + more).saturating_sub(MAX_PENDING);
         self.open
             .iter()
             .take(over)
