@@ -30,8 +30,7 @@ pub use access_log::{AccessLines, AccessLog, AnsweredRequest, RouteName};
 pub use counters::{
     count_vote, data_dir_available, event_queued, journal_failed, journal_healthy, journal_written,
     profiles_listed, rate_key, review_changed, set_ready, snapshot_written, stats_posted,
-    stream_replay_poll,
-    timed_fsync, vote_source, webhook_outcome, webhook_queue,
+    stream_replay_poll, timed_fsync, vote_source, webhook_outcome, webhook_queue,
 };
 pub use counters::{moderation_decision, moderation_queue};
 pub use exporter::{install_metrics, render};
