@@ -523,9 +523,10 @@ mod tests {
         use crate::persist::state::{Replayer, SavedState};
 
         fn state_digest(state: SavedState) -> String {
+            let audit = state.audit.chain();
             let mut replayer = Replayer::new(state);
             let (profiles, bots) = replayer.parts();
-            digest(profiles, bots)
+            digest(profiles, bots, audit)
         }
 
         proptest! {
@@ -559,7 +560,11 @@ mod tests {
                         let seen = follower.epoch;
                         let state = std::mem::take(&mut follower).replayer.finish();
                         let bytes = rmp_serde::to_vec(&state).expect("encodes");
-                        let state: SavedState = rmp_serde::from_slice(&bytes).expect("decodes");
+                        let mut decoded: SavedState =
+                            rmp_serde::from_slice(&bytes).expect("decodes");
+                        // The log, as a snapshot's sixth part carries it.
+                        decoded.audit = state.audit;
+                        let state = decoded;
                         follower = CatchUp {
                             replayer: Replayer::new(state),
                             stream_seq: message.stream_seq,

@@ -75,7 +75,7 @@ async fn digest(
 }
 
 async fn read_digest(state: &AppState) -> Result<String, ApiError> {
-    of_source(&state.registry)
+    of_source(&state.registry, &state.directory.audit)
         .await
         .map_err(|e| Code::Unavailable.with(format!("the state could not be read: {e}")))
 }
