@@ -81,6 +81,7 @@ fn every_earlier_format_opens_with_what_its_build_served() {
             "{}",
             fixture.display()
         );
+        served_as_recorded(&server, bot, &expected, &fixture);
         // It takes writes and keeps them, in the current format, across a clean stop.
         assert!(server.vote(bot, 410_000_000_000_000_099).is_success());
         assert_eq!(server.terminate().code(), Some(0), "{}", fixture.display());
@@ -88,5 +89,24 @@ fn every_earlier_format_opens_with_what_its_build_served() {
         let (_, one) = server.get(&format!("/bots/{bot}"), None);
         let before = expected["vote_count"].as_u64().expect("a count");
         assert_eq!(one["vote_count"], before + 1, "{}", fixture.display());
+    }
+}
+
+/// What fixtures made since the stats and reviews were recorded also hold: the server count as
+/// `GET /bots/:id/stats` answered it, the short description (a later edit, from format 6), and
+/// the reviews' count and rating (format 6). Older fixtures lack the keys and skip them.
+fn served_as_recorded(server: &Server, bot: &str, expected: &Value, fixture: &Path) {
+    if let Some(count) = expected.get("stats_server_count") {
+        let (_, stats) = server.get(&format!("/bots/{bot}/stats"), None);
+        assert_eq!(&stats["server_count"], count, "{}", fixture.display());
+    }
+    if let Some(text) = expected.get("short_description") {
+        let (_, one) = server.get(&format!("/bots/{bot}"), None);
+        assert_eq!(&one["short_description"], text, "{}", fixture.display());
+    }
+    if let Some(reviews) = expected.get("reviews") {
+        let (_, list) = server.get(&format!("/bots/{bot}/reviews"), None);
+        assert_eq!(list["count"], reviews["count"], "{}", fixture.display());
+        assert_eq!(list["rating"], reviews["rating"], "{}", fixture.display());
     }
 }
