@@ -5,41 +5,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix_web::{web, App, HttpResponse, HttpServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app_with, test_settings, TestApp};
+use crate::helpers::{
+    assert_error, json_receiver as receiver, spawn_app_with, test_settings, TestApp,
+};
 
 async fn app() -> TestApp {
     let mut settings = test_settings();
     settings.rate_limit = 0;
     settings.allow_private_webhooks = true;
     spawn_app_with(settings).await
-}
-
-/// A receiver on this machine: every JSON body it is sent.
-async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&received);
-    let server = HttpServer::new(move || {
-        let kept = Arc::clone(&kept);
-        App::new().default_service(web::to(move |body: web::Bytes| {
-            let kept = Arc::clone(&kept);
-            async move {
-                if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-                    kept.lock().expect("lock").push(value);
-                }
-                HttpResponse::Ok().finish()
-            }
-        }))
-    })
-    .workers(1)
-    .bind("127.0.0.1:0")
-    .expect("binds");
-    let port = server.addrs()[0].port();
-    actix_web::rt::spawn(server.run());
-    (format!("http://127.0.0.1:{port}/hook"), received)
 }
 
 /// Waits until `count` bodies arrived; their types, sorted.

@@ -1,8 +1,9 @@
 //! One way to start the app for a test: bound to port 0, on a manual clock, driven over HTTP.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use actix_web::{web, App, HttpResponse, HttpServer};
 use botlist::config::Settings;
 use botlist::domain::time::{ManualClock, Timestamp};
 use botlist::persist::journal::FsyncMode;
@@ -304,4 +305,28 @@ pub async fn assert_error(response: Response, status: StatusCode, code: &str) ->
         "only `error`: {body}"
     );
     message
+}
+
+/// A webhook receiver on this machine: its URL, and every JSON body it is sent, in order.
+pub async fn json_receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&received);
+    let server = HttpServer::new(move || {
+        let kept = Arc::clone(&kept);
+        App::new().default_service(web::to(move |body: web::Bytes| {
+            let kept = Arc::clone(&kept);
+            async move {
+                if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+                    kept.lock().expect("lock").push(value);
+                }
+                HttpResponse::Ok().finish()
+            }
+        }))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("binds");
+    let port = server.addrs()[0].port();
+    actix_web::rt::spawn(server.run());
+    (format!("http://127.0.0.1:{port}/hook"), received)
 }

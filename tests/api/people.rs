@@ -1,14 +1,14 @@
 //! CONTRACT section 13 over HTTP: profile tokens, votes by the voter, owners who manage their
 //! own listings, and listings that are not approved kept out of every public answer.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix_web::{web, App, HttpResponse, HttpServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app_with, test_settings, TestApp, ADMIN};
+use crate::helpers::{
+    assert_error, json_receiver as receiver, spawn_app_with, test_settings, TestApp, ADMIN,
+};
 
 async fn app() -> TestApp {
     let mut settings = test_settings();
@@ -360,30 +360,6 @@ async fn a_profile_votes_as_itself_once_per_twelve_hours() {
         profile_vote(&app, &bot.id, &own).await.status(),
         StatusCode::CREATED
     );
-}
-
-/// A tiny receiver of webhook deliveries.
-async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&received);
-    let server = HttpServer::new(move || {
-        let kept = Arc::clone(&kept);
-        App::new().default_service(web::to(move |body: web::Bytes| {
-            let kept = Arc::clone(&kept);
-            async move {
-                if let Ok(value) = serde_json::from_slice::<Value>(&body) {
-                    kept.lock().expect("lock").push(value);
-                }
-                HttpResponse::Ok().finish()
-            }
-        }))
-    })
-    .workers(1)
-    .bind("127.0.0.1:0")
-    .expect("binds");
-    let port = server.addrs()[0].port();
-    actix_web::rt::spawn(server.run());
-    (format!("http://127.0.0.1:{port}/hook"), received)
 }
 
 /// The first vote event of a stream's bytes, as JSON.
