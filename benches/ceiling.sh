@@ -6,11 +6,13 @@
 #
 #   benches/ceiling.sh [--bots N] [--votes-per-bot V] [--seconds S] [--rounds R]
 #                      [--connections C] [--bin PATH] [--bare PATH] [--data DIR] [--only REGEX]
+#                      [--serve-arg ARG]...
 #
 # botlist (default target/release/botlist) serves an empty data directory (or DIR, kept between
 # runs: a directory already filled is not filled again) in its default configuration but for
 # --rate-limit 0 (so the handlers are measured, not the 429 path), --snapshot-interval 0 and an
-# admin token; its log lines go to a file. It is filled through `POST /admin/bots` and
+# admin token, and each --serve-arg after them (e.g. `--serve-arg --classic-base-path=` to serve
+# no classic surface); its log lines go to a file. It is filled through `POST /admin/bots` and
 # `POST /admin/bots/:id/votes` (benches/fill_directory.lua, 32 in flight: N bots, default
 # 100,000, V votes per bot on average, default 2), then one more bot is listed, voted for and
 # posted stats to for the single-bot routes. Resident memory is read before and after the fill.
@@ -27,6 +29,7 @@ done
 
 BOTS=100000 PER_BOT=2 SECS=5 ROUNDS=3 CONNS=64 BIN=target/release/botlist
 BARE=target/release/examples/bare DATA="" ONLY="" ADMIN=bench-admin-token
+SERVE_ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --bots) BOTS=$2; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --bare) BARE=$2; shift 2 ;;
     --data) DATA=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --serve-arg) SERVE_ARGS+=("$2"); shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +60,7 @@ BARE_URL=http://127.0.0.1:$BARE_PORT/bytes
 "$BARE" 127.0.0.1:$BARE_PORT > "$WORK/bare.out" 2>&1 &
 BARE_PID=$!
 "$BIN" serve --bind 127.0.0.1:$PORT --data-dir "$DATA" --rate-limit 0 --admin-token "$ADMIN" \
-  --snapshot-interval 0 > "$WORK/botlist.out" 2> "$WORK/botlist.log" &
+  --snapshot-interval 0 "${SERVE_ARGS[@]}" > "$WORK/botlist.out" 2> "$WORK/botlist.log" &
 PID=$!
 until grep -q "listening on" "$WORK/botlist.out" 2>/dev/null; do
   kill -0 $PID 2>/dev/null || { echo "botlist did not start:" >&2; cat "$WORK/botlist.log" >&2; exit 1; }
@@ -106,7 +110,8 @@ curl -sf -X POST "$API/bots/$BOT/stats" -H "Authorization: $TOKEN" -H 'Content-T
 # when that route is measured.
 PROFILE_ROUTE="POST /bots/:id/votes by profile token (fsync always)"
 if [[ -z $ONLY || $PROFILE_ROUTE =~ $ONLY ]]; then
-  python3 benches/profile_voters.py "$API" "$ADMIN" "${PROFILES:-5000}" 200 "$WORK/voters"
+  python3 benches/profile_voters.py "$API" "$ADMIN" "${PROFILES:-5000}" 200 "$WORK/voters" \
+    "$(date +%s | cut -c5-)"
   VOTED=$(tail -n 1 "$WORK/voters.bots")
 fi
 

@@ -2,7 +2,10 @@
 and PROFILES profiles, each profile with a `vote` token; writes the tokens and the bot ids, one
 a line, to PREFIX.tokens and PREFIX.bots.
 
-    python3 benches/profile_voters.py API ADMIN PROFILES BOTS PREFIX
+    python3 benches/profile_voters.py API ADMIN PROFILES BOTS PREFIX [SALT]
+
+SALT (a number, default 0) sets the platform ids and usernames apart, so that a directory kept
+between runs (`ceiling.sh --data`) takes a new set each run.
 """
 import http.client
 import json
@@ -10,6 +13,7 @@ import sys
 from urllib.parse import urlsplit
 
 api, admin, profiles, bots, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+salt = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 url = urlsplit(api)
 conn = http.client.HTTPConnection(url.hostname, url.port)
 
@@ -26,11 +30,12 @@ def post(path, body):
 
 with open(prefix + ".bots", "w") as out:
     for n in range(bots):
-        made = post("/admin/bots", {"platform_id": str(880000000000000000 + n), "name": f"Voted {n}",
-                                    "username": f"voted{n}", "short_description": "A bot profiles vote for."})
+        made = post("/admin/bots", {"platform_id": str(880000000000000000 + salt * 10_000_000 + n),
+                                    "name": f"Voted {n}", "username": f"voted{n}_{salt}", "short_description": "A bot profiles vote for."})
         out.write(made["bot"]["id"] + "\n")
 with open(prefix + ".tokens", "w") as out:
     for n in range(profiles):
-        profile = post("/admin/users", {"username": f"voter{n}", "platform_id": str(770000000000000000 + n)})
+        profile = post("/admin/users", {"username": f"voter{n}_{salt}",
+                                       "platform_id": str(770000000000000000 + salt * 10_000_000 + n)})
         token = post(f"/admin/users/{profile['id']}/tokens", {"scopes": ["vote"], "label": "bench"})
         out.write(token["token"] + "\n")
