@@ -5,7 +5,7 @@
 # not a test.
 #
 #   benches/moderation.sh [--bots N] [--entries M] [--seconds S] [--rounds R]
-#                         [--connections C] [--data DIR]
+#                         [--connections C] [--data DIR] [--only REGEX]
 #
 # The data directory (default a temporary one; DIR is kept and not filled again) is written by
 # `examples/moderation_fill.rs`: N bots (default 100,000), every one `pending`, and an audit log
@@ -20,7 +20,7 @@ for tool in wrk curl jq; do
   command -v "$tool" >/dev/null || { echo "needs $tool: apt-get install $tool" >&2; exit 1; }
 done
 
-BOTS=100000 ENTRIES=10000000 SECS=5 ROUNDS=3 CONNS=64 DATA=""
+BOTS=100000 ENTRIES=10000000 SECS=5 ROUNDS=3 CONNS=64 DATA="" ONLY=""
 BIN=target/release/botlist BARE=target/release/examples/bare FILL=target/release/examples/moderation_fill
 ADMIN=bench-admin-token
 while [ $# -gt 0 ]; do
@@ -31,6 +31,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
     --data) DATA=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,6 +93,7 @@ ROWS=$WORK/rows; : > "$ROWS"
 k=0
 for route in "${ROUTES[@]}"; do
   IFS='|' read -r name path header <<< "$route"
+  [[ -z $ONLY || $name =~ $ONLY ]] || continue
   url=$API$path
   status=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: $header" "$url")
   [ "$status" = 200 ] || { echo "$name answered $status: $(head -c 300 "$WORK/body")" >&2; exit 1; }
