@@ -12,6 +12,7 @@ use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::backup::{self, CopyError};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
+use botlist::startup::clock;
 use botlist::startup::node::{self, Ended};
 use botlist::startup::{stop_signal, Application, StartError, StoppedAfterJournalFailure};
 use botlist::telemetry::{self, LogFormat};
@@ -288,11 +289,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let settings = Settings::from_args(&args, admin_token);
+    // The system clock, unless a test of the real binary moves it (startup/clock.rs).
+    let clock = match clock::from_env() {
+        Ok(clock) => clock,
+        Err(why) => {
+            eprintln!("botlist will not start: {why}");
+            return ExitCode::from(CONFIG);
+        }
+    };
     if let Some(cluster) = cluster_token.and_then(|token| ClusterSettings::with_token(&args, token))
     {
-        return serve_replicated(settings, cluster).await;
+        return serve_replicated(settings, cluster, clock).await;
     }
-    let app = match Application::build(settings, Arc::new(SystemClock)).await {
+    let app = match Application::build(settings, clock).await {
         Ok(app) => {
             free_small_blocks_at_once();
             app
@@ -361,8 +370,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
 }
 
 /// Cluster mode: the node's lifecycle is in `startup::node`.
-async fn serve_replicated(settings: Settings, cluster: ClusterSettings) -> ExitCode {
-    match node::run(settings, cluster, Arc::new(SystemClock)).await {
+async fn serve_replicated(
+    settings: Settings,
+    cluster: ClusterSettings,
+    clock: Arc<dyn Clock>,
+) -> ExitCode {
+    match node::run(settings, cluster, clock).await {
         Ended::Stopped => ExitCode::SUCCESS,
         Ended::Demoted(why) => {
             eprintln!(

@@ -6,6 +6,7 @@
 //! them (`serve`); what touches the data directory is in `data_dir`.
 
 mod actors;
+pub mod clock;
 mod data_dir;
 pub mod node;
 mod serve;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
 
 #[path = "../support/delivery.rs"]
-mod delivery;
+pub(super) mod delivery;
 use super::scenarios::converged;
 use delivery::read_delivery;
 

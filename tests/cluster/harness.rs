@@ -283,6 +283,8 @@ pub struct Node {
     pub client: Client,
     pub log: Arc<Mutex<String>>,
     pub args: Vec<String>,
+    /// Variables set for the process beside those it inherits (kept for a restart).
+    pub env: Vec<(String, String)>,
     _dir: TempDir,
 }
 
@@ -323,10 +325,29 @@ impl Node {
         Self::start_in(name, args, tempfile::tempdir().expect("temp dir"))
     }
 
-    /// Starts a node stopped before again, on its data directory and with its arguments.
+    /// A node with the harness's arguments and `extra`, and the variables `env` (the clock's
+    /// offset file, say: src/startup/clock.rs).
+    pub fn start_env(name: &str, nats: &str, extra: &[&str], env: &[(&str, &str)]) -> Node {
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::try_start_env(
+            name,
+            Self::args(name, nats, extra),
+            tempfile::tempdir().expect("temp dir"),
+            env,
+        )
+        .unwrap_or_else(|(status, log)| panic!("node {name} did not start ({status}): {log}"))
+    }
+
+    /// Starts a node stopped before again, on its data directory and with its arguments and
+    /// variables.
     pub fn start_in_dir_of(mut stopped: Node) -> Node {
         let dir = std::mem::replace(&mut stopped._dir, tempfile::tempdir().expect("temp dir"));
-        Self::start_in(&stopped.name.clone(), stopped.args.clone(), dir)
+        let name = stopped.name.clone();
+        Self::try_start_env(&name, stopped.args.clone(), dir, stopped.env.clone())
+            .unwrap_or_else(|(status, log)| panic!("node {name} did not start ({status}): {log}"))
     }
 
     /// A node with the default lease TTL (7 s).
@@ -360,8 +381,18 @@ impl Node {
         args: Vec<String>,
         dir: TempDir,
     ) -> Result<Node, (ExitStatus, String)> {
+        Self::try_start_env(name, args, dir, Vec::new())
+    }
+
+    fn try_start_env(
+        name: &str,
+        args: Vec<String>,
+        dir: TempDir,
+        env: Vec<(String, String)>,
+    ) -> Result<Node, (ExitStatus, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_botlist"))
             .args(&args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .arg("--data-dir")
             .arg(dir.path())
             // Why a follower stops following, should it, is what a failed run needs most.
@@ -416,6 +447,7 @@ impl Node {
                 .expect("client"),
             log,
             args,
+            env,
             _dir: dir,
         })
     }

@@ -8,6 +8,7 @@ mod followers;
 mod harness;
 mod lease;
 mod load;
+mod moderation;
 mod outages;
 mod people;
 mod scenarios;

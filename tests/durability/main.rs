@@ -7,6 +7,7 @@ mod corruption;
 mod crash;
 mod damage;
 mod exits;
+mod expiry;
 mod formats;
 mod hardening;
 mod history;

@@ -30,8 +30,9 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_botlist")
 }
 
-fn command(dir: &Path, extra: &[&str]) -> Command {
+fn command(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(binary());
+    command.envs(env.iter().copied());
     command
         .args([
             "serve",
@@ -64,9 +65,28 @@ impl Server {
         }
     }
 
+    /// Starts the server with `env` beside the environment it inherits.
+    pub fn start_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        match Self::try_start_env(dir, extra, env) {
+            Ok(server) => server,
+            Err(refused) => panic!(
+                "the server did not start ({}): {}",
+                refused.status, refused.stderr
+            ),
+        }
+    }
+
     /// Starts the server and waits for its `listening on` line, or for it to exit.
     pub fn try_start(dir: &Path, extra: &[&str]) -> Result<Server, Refused> {
-        let mut child = command(dir, extra).spawn().expect("the binary starts");
+        Self::try_start_env(dir, extra, &[])
+    }
+
+    pub fn try_start_env(
+        dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, Refused> {
+        let mut child = command(dir, extra, env).spawn().expect("the binary starts");
         let stdout = child.stdout.take().expect("stdout piped");
         let mut lines = BufReader::new(stdout).lines();
         let base = loop {

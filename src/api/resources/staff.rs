@@ -152,9 +152,8 @@ pub async fn queue(
         return Err(Code::BadRequest.with(format!("`limit` must be 1 to 100, got {limit}")));
     }
     let after = query.cursor.as_deref().map(read_cursor).transpose()?;
-    let mut pending = state.directory.pending();
-    pending.retain(|view| after.is_none_or(|after| queue_key(view) > after));
-    pending.sort_unstable_by_key(|view| queue_key(view));
+    // One more than the page, to know whether there is a next one.
+    let mut pending = state.directory.pending_page(after, limit + 1);
     let next_cursor = (pending.len() > limit).then(|| {
         let (at, id) = queue_key(&pending[limit - 1]);
         format!("{}.{id}", at.millis())
