@@ -261,6 +261,70 @@ fn readyz_answers_503_with_the_reason_once_the_journal_fails_and_200_after_a_res
     assert_eq!(again.vote(&bot, 1000), StatusCode::CREATED);
 }
 
+/// A batch whose bytes reached the file before its fsync failed
+/// (`--inject-journal-fault fsync-fail-from:N:eio`) is taken back before anyone is answered:
+/// every refused write is told "not stored", and that is true: after kill -9 the restart holds
+/// exactly the acknowledged votes, takes the journal without a hole, and a voter whose vote was
+/// refused votes again (201, not 409). Before, the first refused vote was "may have been
+/// stored" and came back after the restart.
+#[test]
+fn a_write_refused_after_its_bytes_reached_the_file_is_taken_back_and_told_not_stored() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(
+        dir.path(),
+        &["--inject-journal-fault", "fsync-fail-from:30:eio"],
+    );
+    let (bot, _) = server.create_bot(3);
+    let mut acknowledged = 0u64;
+    let mut refused = Vec::new();
+    for user in 1..=40u64 {
+        let body =
+            serde_json::json!({ "user_id": user.to_string(), "username": "u", "avatar": null });
+        let (status, answer) = server
+            .post(
+                &format!("/admin/bots/{bot}/votes"),
+                crate::process::ADMIN,
+                &body,
+            )
+            .expect("sent");
+        match status {
+            StatusCode::CREATED => acknowledged += 1,
+            StatusCode::SERVICE_UNAVAILABLE => refused.push((user, answer)),
+            other => panic!("{other}: {answer}"),
+        }
+    }
+    assert!(
+        acknowledged > 0 && refused.len() > 5,
+        "{acknowledged} {refused:?}"
+    );
+    for (_, answer) in &refused {
+        assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not stored")),
+            "{answer}"
+        );
+    }
+    let log = server.log();
+    assert_eq!(log.matches("the journal failed").count(), 1, "{log}");
+    server.kill9();
+
+    let again = Server::start(dir.path(), &[]);
+    assert_eq!(
+        again.vote_count(&bot),
+        acknowledged,
+        "exactly the acknowledged votes"
+    );
+    let (first_refused, _) = refused[0];
+    assert_eq!(
+        again.vote(&bot, first_refused),
+        StatusCode::CREATED,
+        "the refused vote was not kept"
+    );
+    assert_eq!(again.vote_count(&bot), acknowledged + 1);
+}
+
 /// A tmpfs of `size` mounted on a new temporary directory, unmounted when dropped; `None` when
 /// this process may not mount (not root, or in a container without the right), which the
 /// caller reports as a skip.

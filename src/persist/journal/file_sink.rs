@@ -30,6 +30,9 @@ struct Segment {
     bytes: u64,
     length: u64,
     records: u64,
+    /// Where the batch being written began (`bytes`, `records`) and how far its frames can
+    /// reach: what [`FileSink::take_back`] zeroes when the batch fails after its write.
+    batch: (u64, u64, u64),
 }
 
 impl Segment {
@@ -68,6 +71,7 @@ impl Segment {
             bytes: HEADER_LEN as u64,
             length: SEGMENT_START_LENGTH,
             records: 0,
+            batch: (HEADER_LEN as u64, 0, HEADER_LEN as u64),
         })
     }
 
@@ -146,6 +150,11 @@ impl Sink for FileSink {
             let _ = old.file.get_ref().set_len(old.bytes);
         }
         let more: u64 = frames.iter().map(|f| f.len() as u64).sum();
+        self.segment.batch = (
+            self.segment.bytes,
+            self.segment.records,
+            self.segment.bytes + more,
+        );
         self.segment.make_room(&self.dir, more).map_err(io_error)?;
         for frame in frames {
             self.segment
@@ -186,5 +195,22 @@ impl Sink for FileSink {
 
     fn mode(&self) -> FsyncMode {
         self.mode
+    }
+
+    /// Zeroes the failed batch's bytes (the segment's unwritten part is zeros, so a scan ends
+    /// there), makes that durable and writes on from where the batch began. Whatever the
+    /// buffer still held of the batch is dropped, never written later.
+    fn take_back(&mut self) -> io::Result<()> {
+        let (start, records, end) = self.segment.batch;
+        let fresh = BufWriter::with_capacity(1 << 20, self.segment.file.get_ref().try_clone()?);
+        // `into_parts` drops the buffer without writing it (a drop would flush it).
+        let _ = std::mem::replace(&mut self.segment.file, fresh).into_parts();
+        let file = self.segment.file.get_ref();
+        write_zeros(file, start, end.min(self.segment.length))?;
+        crate::telemetry::timed_fsync(|| file.sync_data())?;
+        self.segment.file.seek(SeekFrom::Start(start))?;
+        self.segment.bytes = start;
+        self.segment.records = records;
+        Ok(())
     }
 }

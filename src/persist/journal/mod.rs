@@ -56,6 +56,10 @@ pub enum JournalFault {
     /// Every batch holding a record numbered this or later fails with this OS error, as a
     /// failing (EIO), full (ENOSPC) or read-only (EROFS) disk would.
     FailFrom(u64, i32),
+    /// As `FailFrom`, but the batch's frames are written to the file first and then the batch
+    /// fails as a flush or fsync would: the case where a refused record's bytes reached the
+    /// file, which the writer then takes back (`Sink::take_back`).
+    FsyncFailFrom(u64, i32),
 }
 
 impl std::str::FromStr for JournalFault {
@@ -64,23 +68,29 @@ impl std::str::FromStr for JournalFault {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || {
             format!(
-                "`{text}` is not a journal fault: delay:<ms> or fail-from:<seq>[:eio|enospc|erofs]"
+                "`{text}` is not a journal fault: delay:<ms>, fail-from:<seq>[:eio|enospc|erofs] \
+                 or fsync-fail-from:<seq>[:eio|enospc|erofs]"
             )
+        };
+        let errno = |name: Option<&str>| match name.unwrap_or("eio") {
+            "eio" => Ok(libc::EIO),
+            "enospc" => Ok(libc::ENOSPC),
+            "erofs" => Ok(libc::EROFS),
+            _ => Err(bad()),
         };
         let mut parts = text.split(':');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some("delay"), Some(ms), None, None) => Ok(Self::Delay(Duration::from_millis(
                 ms.parse().map_err(|_| bad())?,
             ))),
-            (Some("fail-from"), Some(seq), errno, None) => {
-                let errno = match errno.unwrap_or("eio") {
-                    "eio" => libc::EIO,
-                    "enospc" => libc::ENOSPC,
-                    "erofs" => libc::EROFS,
-                    _ => return Err(bad()),
-                };
-                Ok(Self::FailFrom(seq.parse().map_err(|_| bad())?, errno))
-            }
+            (Some("fail-from"), Some(seq), name, None) => Ok(Self::FailFrom(
+                seq.parse().map_err(|_| bad())?,
+                errno(name)?,
+            )),
+            (Some("fsync-fail-from"), Some(seq), name, None) => Ok(Self::FsyncFailFrom(
+                seq.parse().map_err(|_| bad())?,
+                errno(name)?,
+            )),
             _ => Err(bad()),
         }
     }
@@ -367,12 +377,17 @@ impl Journal {
                 return 0;
             }
         };
-        if let Some(error) = self.failure() {
+        let mut submitter = lock(&self.shared.submitter);
+        // Checked under the submitter's lock, which the writer holds while it marks the
+        // journal failed and gives back the numbers of what it refused: no record is numbered
+        // after that, so a number given back is never taken twice.
+        let failed = lock(&self.shared.failed).clone();
+        if let Some(error) = failed {
+            drop(submitter);
             self.note_refusal(&error);
             settle(Err(error));
             return 0;
         }
-        let mut submitter = lock(&self.shared.submitter);
         let refused = if submitter.closed {
             Some(JournalError::Stopped)
         } else if submitter.follows {
@@ -576,6 +591,14 @@ pub trait Sink: Send + 'static {
     fn mode(&self) -> FsyncMode {
         FsyncMode::Always
     }
+
+    /// After the last batch failed once its bytes may have reached the sink: takes them back,
+    /// durably, so that none of its records is ever read again, and the next batch goes where
+    /// it began. `Ok` means certainly not stored; a sink that cannot says so (the default), and
+    /// the batch stays "may have been stored".
+    fn take_back(&mut self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 #[cfg(test)]
@@ -648,6 +671,78 @@ mod tests {
             assert!(!error.maybe_stored(), "{error}");
             assert_eq!(error.kind(), kind);
             journal.close();
+        }
+    }
+
+    /// Every record in every segment of `dir`, in order.
+    fn on_disk(dir: &Path) -> Vec<(u64, Record)> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .flat_map(|path| read_segment(path).expect("readable").records)
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// Records submitted in groups (which the writer batches as they come), a rotation now
+        /// and then, and from record `fail_at` on every batch written to the file and then
+        /// failed as an fsync would: the file then holds exactly the acknowledged records,
+        /// numbered without a hole, every refusal says "not stored" (the batch was taken back)
+        /// and the numbers of what was refused are given back.
+        #[test]
+        fn a_batch_failed_after_its_write_is_taken_back_and_its_numbers_given_back(
+            groups in proptest::collection::vec((1usize..12, proptest::bool::ANY), 1..8),
+            fail_at in 1u64..40,
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let fault = JournalFault::FsyncFailFrom(fail_at, libc::ENOSPC);
+            let journal =
+                Journal::open_with_fault(dir.path(), 1, FsyncMode::Always, fault).expect("journal");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            let mut acknowledged = Vec::new();
+            for (size, rotate) in groups {
+                if rotate {
+                    journal.request_rotation();
+                }
+                let submitted: Vec<_> = (0..size)
+                    .map(|_| {
+                        let record = Record::BotDelisted(BotId::new_random());
+                        let (seq, durable) = journal.submit(&record);
+                        (seq, record, durable)
+                    })
+                    .collect();
+                for (seq, record, durable) in submitted {
+                    match runtime.block_on(durable.wait()) {
+                        Ok(()) => acknowledged.push((seq, record)),
+                        Err(error) => {
+                            proptest::prop_assert!(!error.maybe_stored(), "{}", error);
+                            proptest::prop_assert_eq!(error.kind(), "enospc");
+                        }
+                    }
+                }
+            }
+            let last = acknowledged.last().map_or(0, |(seq, _)| *seq);
+            proptest::prop_assert_eq!(journal.last_seq(), last, "numbers given back");
+            proptest::prop_assert!(last < fail_at);
+            journal.close();
+            let kept = on_disk(dir.path());
+            let numbers: Vec<u64> = kept.iter().map(|(seq, _)| *seq).collect();
+            proptest::prop_assert_eq!(numbers, (1..=last).collect::<Vec<_>>());
+            for ((_, on_file), (_, answered)) in kept.iter().zip(&acknowledged) {
+                proptest::prop_assert_eq!(
+                    rmp_serde::to_vec(on_file).expect("encodes"),
+                    rmp_serde::to_vec(answered).expect("encodes")
+                );
+            }
         }
     }
 }

@@ -88,7 +88,9 @@ impl Writer {
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         if unsynced {
                             if let Err(error) = self.sink.sync() {
-                                self.fail(&error);
+                                // Acknowledged records were in it: nothing to take back.
+                                let (_, behind) = self.refuse_from(error, &[], &queue);
+                                self.send(behind);
                             }
                             unsynced = false;
                             last_sync = Instant::now();
@@ -120,12 +122,13 @@ impl Writer {
                 last_sync = Instant::now();
             }
             unsynced = !sync_now;
-            if let Err(error) = &result {
-                self.fail(error);
-            }
-            if let Err(mpsc::SendError(written)) = self.published.send((batch, result)) {
-                // The publisher is gone (it only stops with the process): publish here.
-                publish_batch(&self.shared, written);
+            match result {
+                Ok(()) => self.send((batch, Ok(()))),
+                Err(error) => {
+                    let (error, behind) = self.refuse_from(error, &batch, &queue);
+                    self.send((batch, Err(error)));
+                    self.send(behind);
+                }
             }
         }
         // A journal that failed says nothing more: its head stays open, and the next start
@@ -139,12 +142,65 @@ impl Writer {
         }
     }
 
+    /// Hands a batch as written (or refused) to the publisher, which answers its writers.
+    fn send(&self, written: Written) {
+        if written.0.is_empty() {
+            return;
+        }
+        if let Err(mpsc::SendError(written)) = self.published.send(written) {
+            // The publisher is gone (it only stops with the process): publish here.
+            publish_batch(&self.shared, written);
+        }
+    }
+
+    /// A batch failed with `error` (`batch` is empty when a sync of acknowledged records
+    /// failed). If its bytes may have reached the file, the sink takes them back first, so
+    /// that its writers are told "not stored" only when that is true. Then, under the
+    /// submitter's lock, the journal is marked failed (nothing is numbered after that), every
+    /// record queued behind the batch is taken off the queue, and the numbers of all records
+    /// certainly not stored are given back: the next record numbered takes the first of
+    /// them, so the journal on disk never has a hole nor a refused record. Returns the
+    /// batch's error and the records taken off the queue, refused with the same failure.
+    fn refuse_from(
+        &mut self,
+        error: JournalError,
+        batch: &[Pending],
+        queue: &mpsc::Receiver<Pending>,
+    ) -> (JournalError, Written) {
+        let error = match error {
+            JournalError::MaybeWritten(cause) => match self.sink.take_back() {
+                Ok(()) => JournalError::Write(cause),
+                Err(why) => {
+                    tracing::warn!(error = %why, "the failed batch could not be taken back from the journal's file: its writes may have been stored");
+                    JournalError::MaybeWritten(cause)
+                }
+            },
+            other => other,
+        };
+        let mut submitter = lock(&self.shared.submitter);
+        self.fail(&error);
+        let behind: Vec<Pending> = std::iter::from_fn(|| queue.try_recv().ok()).collect();
+        let not_stored = if error.maybe_stored() { &[][..] } else { batch };
+        let first_not_stored = not_stored
+            .iter()
+            .chain(&behind)
+            .filter(|p| !p.frame.is_empty())
+            .map(|p| p.seq)
+            .min();
+        if let Some(first) = first_not_stored {
+            submitter.next_seq = submitter.next_seq.min(first);
+        }
+        drop(submitter);
+        let kept = lock(&self.shared.failed).clone().unwrap_or(error.clone());
+        (error, (behind, Err(kept)))
+    }
+
     fn write(&mut self, batch: &[Pending], sync: bool) -> Result<(), JournalError> {
         if let Some(error) = lock(&self.shared.failed).clone() {
             return Err(error);
         }
         match self.fault {
-            JournalFault::None => {}
+            JournalFault::None | JournalFault::FsyncFailFrom(..) => {}
             JournalFault::Delay(delay) => std::thread::sleep(delay),
             JournalFault::FailFrom(seq, errno) => {
                 if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) {
@@ -152,6 +208,14 @@ impl Writer {
                 }
             }
         }
+        let fail_after_write = match self.fault {
+            JournalFault::FsyncFailFrom(seq, errno)
+                if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) =>
+            {
+                Some(errno)
+            }
+            _ => None,
+        };
         let rotate = self.shared.rotate.swap(false, Ordering::Relaxed);
         // A barrier has no frame: it only waits for the batch's write and fsync.
         let frames: Vec<&[u8]> = batch
@@ -159,6 +223,11 @@ impl Writer {
             .filter(|p| !p.frame.is_empty())
             .map(|p| p.frame.as_slice())
             .collect();
+        if let Some(errno) = fail_after_write {
+            // Written (and flushed to the file), then failed as its fsync would.
+            self.sink.commit(&frames, batch[0].seq, rotate, false)?;
+            return Err(io_error_after_write(io::Error::from_raw_os_error(errno)));
+        }
         self.sink.commit(&frames, batch[0].seq, rotate, sync)
     }
 
