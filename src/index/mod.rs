@@ -773,9 +773,8 @@ impl SearchIndex {
                 + bitmaps(&self.languages)
                 + buckets
                 + self.remembered.heap_bytes(),
-            grams: self.grams.heap_bytes()
-                + self.word_starts.heap_bytes()
-                + self.words.heap_bytes(),
+            grams: self.grams.heap_bytes() + self.word_starts.heap_bytes(),
+            words: self.words.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),
         }
@@ -873,11 +872,13 @@ pub struct IndexMemory {
     pub grams: usize,
     pub distinct_grams: usize,
     pub orders: usize,
+    /// The words of the texts (`words.rs`).
+    pub words: usize,
 }
 
 impl IndexMemory {
     pub fn total(&self) -> usize {
-        self.documents + self.filters + self.grams + self.orders
+        self.documents + self.filters + self.grams + self.orders + self.words
     }
 }
 
