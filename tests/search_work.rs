@@ -143,3 +143,15 @@ fn votes_thresholds_above_the_floors_agree_with_the_scan() {
         assert!(page.bots.iter().all(|b| b.vote_count >= min), "votes={min}");
     }
 }
+
+/// The words (`index/words.rs`) cost memory in proportion to the distinct words: here each bot's
+/// name and description carry a number of its own (2 words a bot that no other bot has), the
+/// dearest case a directory of real names would come near. Printed for docs/SEARCH.md; fails
+/// when it grows past a bound well above what was measured (320 bytes a bot at 10,000 bots).
+#[test]
+fn the_words_cost_a_bounded_memory_a_bot() {
+    let index = directory();
+    let words = index.memory().words;
+    println!("words: {words} bytes, {} a bot", words / BOTS);
+    assert!(words / BOTS < 1_000, "{words} bytes for {BOTS} bots");
+}
