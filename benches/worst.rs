@@ -50,7 +50,13 @@ fn build(bots: usize) -> SearchIndex {
             Arc::new(state.view())
         })
         .collect();
-    SearchIndex::build(now.month(), views)
+    let started = std::time::Instant::now();
+    let index = SearchIndex::build(now.month(), views);
+    println!(
+        "index of {bots} bots built at once in {:.3} s (wall clock)",
+        started.elapsed().as_secs_f64()
+    );
+    index
 }
 
 fn thread_cpu() -> Duration {
@@ -220,6 +226,14 @@ fn main() {
     let mut worst_of_largest = Vec::new();
     for (n, &bots) in sizes.iter().enumerate() {
         let index = build(bots);
+        let memory = index.memory();
+        println!(
+            "\n== {bots} bots: index {:.1} MB counted, of which the words {:.1} MB ({:.0} bytes a \
+             bot)",
+            memory.total() as f64 / 1e6,
+            memory.words as f64 / 1e6,
+            memory.words as f64 / bots as f64
+        );
         let mut found: Vec<(Duration, Work, &str, String)> = Vec::new();
         let mut refused = 0;
         for (route, params) in grid() {

@@ -15,6 +15,7 @@ pub mod orders;
 mod relevance;
 mod remembered;
 pub mod suggest;
+mod words;
 mod work;
 
 use std::borrow::Cow;
@@ -31,6 +32,7 @@ use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
 use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
+use words::{words_of, Words};
 use work::Tally;
 
 /// Vote counts are bucketed finely: 0 to 15 each in its own bucket, then sixteen buckets to
@@ -97,6 +99,8 @@ pub struct SearchIndex {
     month: Month,
     /// Word starts of the names, for type-ahead (`suggest.rs`).
     word_starts: suggest::WordStarts,
+    /// The words of the texts: a long alphanumeric needle's exact matches (`words.rs`).
+    words: Words,
 }
 
 /// A document's searched text in the arena.
@@ -150,6 +154,7 @@ impl SearchIndex {
             orders: Orders::default(),
             month,
             word_starts: Default::default(),
+            words: Words::default(),
         }
     }
 
@@ -181,10 +186,15 @@ impl SearchIndex {
                     scope.spawn(move || Grams::build_run(views.iter().map(|v| text_of(v)), first))
                 })
                 .collect();
+            // Documents are numbered in the order of `views` (no number is free yet).
+            let words = scope.spawn(|| Words::build(views.iter().map(|v| text_of(v))));
             for view in &views {
                 let text = text_of(view);
                 index.place(Arc::clone(view), &text);
             }
+            index.words = words
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
             workers
                 .into_iter()
                 .map(|worker| {
@@ -206,6 +216,7 @@ impl SearchIndex {
         let text = text_of(&view);
         let doc = self.place(view, &text);
         self.grams.add(doc, &grams_of(&text));
+        self.words.add(doc, &words_of(&text));
         self.needles.retest(doc, &text);
         if let Some(entry) = &self.docs[doc as usize] {
             self.remembered.retest(doc, &entry.view, Changed::Listing);
@@ -338,6 +349,7 @@ impl SearchIndex {
         self.word_starts
             .remove(doc, &old.view.listing.search_text.name);
         self.grams.remove(doc, &grams_of(self.texts.get(old.text)));
+        self.words.remove(doc, &words_of(self.texts.get(old.text)));
         self.needles.forget(doc);
         self.remembered.forget(doc);
         self.texts.stale += old.text.len;
@@ -427,8 +439,9 @@ impl SearchIndex {
             self.word_starts.add(doc, &is.search_text.name);
         }
         let text = text_of(new);
-        self.grams
-            .replace(doc, &grams_of(&text_of(old)), &grams_of(&text));
+        let was = text_of(old);
+        self.grams.replace(doc, &grams_of(&was), &grams_of(&text));
+        self.words.replace(doc, &words_of(&was), &words_of(&text));
         Some(text)
     }
 
@@ -621,6 +634,10 @@ impl SearchIndex {
             match self.grams.lookup(text.as_bytes()) {
                 Lookup::Exact(None) => return Some(RoaringBitmap::new()),
                 Lookup::Exact(Some(set)) => sets.push(set),
+                // A long alphanumeric needle: the union of the words that hold it, exact.
+                Lookup::Candidates(_) if words::answers(text) => {
+                    sets.push(Cow::Owned(self.words.matches(text, tally)))
+                }
                 Lookup::Candidates(grams) => match self.needles.get(text) {
                     Some(exact) => sets.push(Cow::Owned(exact)),
                     // A long needle is verified in full once and remembered, with other
@@ -757,6 +774,7 @@ impl SearchIndex {
                 + buckets
                 + self.remembered.heap_bytes(),
             grams: self.grams.heap_bytes() + self.word_starts.heap_bytes(),
+            words: self.words.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),
         }
@@ -854,11 +872,13 @@ pub struct IndexMemory {
     pub grams: usize,
     pub distinct_grams: usize,
     pub orders: usize,
+    /// The words of the texts (`words.rs`).
+    pub words: usize,
 }
 
 impl IndexMemory {
     pub fn total(&self) -> usize {
-        self.documents + self.filters + self.grams + self.orders
+        self.documents + self.filters + self.grams + self.orders + self.words
     }
 }
 

@@ -86,6 +86,10 @@ impl SearchIndex {
         match self.grams.lookup(needle.as_bytes()) {
             Lookup::Exact(None) => None,
             Lookup::Exact(Some(set)) => Some(set),
+            Lookup::Candidates(_) if super::words::answers(needle) => {
+                let exact = self.words.matches(needle, tally);
+                (!exact.is_empty()).then_some(Cow::Owned(exact))
+            }
             Lookup::Candidates(grams) => {
                 let exact = match self.needles.get(needle) {
                     Some(exact) => exact,
@@ -124,6 +128,8 @@ impl SearchIndex {
         }
         let found = match self.needles.classes(q) {
             Some(found) => found,
+            // A long alphanumeric needle: its words give the classes, exact, reading no name.
+            None if super::words::answers(q) => self.words.classes(q, tally),
             None => {
                 let mut found = NameMatches::default();
                 if let Some(candidates) = self.grams.in_names_candidates(needle) {
