@@ -84,31 +84,102 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
 /// Tries the lease every `POLL` until this node holds it (never with `--role follower`), once
 /// it has seen the key free twice in a row: a writer whose lease expired while the bucket
 /// elected a leader takes it again first (it retries every 250 ms), so an election costs no
-/// failover.
+/// failover. A key that expired (rather than handed back) while its last holder still answers
+/// as the writer is left to it for up to a TTL more: a bucket's election can outlast the TTL
+/// (one nats-server leading the stream and the bucket died; measured 8 s against the default
+/// 7 s), and the holder then takes the key again as soon as it can read it. A holder that does
+/// not answer (killed, its box gone) costs no wait.
 async fn wait_for_lease(node: &Node, me: &Holder) -> Lease {
     let mut free_before = false;
+    let mut last_holder: Option<Holder> = None;
+    let mut deferring_since: Option<std::time::Instant> = None;
+    let client = reqwest::Client::new();
     loop {
         if node.cluster.role == Role::Auto {
-            let (store, me, ttl) = (node.store.clone(), me.clone(), node.cluster.lease_ttl);
-            let taken = node
-                .nats
-                .runtime
-                .run(async move {
-                    match store.entry(lease::KEY).await {
-                        Ok(Some(entry)) if entry.operation == kv::Operation::Put => Err(false),
-                        Ok(_) if free_before => Lease::try_take(&store, &me, ttl).await.ok_or(true),
-                        Ok(_) => Err(true),
-                        Err(_) => Err(false),
+            let looked = look(node).await;
+            let free = matches!(looked, Look::Released | Look::Expired);
+            let take = match looked {
+                Look::Held(holder) => {
+                    last_holder = holder.or(last_holder);
+                    deferring_since = None;
+                    false
+                }
+                Look::Unread => false,
+                Look::Released => free_before,
+                Look::Expired if !free_before => false,
+                Look::Expired => match last_holder.as_ref().filter(|h| h.node_id != me.node_id) {
+                    None => true,
+                    Some(holder) => {
+                        let since = *deferring_since.get_or_insert_with(std::time::Instant::now);
+                        let defer = since.elapsed() < node.cluster.lease_ttl
+                            && still_the_writer(&client, &holder.url).await;
+                        if defer {
+                            tracing::debug!(holder = %holder.node_id, "the lease expired; its holder still answers as the writer");
+                        }
+                        !defer
                     }
-                })
-                .await;
-            match taken {
-                Ok(lease) => return lease,
-                Err(free) => free_before = free,
+                },
+            };
+            if take {
+                let (store, me, ttl) = (node.store.clone(), me.clone(), node.cluster.lease_ttl);
+                let taken = node
+                    .nats
+                    .runtime
+                    .run(async move { Lease::try_take(&store, &me, ttl).await })
+                    .await;
+                if let Some(lease) = taken {
+                    return lease;
+                }
             }
+            free_before = free;
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// What one look at the lease's key found.
+enum Look {
+    /// Someone holds it (who, when the value reads as a holder).
+    Held(Option<Holder>),
+    /// Handed back (a delete marker): the holder left on purpose.
+    Released,
+    /// No value: it expired, or was never taken.
+    Expired,
+    /// The bucket did not answer.
+    Unread,
+}
+
+async fn look(node: &Node) -> Look {
+    let store = node.store.clone();
+    node.nats
+        .runtime
+        .run(async move {
+            match store.entry(lease::KEY).await {
+                Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                    Look::Held(serde_json::from_slice(&entry.value).ok())
+                }
+                Ok(Some(_)) => Look::Released,
+                Ok(None) => Look::Expired,
+                Err(_) => Look::Unread,
+            }
+        })
+        .await
+}
+
+/// Whether the node at `url` answers `GET /cluster` as the writer, within half a second.
+async fn still_the_writer(client: &reqwest::Client, url: &str) -> bool {
+    let asked = client
+        .get(format!("{}/cluster", url.trim_end_matches('/')))
+        .timeout(Duration::from_millis(500))
+        .send()
+        .await;
+    let Ok(answer) = asked else {
+        return false;
+    };
+    let Ok(status) = answer.json::<serde_json::Value>().await else {
+        return false;
+    };
+    status["role"] == "writer"
 }
 
 /// Catches up to the stream's end, claims the next slot and turns the follower's journal into
@@ -237,6 +308,9 @@ async fn renew(
     let ttl = node.cluster.lease_ttl;
     let mut last_renewed = std::time::Instant::now();
     let mut failing: Option<String> = None;
+    // Set when the lease was taken again before the stream's end could be read: it is read at
+    // the following renewals instead.
+    let mut unchecked = false;
     loop {
         let pause = if failing.is_some() {
             RETRY_RENEWAL
@@ -256,6 +330,17 @@ async fn renew(
                     tracing::info!(after = ?last_renewed.elapsed(), %why, "the lease is renewed again");
                 }
                 last_renewed = std::time::Instant::now();
+                if unchecked {
+                    match stream_moved(&node).await {
+                        Ok(Some(why)) => {
+                            lease.clock.revoke();
+                            let _ = lost.send(why);
+                            return;
+                        }
+                        Ok(None) => unchecked = false,
+                        Err(why) => tracing::debug!(%why, "the stream's end is still unread"),
+                    }
+                }
                 continue;
             }
             Renewal::TakenOver(why) => {
@@ -264,12 +349,14 @@ async fn renew(
                 return;
             }
             Renewal::Gone => match retake(&node, &mut lease).await {
-                Ok(()) => {
+                Ok(checked) => {
                     tracing::warn!(
                         epoch = lease.epoch,
+                        checked,
                         "the lease expired while NATS could not be reached; took it again"
                     );
                     failing = None;
+                    unchecked = !checked;
                     last_renewed = std::time::Instant::now();
                     continue;
                 }
@@ -281,6 +368,7 @@ async fn renew(
             },
             Renewal::Failed(why) => why,
         };
+        tracing::debug!(%why, "a lease renewal failed");
         if last_renewed.elapsed() >= ttl * 2 {
             lease.clock.revoke();
             let _ = lost.send(format!(
@@ -302,16 +390,38 @@ const RETRY_RENEWAL: Duration = Duration::from_millis(250);
 
 /// Takes the expired lease again, if the stream still ends where this writer left it (or at
 /// its own message in flight): then nobody else wrote, and the writer goes on in its epoch.
-async fn retake(node: &Node, lease: &mut Lease) -> Result<(), String> {
-    let last = catchup::last_stream_seq(&node.nats.js, &node.cluster.stream_name())
+/// `Ok(false)` when the stream's end could not be read (its leader is being elected too, as
+/// when one nats-server led both): the lease is taken anyway, because waiting for the stream
+/// would hand the role to a node that only needs the bucket, and it is safe: every message
+/// this writer sends expects the stream to end at its own last one, so a stream another
+/// writer moved refuses it and the node leaves (exit 5). The end is read at the following
+/// renewals, so that a moved stream ends the role even with no write to find it.
+async fn retake(node: &Node, lease: &mut Lease) -> Result<bool, String> {
+    let checked = match stream_moved(node).await {
+        Ok(Some(why)) => {
+            lease.clock.revoke();
+            return Err(why);
+        }
+        Ok(None) => true,
+        Err(why) => {
+            tracing::debug!(%why, "the stream's end cannot be read; taking the lease again first");
+            false
+        }
+    };
+    lease.retake().await?;
+    Ok(checked)
+}
+
+/// Why the role is over, if another writer moved the stream past this writer's last message.
+async fn stream_moved(node: &Node) -> Result<Option<String>, String> {
+    let name = node.cluster.stream_name();
+    let reading = catchup::last_stream_seq(&node.nats.js, &name);
+    let last = tokio::time::timeout(Duration::from_secs(1), reading)
         .await
+        .map_err(|_| "reading the stream's end timed out".to_string())?
         .map_err(|e| e.to_string())?;
     let mine = node.view.stream_position.get();
-    if last > mine + 1 {
-        lease.clock.revoke();
-        return Err(format!(
-            "the lease expired and the stream moved on to {last} past this writer's {mine}"
-        ));
-    }
-    lease.retake().await
+    Ok((last > mine + 1).then(|| {
+        format!("the lease expired and the stream moved on to {last} past this writer's {mine}")
+    }))
 }
