@@ -1322,3 +1322,52 @@ async fn the_queue_cursor_is_documented_as_the_server_reads_it() {
         );
     }
 }
+
+/// A vote ban's `until` must be in the future on the server's clock: a schema-valid body with a
+/// past `until` is 400 (tests/api/staff.rs holds the server to it). schemathesis found it; the
+/// document says so on the field and in the operation's 400, and the script expects the 400.
+#[actix_web::test]
+async fn a_vote_ban_ending_in_the_past_is_a_documented_400() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let operation = &doc["paths"]["/api/v1/staff/users/{id}/vote-ban"]["post"];
+    let refusal = response(&doc, operation, "400").expect("a documented 400");
+    let about = refusal["description"].as_str().unwrap_or_default();
+    assert!(about.contains("in the future"), "{refusal}");
+    let body = resolve(
+        &doc,
+        &operation["requestBody"]["content"]["application/json"]["schema"],
+    );
+    let until = &body["properties"]["until"];
+    let until_about = until["description"].as_str().unwrap_or_default();
+    assert!(until_about.contains("in the future"), "{until}");
+    assert!(schemathesis_expects_400(
+        "POST /api/v1/staff/users/{id}/vote-ban"
+    ));
+}
+
+/// The script leaves the never-ending vote streams out of schemathesis' run and checks each of
+/// them (every stream path of the document) with scripts/check_streams.py; featuring, admin-only,
+/// runs with the token of an `admin` profile the script makes.
+#[test]
+fn the_script_checks_the_streams_apart_and_features_as_an_admin() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/schemathesis.sh"
+    ))
+    .expect("the script");
+    assert!(script.contains("--exclude-path-regex 'votes/stream$'"));
+    assert!(script.contains("scripts/check_streams.py"));
+    let check = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/check_streams.py"
+    ))
+    .expect("the stream check");
+    assert!(check.contains("endswith(\"votes/stream\")"));
+    let feature = script
+        .split("[[operations]]")
+        .find(|entry| entry.contains("\"POST /api/v1/staff/bots/{id}/feature\""))
+        .expect("an entry for feature");
+    assert!(feature.contains("$ADMIN_STAFF_TOKEN"), "{feature}");
+    assert!(script.contains("\"admin\": true"));
+}
