@@ -175,6 +175,11 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_INJECT_JOURNAL_FAULT", hide = true)]
     pub inject_journal_fault: Option<JournalFault>,
 
+    /// No lockout after failed admin authentications, for `scripts/schemathesis.sh`, whose
+    /// cases without a token lock its one address out. Never in production.
+    #[arg(long, env = "BOTLIST_NO_ADMIN_LOCKOUT", hide = true, value_parser = BoolishValueParser::new())]
+    pub no_admin_lockout: bool,
+
     /// Start from the last good state when a file is damaged, moving it aside as *.corrupt.
     #[arg(long, env = "BOTLIST_RECOVER", value_parser = BoolishValueParser::new())]
     pub recover: bool,
@@ -494,6 +499,8 @@ pub struct Settings {
     pub fsync: FsyncMode,
     /// A fault put into journal writes on purpose (tests of the real binary only).
     pub journal_fault: JournalFault,
+    /// Whether failed admin authentications lock an address out (off only for schemathesis).
+    pub admin_lockout: bool,
     /// `None`: snapshots only on shutdown and on request.
     pub snapshot_interval: Option<Duration>,
     pub recover: bool,
@@ -549,6 +556,7 @@ impl Settings {
             data_dir: Some(args.data_dir.clone()),
             fsync: args.fsync,
             journal_fault: args.inject_journal_fault.unwrap_or_default(),
+            admin_lockout: !args.no_admin_lockout,
             snapshot_interval: (args.snapshot_interval > 0)
                 .then(|| Duration::from_secs(args.snapshot_interval)),
             recover: args.recover,

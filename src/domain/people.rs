@@ -108,7 +108,8 @@ pub const MAX_EXPIRES_IN: u64 = 10 * 365 * 24 * 3600;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewProfileToken {
-    /// At least one of `vote`, `bots`, `reviews`, `staff`
+    /// One to four of `vote`, `bots`, `reviews`, `staff`, counted as sent (a repeat counts, and
+    /// means nothing more)
     #[schema(min_items = 1, max_items = 4)]
     pub scopes: Vec<Scope>,
     pub label: TokenLabel,
@@ -130,6 +131,14 @@ impl NewProfileToken {
             .collect();
         if scopes.is_empty() {
             return Err("scopes must name at least one of vote, bots, reviews, staff".into());
+        }
+        // As the document says: at most four entries as sent, repeats included.
+        if self.scopes.len() > Scope::ALL.len() {
+            return Err(format!(
+                "scopes holds {} entries; at most {} (each scope once)",
+                self.scopes.len(),
+                Scope::ALL.len()
+            ));
         }
         if let Some(seconds) = self.expires_in {
             if seconds == 0 || seconds > MAX_EXPIRES_IN {

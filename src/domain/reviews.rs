@@ -18,10 +18,46 @@ use super::ids::ProfileId;
 use super::text::{DecisionReason, ReplyContent, ReviewContent};
 use super::time::Timestamp;
 
-/// A review's rating: a whole number from 1 to 5.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "i64", into = "u8")]
+/// A review's rating: a whole number from 1 to 5. Read from any JSON number with no fraction
+/// (`4` or `4.0`: both are integers to JSON Schema, so to the OpenAPI document), as the stats
+/// post reads its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(into = "u8")]
 pub struct Rating(u8);
+
+impl<'de> Deserialize<'de> for Rating {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RatingVisitor)
+    }
+}
+
+struct RatingVisitor;
+
+impl serde::de::Visitor<'_> for RatingVisitor {
+    type Value = Rating;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a whole number from 1 to 5")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Rating, E> {
+        Rating::try_from(value).map_err(E::custom)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Rating, E> {
+        Rating::try_from(i64::try_from(value).unwrap_or(i64::MAX)).map_err(E::custom)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Rating, E> {
+        if value.fract() != 0.0 || !(1.0..=5.0).contains(&value) {
+            return Err(E::custom(format!(
+                "rating must be a whole number from 1 to 5, got {value}"
+            )));
+        }
+        // In 1..=5 with no fraction: the cast is exact.
+        Rating::try_from(value as i64).map_err(E::custom)
+    }
+}
 
 impl Rating {
     pub fn get(self) -> u8 {

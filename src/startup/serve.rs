@@ -110,7 +110,7 @@ pub(super) fn serve(
             .map(|persistence| persistence as Arc<dyn TakeSnapshot>),
         limiter,
         client_address: ClientAddress::new(settings.trust_forwarded_for, settings.trusted_proxies),
-        admin_failures: AdminFailures::new(Arc::clone(&clock)),
+        admin_failures: AdminFailures::new(Arc::clone(&clock), settings.admin_lockout),
         request_timeout: settings.request_timeout,
         allow_private_webhooks: settings.allow_private_webhooks,
         history,

@@ -95,6 +95,7 @@ pub fn test_settings() -> Settings {
         data_dir: None,
         fsync: FsyncMode::Always,
         journal_fault: Default::default(),
+        admin_lockout: true,
         snapshot_interval: None,
         recover: false,
         rate_limit: 60,

@@ -140,7 +140,7 @@ pub struct ReviewList<'a> {
 pub struct NewReview {
     pub rating: Rating,
     #[serde(default = "empty_content")]
-    #[schema(value_type = Option<ReviewContent>)]
+    #[schema(value_type = ReviewContent, required = false)]
     pub content: ReviewContent,
 }
 
@@ -180,6 +180,14 @@ fn bad(why: String) -> ApiError {
 fn review_id(request: &HttpRequest) -> Result<Uuid, ApiError> {
     let raw = request.match_info().get("review_id").unwrap_or_default();
     Uuid::parse_str(raw).map_err(|_| Code::NotFound.with(format!("no review with id `{raw}`")))
+}
+
+/// The names `sort` takes, for the document (the handler reads them in `list_query`).
+#[derive(ToSchema)]
+#[allow(dead_code, non_camel_case_types)]
+enum ReviewSortName {
+    newest,
+    rating,
 }
 
 /// The list's query: `sort`, `cursor`, `limit`.
@@ -226,7 +234,7 @@ fn list_query(query_string: &str) -> Result<(ReviewSort, Option<Cursor>, usize),
 #[utoipa::path(
     get, path = "/bots/{id}/reviews", tag = "reviews", operation_id = "list_reviews",
     params(
-        ("sort" = Option<String>, Query, description = "`newest` (default) or `rating` (highest first, newest first among equal ratings)"),
+        ("sort" = inline(Option<ReviewSortName>), Query, description = "`newest` (default) or `rating` (highest first, newest first among equal ratings); any other value is 400"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Reviews per page, 1 to 100; default 20"),
         ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page, with the same `sort`; opaque"),
     ),
