@@ -236,12 +236,27 @@ impl Consumers {
 
 /// The writer epoch a message carries (0 for one seeded by `cluster init`).
 pub fn epoch_of(message: &jetstream::Message) -> u64 {
-    message
-        .headers
-        .as_ref()
+    epoch_in(message.headers.as_ref())
+}
+
+/// The writer epoch in a message's headers (0 when there is none).
+pub fn epoch_in(headers: Option<&async_nats::HeaderMap>) -> u64 {
+    headers
         .and_then(|h| h.get(EPOCH_HEADER))
         .and_then(|v| v.as_str().parse::<u64>().ok())
         .unwrap_or(0)
+}
+
+/// Stream message `seq`, its epoch and payload, asked of the stream's leader (not a replica's
+/// copy, as a consumer or a direct get may read).
+pub async fn message_at(
+    js: &jetstream::Context,
+    stream_name: &str,
+    seq: u64,
+) -> Result<(u64, bytes::Bytes), ClusterError> {
+    let stream = js.get_stream(stream_name).await.map_err(nats_error)?;
+    let message = stream.get_raw_message(seq).await.map_err(nats_error)?;
+    Ok((epoch_in(Some(&message.headers)), message.payload))
 }
 
 /// The stream's first sequence now (past 1 once it was purged).

@@ -208,8 +208,17 @@ async fn apply(
     let applied = if stream_seq <= applying.position.stream_seq {
         Ok(())
     } else if stream_seq != applying.position.stream_seq + 1 {
-        // The consumer skipped ahead (it should not): read again from the state.
-        Err(None)
+        // The consumer skipped ahead: the server that hosts it holds a copy of the stream
+        // without the messages before this one (a nats-server restarted and still catching
+        // up). Following anew could land on the same copy again and again, so the missing
+        // messages are asked of the stream's leader, then this one is applied.
+        match fill_gap(node, &mut applying, stream_seq).await {
+            Ok(()) => applying
+                .apply_message(stream_seq, epoch, &next.payload)
+                .await
+                .map_err(Some),
+            Err(error) => Err(Some(error)),
+        }
     } else {
         applying
             .apply_message(stream_seq, epoch, &next.payload)
@@ -245,6 +254,35 @@ async fn apply(
         tokio::time::sleep(POLL).await;
     }
     Applied::Again
+}
+
+/// The most messages a skipped-ahead consumer's gap is filled with one by one; a larger gap
+/// is followed anew from the state.
+const MAX_GAP: u64 = 4096;
+
+/// Applies the stream's messages from the one after the state up to `upto` (not included),
+/// each read from the stream's leader.
+async fn fill_gap(node: &Node, applying: &mut Applier, upto: u64) -> Result<(), ClusterError> {
+    let from = applying.position.stream_seq + 1;
+    tracing::debug!(
+        from,
+        upto,
+        "the consumer skipped ahead; reading the gap from the stream's leader"
+    );
+    if upto - from > MAX_GAP {
+        return Err(ClusterError::Nats(format!(
+            "the consumer skipped from {from} to {upto}"
+        )));
+    }
+    let name = node.cluster.stream_name();
+    for seq in from..upto {
+        let read = tokio::time::timeout(POLL * 2, catchup::message_at(&node.nats.js, &name, seq));
+        let (epoch, payload) = read
+            .await
+            .map_err(|_| ClusterError::Nats(format!("reading message {seq} timed out")))??;
+        applying.apply_message(seq, epoch, &payload).await?;
+    }
+    Ok(())
 }
 
 /// Waits for the follower's task: one that panicked ends the node (a supervisor starts it
