@@ -417,6 +417,8 @@ fn offline_cluster(servers: String, prefix: String, lease_ttl: u64) -> ClusterSe
         publish_deadline: std::time::Duration::from_secs(10),
         min_seq_wait: std::time::Duration::from_secs(1),
         max_lag: std::time::Duration::from_secs(8),
+        missing: None,
+        blackout: None,
     }
 }
 

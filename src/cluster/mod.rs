@@ -325,6 +325,8 @@ mod tests {
             publish_deadline: Duration::from_secs(10),
             min_seq_wait: Duration::from_secs(1),
             max_lag: Duration::from_secs(8),
+            missing: None,
+            blackout: None,
         };
         let want = stream_config(&settings);
         assert!(config_differences(&want, &want).is_empty());

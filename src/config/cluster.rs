@@ -23,6 +23,68 @@ pub struct ClusterSettings {
     /// How far behind the stream a node may be before its reads answer 503 `replica_behind`
     /// unless the client allows stale reads (`--max-lag-ms`).
     pub max_lag: Duration,
+    /// Messages the node's consumer never gets (`--test-missing-messages`, tests only).
+    pub missing: Option<MissingMessages>,
+    /// When the writer's renewals fail on purpose (`--test-lease-blackout`, tests only).
+    pub blackout: Option<Blackout>,
+}
+
+/// `AFTER:FOR` in milliseconds: a window, counted from taking the lease, in which a test
+/// makes every renewal fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blackout {
+    pub after: Duration,
+    pub lasts: Duration,
+}
+
+impl Blackout {
+    pub fn covers(&self, since_taken: Duration) -> bool {
+        self.after <= since_taken && since_taken < self.after + self.lasts
+    }
+}
+
+impl std::str::FromStr for Blackout {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parsed = text
+            .split_once(':')
+            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+        match parsed {
+            Some((after, lasts)) => Ok(Self {
+                after: Duration::from_millis(after),
+                lasts: Duration::from_millis(lasts),
+            }),
+            None => Err(format!("expected AFTER:FOR in milliseconds, got {text:?}")),
+        }
+    }
+}
+
+/// `A-B`: stream sequences a test makes the node's consumer pass over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissingMessages {
+    pub first: u64,
+    pub last: u64,
+}
+
+impl MissingMessages {
+    pub fn contains(&self, seq: u64) -> bool {
+        (self.first..=self.last).contains(&seq)
+    }
+}
+
+impl std::str::FromStr for MissingMessages {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parsed = text
+            .split_once('-')
+            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+        match parsed {
+            Some((first, last)) if 0 < first && first <= last => Ok(Self { first, last }),
+            _ => Err(format!("expected A-B with 0 < A <= B, got {text:?}")),
+        }
+    }
 }
 
 /// `--role`: `auto` takes the lease when it is free; `follower` never does.
@@ -54,6 +116,8 @@ impl ClusterSettings {
             publish_deadline: Duration::from_secs(args.publish_deadline),
             min_seq_wait: Duration::from_millis(args.min_seq_wait_ms),
             max_lag: Duration::from_millis(args.max_lag_ms),
+            missing: args.test_missing_messages,
+            blackout: args.test_lease_blackout,
         })
     }
 

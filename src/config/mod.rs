@@ -5,7 +5,7 @@
 mod cluster;
 mod history;
 
-pub use cluster::{ClusterSettings, Role};
+pub use cluster::{Blackout, ClusterSettings, MissingMessages, Role};
 pub use history::{HistorySettings, STREAM_BUFFER, WRITE_INTERVAL_MS};
 
 use std::fmt;
@@ -334,6 +334,20 @@ pub struct ServeArgs {
     #[arg(long, env = "BOTLIST_MAX_LAG_MS", default_value_t = 8000,
           value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     pub max_lag_ms: u64,
+
+    /// Cluster mode, for tests of the real binary: the stream messages `A-B` are missing from
+    /// every copy this node's consumer reads (a nats-server still catching up), so the node
+    /// must read them from the stream's leader (docs/CLUSTER.md, "Followers"). Never in
+    /// production.
+    #[arg(long, env = "BOTLIST_TEST_MISSING_MESSAGES", hide = true)]
+    pub test_missing_messages: Option<MissingMessages>,
+
+    /// Cluster mode, for tests of the real binary: `AFTER:FOR` (milliseconds) — from AFTER
+    /// after taking the lease, the writer's renewals fail for FOR as if the lease's bucket
+    /// were electing a leader, while the key really expires (docs/CLUSTER.md, "Riding out a
+    /// NATS election"). Never in production.
+    #[arg(long, env = "BOTLIST_TEST_LEASE_BLACKOUT", hide = true)]
+    pub test_lease_blackout: Option<Blackout>,
 }
 
 /// Where the API reference is served (`GET /docs`): no base path may be it.

@@ -38,6 +38,19 @@ impl Acked {
             .min()
     }
 
+    /// The longest time without a 2xx from `after` to the last one.
+    pub fn longest_gap_after(&self, after: Instant) -> Duration {
+        let mut times: Vec<Instant> = self.per_bot.iter().flatten().map(|(_, at)| *at).collect();
+        times.push(after);
+        times.sort();
+        times
+            .windows(2)
+            .filter(|pair| pair[1] > after)
+            .map(|pair| pair[1] - pair[0].max(after))
+            .max()
+            .unwrap_or_default()
+    }
+
     pub fn total(&self) -> usize {
         self.per_bot.iter().map(Vec::len).sum()
     }

@@ -182,6 +182,63 @@ fn a_nats_election_costs_seconds_and_no_node_its_role() {
     }
 }
 
+#[test]
+fn a_lease_unrenewable_past_its_ttl_stays_with_a_writer_that_still_answers() {
+    let Some(binary) =
+        nats_or_skip("a_lease_unrenewable_past_its_ttl_stays_with_a_writer_that_still_answers")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    // 4 s after taking the lease the writer's renewals fail for 4.5 s, as when the lease's
+    // bucket elects a leader for longer than the TTL (3 s here): the key expires while the
+    // writer still answers as the writer. The other nodes must leave it the key for a TTL
+    // more, and it takes the key again when its renewals go through (before twice the TTL
+    // without one, when it would fence itself).
+    let blackout = ["--test-lease-blackout", "4000:4500"];
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::start(&format!("node{i}"), &urls, &blackout))
+        .collect();
+    let writer = writer_of(&nodes, Duration::from_secs(30));
+    let load = super::load::Load::start(&nodes, 2);
+    std::thread::sleep(Duration::from_secs(12));
+    let ended = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    for node in nodes.iter_mut() {
+        assert!(
+            node.exited().is_none(),
+            "{} exited: {}",
+            node.name,
+            node.log()
+        );
+    }
+    assert_eq!(
+        writer_of(&nodes, Duration::from_secs(5)),
+        writer,
+        "the writer kept its role"
+    );
+    assert!(
+        nodes[writer].log().contains("took it again"),
+        "{}",
+        nodes[writer].log()
+    );
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n.log().contains("its holder still answers as the writer")),
+        "a candidate waited for the writer"
+    );
+    assert!(
+        load.first_ack_after(ended).is_some(),
+        "writes go on after the blackout"
+    );
+    let bots = load.bots.clone();
+    let acked = load.finish();
+    converged(&nodes, Duration::from_secs(10));
+    super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
+}
+
 /// A TCP proxy on loopback between a node and one nats-server, which the test cuts: the node
 /// then hears nothing from NATS while its clients still reach it.
 struct Proxy {

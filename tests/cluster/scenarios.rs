@@ -25,26 +25,36 @@ pub fn converged(nodes: &[Node], within: Duration) -> u64 {
             return digests[0].0;
         }
         if Instant::now() >= deadline {
-            for node in nodes {
-                // The access log of the digest polls above would bury what the node said.
-                let log = node.log();
-                let tail: Vec<&str> = log
-                    .lines()
-                    .filter(|line| !line.contains("botlist::access"))
-                    .rev()
-                    .take(40)
-                    .collect();
-                eprintln!(
-                    "--- node {}: {:?}\n(last log lines but the access log, newest first):\n{}",
-                    node.name,
-                    node.status(),
-                    tail.join("\n")
-                );
-            }
+            print_tails(nodes);
             panic!("nodes did not converge: {digests:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Prints each node's `/cluster` and the tail of what it said, for a failed run.
+pub fn print_tails(nodes: &[Node]) {
+    for node in nodes {
+        eprintln!(
+            "--- node {}: {:?}\n(last log lines but the access log, newest first):\n{}",
+            node.name,
+            node.status(),
+            said(node, 40)
+        );
+    }
+}
+
+/// A node's last `lines` log lines, newest first, without the access log: the test's own
+/// polls would bury what the node said.
+pub fn said(node: &Node, lines: usize) -> String {
+    let log = node.log();
+    let tail: Vec<&str> = log
+        .lines()
+        .filter(|line| !line.contains("botlist::access"))
+        .rev()
+        .take(lines)
+        .collect();
+    tail.join("\n")
 }
 
 #[test]
@@ -145,31 +155,47 @@ fn a_nats_server_killed_under_writes_loses_nothing() {
     std::thread::sleep(Duration::from_secs(2));
     let killed_at = Instant::now();
     nats.servers[0].kill9();
-    // JetStream elects new leaders within seconds. At --lease-ttl 3 the writer may fence itself
-    // meanwhile (its lease's bucket had no leader for 2 s) and exit 5: restarted, as a
+    // JetStream elects new leaders within seconds: a round of nats-server's elections takes 4
+    // to 9 s, and a split vote between the two servers left costs another (13 s seen). At
+    // --lease-ttl 3 the writer may fence itself meanwhile and exit 5: restarted, as a
     // supervisor would, it comes back as a standby while another node writes.
-    let mut restarted = false;
-    for _ in 0..2 {
-        std::thread::sleep(Duration::from_secs(6));
+    let mut exits = Vec::new();
+    let settled = killed_at + Duration::from_secs(12);
+    let give_up = killed_at + Duration::from_secs(30);
+    while load.first_ack_after(settled).is_none() && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(250));
         for (i, node) in nodes.iter_mut().enumerate() {
             if let Some(status) = node.exited() {
                 assert_eq!(status.code(), Some(5), "{}", node.log());
+                exits.push(format!(
+                    "--- {} exited {:?} {:?} after the kill, newest first:\n{}",
+                    node.name,
+                    status.code(),
+                    killed_at.elapsed(),
+                    said(node, 60)
+                ));
                 let args = node.args.clone();
                 *node = Node::start_with(&format!("node{i}"), args);
                 load.set_base(i, &node.base);
-                restarted = true;
             }
         }
     }
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(2));
     let bots = load.bots.clone();
     let acked = load.finish();
-    assert!(
-        acked
-            .first_after(killed_at + Duration::from_secs(12))
-            .is_some(),
-        "writes go on with two of three servers (a node restarted: {restarted})"
+    eprintln!(
+        "the longest stretch without a 2xx after the kill: {:?} ({} node exits)",
+        acked.longest_gap_after(killed_at),
+        exits.len()
     );
+    if acked.first_after(settled).is_none() {
+        eprintln!("{}", exits.join("\n"));
+        print_tails(&nodes);
+        panic!(
+            "writes go on with two of three servers ({} node exits)",
+            exits.len()
+        );
+    }
     // A node whose server died reconnects to another one first.
     converged(&nodes, Duration::from_secs(10));
     assert_all_acked_everywhere(&nodes, &bots, &acked);

@@ -199,6 +199,9 @@ async fn apply(
         return Applied::Again;
     };
     let (stream_seq, pending) = (info.stream_sequence, info.pending);
+    if node.cluster.missing.is_some_and(|m| m.contains(stream_seq)) {
+        return Applied::Next;
+    }
     let epoch = catchup::epoch_of(next);
     // The promotion takes the applier between messages, never in the middle of one.
     if *stop.borrow() {

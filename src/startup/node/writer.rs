@@ -55,7 +55,7 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
     view.set_writer(Some(me.clone()));
 
     // From here on the lease must be renewed whatever promotion costs.
-    let (lost_tx, lost) = mpsc::unbounded_channel::<String>();
+    let (lost_tx, mut lost) = mpsc::unbounded_channel::<String>();
     let epoch = lease.epoch;
     let fence = Arc::clone(&lease.clock);
     view.set_lease(Arc::clone(&fence), node.cluster.lease_ttl);
@@ -67,7 +67,13 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
         .handle
         .spawn(renew(node.clone(), lease, lost_tx.clone(), release_rx));
 
-    let applied = match promote(&node, &applier, &journal, epoch, fence).await {
+    // A stream without a leader (a nats-server died) holds the promotion up, not ends it: it
+    // retries for as long as the lease is renewed, and the renewal says when that stops.
+    let promoted = tokio::select! {
+        promoted = promote(&node, &applier, &journal, epoch, fence) => promoted,
+        lost = lost.recv() => Err(format!("the lease was lost: {}", lost.unwrap_or_default())),
+    };
+    let applied = match promoted {
         Ok(applied) => applied,
         Err(error) => return Ended::Demoted(format!("promotion failed: {error}")),
     };
@@ -237,14 +243,28 @@ async fn write(
 
 /// Catches up to the stream's end and claims the next slot with this epoch's first message
 /// (no records): an older writer's message still in flight then either landed before it (and
-/// is applied here) or is refused. Returns the slot of the first record message.
+/// is applied here) or is refused. Returns the slot of the first record message. A stream
+/// that cannot be read or written is tried again every 100 ms without a deadline: the caller
+/// ends the promotion when the lease is lost. (It gave up after `--publish-deadline` once:
+/// a stream whose leader and meta leader died together answered nothing for 13 s, so the
+/// node that had taken the lease exited just as the stream came back, and writes waited for
+/// a third node.)
 async fn claim_slot(
     node: &Node,
     applier: &Arc<tokio::sync::Mutex<Applier>>,
     epoch: u64,
 ) -> Result<u64, ClusterError> {
     let Node { nats, cluster, .. } = node;
-    let give_up = std::time::Instant::now() + cluster.publish_deadline;
+    let started = std::time::Instant::now();
+    let mut warned = false;
+    let mut slow = |why: &dyn std::fmt::Display| {
+        if !warned && started.elapsed() >= cluster.publish_deadline {
+            warned = true;
+            tracing::warn!(after = ?started.elapsed(), %why, "the promotion waits for the stream");
+        } else {
+            tracing::debug!(%why, "claiming the stream's next slot failed; retrying");
+        }
+    };
     loop {
         let (js, name, reading) = (nats.js.clone(), cluster.stream_name(), Arc::clone(applier));
         let result = nats
@@ -256,11 +276,10 @@ async fn claim_slot(
             .await;
         if let Err(error) = result {
             // A refused record (a gap, damage) stops the promotion; a slow stream is retried.
-            if matches!(error, ClusterError::Refused(_) | ClusterError::Newer(_))
-                || std::time::Instant::now() >= give_up
-            {
+            if matches!(error, ClusterError::Refused(_) | ClusterError::Newer(_)) {
                 return Err(error);
             }
+            slow(&error);
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         }
@@ -285,9 +304,7 @@ async fn claim_slot(
             Outcome::WrongLastSequence => continue,
             Outcome::Fatal(why) => return Err(nats_error(why)),
             Outcome::Transient(why) => {
-                if std::time::Instant::now() >= give_up {
-                    return Err(nats_error(why));
-                }
+                slow(&why);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -306,7 +323,8 @@ async fn renew(
     mut release: oneshot::Receiver<()>,
 ) {
     let ttl = node.cluster.lease_ttl;
-    let mut last_renewed = std::time::Instant::now();
+    let taken = std::time::Instant::now();
+    let mut last_renewed = taken;
     let mut failing: Option<String> = None;
     // Set when the lease was taken again before the stream's end could be read: it is read at
     // the following renewals instead.
@@ -324,7 +342,13 @@ async fn renew(
             }
             () = tokio::time::sleep(pause) => {}
         }
-        let why = match lease.renew().await {
+        let blackout = node.cluster.blackout;
+        let renewal = if blackout.is_some_and(|b| b.covers(taken.elapsed())) {
+            Renewal::Failed("a test's blackout of the lease's bucket".into())
+        } else {
+            lease.renew().await
+        };
+        let why = match renewal {
             Renewal::Renewed => {
                 if let Some(why) = failing.take() {
                     tracing::info!(after = ?last_renewed.elapsed(), %why, "the lease is renewed again");
