@@ -47,10 +47,7 @@ impl std::str::FromStr for Blackout {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let parsed = text
-            .split_once(':')
-            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-        match parsed {
+        match two_numbers(text, ':') {
             Some((after, lasts)) => Ok(Self {
                 after: Duration::from_millis(after),
                 lasts: Duration::from_millis(lasts),
@@ -73,14 +70,17 @@ impl MissingMessages {
     }
 }
 
+/// `A<separator>B`, two whole numbers (the test flags' values).
+fn two_numbers(text: &str, separator: char) -> Option<(u64, u64)> {
+    let (a, b) = text.split_once(separator)?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
 impl std::str::FromStr for MissingMessages {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let parsed = text
-            .split_once('-')
-            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-        match parsed {
+        match two_numbers(text, '-') {
             Some((first, last)) if 0 < first && first <= last => Ok(Self { first, last }),
             _ => Err(format!("expected A-B with 0 < A <= B, got {text:?}")),
         }
@@ -135,5 +135,24 @@ impl ClusterSettings {
 
     pub fn snapshot_bucket(&self) -> String {
         format!("{}_snapshots", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_flags_read_their_two_numbers_and_refuse_the_rest() {
+        let missing: MissingMessages = "4-6".parse().expect("parses");
+        assert!(missing.contains(4) && missing.contains(6) && !missing.contains(7));
+        for bad in ["6-4", "0-1", "4", "a-b", "4:6"] {
+            assert!(bad.parse::<MissingMessages>().is_err(), "{bad}");
+        }
+        let blackout: Blackout = "4000:4500".parse().expect("parses");
+        assert!(!blackout.covers(Duration::from_millis(3999)));
+        assert!(blackout.covers(Duration::from_millis(4000)));
+        assert!(!blackout.covers(Duration::from_millis(8500)));
+        assert!("4000-4500".parse::<Blackout>().is_err());
     }
 }
