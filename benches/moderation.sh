@@ -115,27 +115,7 @@ done
 echo
 echo "| route | bytes | botlist req/s | bare req/s | ratio (median, range) | botlist p50 / p99 ms | bare p50 / p99 ms | load (1 min) at each round |"
 echo "|---|---:|---:|---:|---|---|---|---|"
-awk -F'|' '
-  function median(list, n,   i, j, t, a) { split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-  function lo(list, n,   a, i, m) { split(list, a, " "); m = a[1]; for (i = 2; i <= n; i++) if (a[i] < m) m = a[i]; return m }
-  function hi(list, n,   a, i, m) { split(list, a, " "); m = a[1]; for (i = 2; i <= n; i++) if (a[i] > m) m = a[i]; return m }
-  {
-    if (!($1 in n)) { order[++routes] = $1 }
-    n[$1]++; bytes[$1] = $2; load[$1] = load[$1] (load[$1] == "" ? "" : ", ") $3
-    split($4, b, " "); split($5, o, " ")
-    brps[$1] = brps[$1] " " b[1]; bp50[$1] = bp50[$1] " " b[2]; bp99[$1] = bp99[$1] " " b[3]
-    orps[$1] = orps[$1] " " o[1]; op50[$1] = op50[$1] " " o[2]; op99[$1] = op99[$1] " " o[3]
-    ratio[$1] = ratio[$1] " " (b[1] > 0 ? o[1] / b[1] : 0)
-  }
-  END {
-    for (i = 1; i <= routes; i++) {
-      r = order[i]; c = n[r]
-      printf "| %s | %d | %.0f | %.0f | %.3f (%.3f–%.3f) | %.2f / %.2f | %.2f / %.2f | %s |\n", r, bytes[r],
-        median(orps[r], c), median(brps[r], c), median(ratio[r], c), lo(ratio[r], c), hi(ratio[r], c),
-        median(op50[r], c), median(op99[r], c), median(bp50[r], c), median(bp99[r], c), load[r]
-    }
-  }' "$ROWS"
+awk -F'|' -v digits=3 -v loads=each -f benches/rounds_table.awk "$ROWS"
 echo
 echo "resident after the runs: $(( $(rss) / 1048576 )) MiB; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill $PID; wait $PID 2>/dev/null || true
