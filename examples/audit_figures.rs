@@ -5,48 +5,28 @@
 
 use std::time::Instant;
 
-use botlist::domain::audit::{
-    Acting, ActorFilter, AuditAction, AuditActor, AuditEntries, AuditFilter,
-};
+use botlist::domain::audit::{ActorFilter, AuditAction, AuditEntries, AuditFilter};
 use botlist::domain::time::Timestamp;
 use uuid::Uuid;
+
+#[path = "support/audit_mix.rs"]
+mod audit_mix;
 
 fn main() {
     let count: usize = std::env::args()
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000_000);
-    // 100,000 bots and 20,000 profiles; one entry in 50 a decision with a reason.
+    // 100,000 bots and 20,000 profiles (the mix: examples/support/audit_mix.rs).
     let bots: Vec<Uuid> = (0..100_000u128).map(|n| Uuid::from_u128(n + 1)).collect();
     let people: Vec<Uuid> = (0..20_000u128)
         .map(|n| Uuid::from_u128((1 << 64) + n))
         .collect();
-    let actions = [
-        (AuditAction::BotUpdate, vec!["name".to_string()]),
-        (
-            AuditAction::BotUpdate,
-            vec!["long_description".to_string(), "tags".to_string()],
-        ),
-        (AuditAction::BotOwners, vec!["owner_ids".to_string()]),
-        (AuditAction::BotTokenRotate, vec!["token".to_string()]),
-        (AuditAction::CommandsSet, vec!["commands".to_string()]),
-    ];
     let before = rss_kib();
     let started = Instant::now();
     let mut log = AuditEntries::default();
     for n in 0..count {
-        let (action, changes) = &actions[n % actions.len()];
-        let actor = if n % 7 == 0 {
-            AuditActor::Admin
-        } else {
-            AuditActor::Profile(people[n % people.len()])
-        };
-        let reason = (n % 50 == 0).then(|| "Spam in the long description".to_string());
-        let entry = Acting::new(actor, *action).with_reason(reason).entry(
-            bots[(n * 7919) % bots.len()],
-            changes.clone(),
-            Timestamp::from_millis(n as i64),
-        );
+        let entry = audit_mix::entry(n, &bots, &people, Timestamp::from_millis(n as i64));
         log.push(n as u64 + 1, &entry);
     }
     let filled = started.elapsed();

@@ -13,10 +13,12 @@
 use std::time::Instant;
 
 use botlist::demo::{self, DemoSize};
-use botlist::domain::audit::{Acting, AuditAction, AuditActor};
 use botlist::domain::bot::ListingStatus;
 use botlist::domain::time::{Clock, SystemClock, Timestamp};
 use botlist::persist::snapshot;
+
+#[path = "support/audit_mix.rs"]
+mod audit_mix;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -54,32 +56,11 @@ fn main() {
         .iter()
         .map(|p| uuid::Uuid::from_u128(p.id.as_u128()))
         .collect();
-    // As examples/audit_figures.rs: one entry in seven by the admin token, one in 50 with a
-    // reason, the entries spread over every bot and profile, a millisecond apart up to now.
-    let actions = [
-        (AuditAction::BotUpdate, vec!["name".to_string()]),
-        (
-            AuditAction::BotUpdate,
-            vec!["long_description".to_string(), "tags".to_string()],
-        ),
-        (AuditAction::BotOwners, vec!["owner_ids".to_string()]),
-        (AuditAction::BotTokenRotate, vec!["token".to_string()]),
-        (AuditAction::CommandsSet, vec!["commands".to_string()]),
-    ];
+    // The mix of examples/audit_figures.rs, a millisecond apart up to now.
     let first = now.millis() - count as i64;
     for n in 0..count {
-        let (action, changes) = &actions[n % actions.len()];
-        let actor = if n % 7 == 0 {
-            AuditActor::Admin
-        } else {
-            AuditActor::Profile(people[n % people.len()])
-        };
-        let reason = (n % 50 == 0).then(|| "Spam in the long description".to_string());
-        let entry = Acting::new(actor, *action).with_reason(reason).entry(
-            bot_ids[(n * 7919) % bot_ids.len()],
-            changes.clone(),
-            Timestamp::from_millis(first + n as i64),
-        );
+        let at = Timestamp::from_millis(first + n as i64);
+        let entry = audit_mix::entry(n, &bot_ids, &people, at);
         state.audit.push(n as u64 + 1, &entry);
     }
     state.seq = count as u64;
