@@ -158,7 +158,7 @@ async fn cluster_backup(servers: String, args: BackupArgs) -> ExitCode {
         );
     }
     let settings = offline_cluster(servers, args.cluster_prefix, 7);
-    let (state, mark) = match botlist::cluster::backup::state_at_end(&settings).await {
+    let found = match botlist::cluster::backup::state_at_end(&settings).await {
         Ok(found) => found,
         Err(botlist::cluster::ClusterError::Newer(why)) => {
             return copy_failed("backup", &CopyError::Newer(why))
@@ -168,9 +168,11 @@ async fn cluster_backup(servers: String, args: BackupArgs) -> ExitCode {
         }
         Err(error) => return copy_failed("backup", &CopyError::Io(error.to_string())),
     };
-    let to = args.to.clone();
-    let copied =
-        tokio::task::spawn_blocking(move || backup::backup_state(&state, Some(mark), &to)).await;
+    let (to, mark) = (args.to.clone(), found.mark);
+    let copied = tokio::task::spawn_blocking(move || {
+        backup::backup_state(&found.state, Some(found.mark), found.cursor_key, &to)
+    })
+    .await;
     match copied {
         Ok(Ok(copied)) => {
             println!(
@@ -439,8 +441,15 @@ async fn cluster_init(args: ClusterInitArgs) -> ExitCode {
     match botlist::cluster::init::seed(settings, args.from).await {
         Ok(seeded) => {
             println!(
-                "seeded the cluster: {} profiles and {} bots as records 1 to {}",
-                seeded.profiles, seeded.bots, seeded.records
+                "seeded the cluster: {} profiles and {} bots as records 1 to {}{}",
+                seeded.profiles,
+                seeded.bots,
+                seeded.records,
+                if seeded.cursor_key {
+                    ", and the directory's history cursor key"
+                } else {
+                    ""
+                }
             );
             ExitCode::SUCCESS
         }

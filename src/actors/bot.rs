@@ -43,7 +43,7 @@ pub use project::{
 pub use reviews::{EditReview, ReadReviews, RemoveReview, ReplyToReview, ReviewPage, WriteReview};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
-use super::{when_durable, Answer};
+use super::{refused, when_durable, Answer};
 
 /// Where a bot actor publishes its view; shared with the directory's readers.
 pub type Published = Arc<ArcSwap<BotView>>;
@@ -250,6 +250,18 @@ impl BotActor {
     fn progress_delivery(&mut self, delivery: &Delivery) -> Durable {
         let record = self.outbox.progressed(&self.state, delivery);
         self.apply_and_journal(record)
+    }
+
+    /// Once the journal has failed, a write is refused before it changes anything: the answer
+    /// the journal would give it (503 "not stored"), counted and logged as the journal's
+    /// refusals are. Without this the change would be applied first and then refused, and stay
+    /// applied: a voter refused once would be told 409 "already voted" on the retry, which
+    /// clients read as "stored" (docs/API.md). Only a change in flight when the journal failed
+    /// is applied and then refused (`refused`).
+    pub(super) fn refuse_while_failed(&self) -> Option<Rejection> {
+        let error = self.journal.failure()?;
+        self.journal.note_refusal(&error);
+        Some(refused(error))
     }
 
     /// Makes a change to the state the way replay makes it: through the record's one function.
@@ -509,6 +521,9 @@ impl Handler<RecordVote> for BotActor {
     type Result = ();
 
     fn handle(&mut self, RecordVote(voter, answer): RecordVote, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return answer.refuse(why);
+        }
         let at = self.clock.now();
         if let Some(retry_at) = self.state.votes.window.active_until(voter.id, at) {
             return answer.refuse(Rejection::AlreadyVoted { retry_at });
@@ -599,6 +614,9 @@ impl Handler<SendTest> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
     fn handle(&mut self, SendTest(owner): SendTest, _: &mut Self::Context) -> Self::Result {
+        if let Some(why) = self.refuse_while_failed() {
+            return Box::pin(async move { Err(why) });
+        }
         match self.send_test(owner) {
             Ok((delivery, durable)) => when_durable(durable, delivery),
             Err(rejection) => Box::pin(async move { Err(rejection) }),
@@ -615,6 +633,9 @@ impl Handler<Redeliver> for BotActor {
     type Result = ResponseFuture<Result<Delivery, Rejection>>;
 
     fn handle(&mut self, Redeliver(id): Redeliver, _: &mut Self::Context) -> Self::Result {
+        if let Some(why) = self.refuse_while_failed() {
+            return Box::pin(async move { Err(why) });
+        }
         match self.outbox.redelivery(&self.state, id, self.clock.now()) {
             Ok(delivery) => when_durable(self.progress_delivery(&delivery), delivery),
             Err(rejection) => Box::pin(async move { Err(rejection) }),
@@ -865,6 +886,9 @@ impl Handler<PostStats> for BotActor {
     type Result = ();
 
     fn handle(&mut self, PostStats(update, answer): PostStats, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return answer.refuse(why);
+        }
         let at = self.clock.now();
         let bot = self.state.listing.id;
         let record = match update {
@@ -890,6 +914,9 @@ impl Handler<ApplyPatch> for BotActor {
         ApplyPatch(patch, by, acting): ApplyPatch,
         _: &mut Self::Context,
     ) -> Self::Result {
+        if let Some(why) = self.refuse_while_failed() {
+            return Box::pin(async move { Err(why) });
+        }
         let at = self.clock.now();
         // The status lives in the listing, so its moves are checked here, in order with every
         // other edit of the bot.
@@ -960,6 +987,9 @@ impl Handler<ClaimListing> for BotActor {
         ClaimListing(claim, acting): ClaimListing,
         _: &mut Self::Context,
     ) -> Self::Result {
+        if let Some(why) = self.refuse_while_failed() {
+            return Box::pin(async move { Err(why) });
+        }
         let status = self.state.listing.status;
         if status != ListingStatus::Pending {
             return Box::pin(async move {

@@ -3,14 +3,17 @@
 //! snapshot, then the journal), and its state is written into the empty stream as records the
 //! followers already know: every profile as `ProfileSaved`, then every bot, whole, as
 //! `BotListed`, numbered from 1. The cluster's journal numbering therefore starts over; the
-//! data directory itself is left as it was.
+//! data directory itself is left as it was. The directory's history cursor key, when it has
+//! one, becomes the cluster's (`meta::put_back_key`), so cursors handed out by the server (or
+//! the cluster) the directory was restored from stay valid.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::lease::FenceClock;
 use super::sink::{JetStreamSink, NatsPublisher, StreamPosition};
-use super::{catchup, ClusterError, ClusterSettings, Nats};
+use super::{catchup, meta, ClusterError, ClusterSettings, Nats};
+use crate::persist::backup::CURSOR_KEY_FILE;
 use crate::persist::journal::{frame, Sink, MAX_RECORD_BYTES};
 use crate::persist::recovery;
 use crate::persist::state::{Record, StoredBot};
@@ -21,6 +24,8 @@ pub struct Seeded {
     pub profiles: usize,
     pub bots: usize,
     pub records: u64,
+    /// Whether the directory's history cursor key became the cluster's.
+    pub cursor_key: bool,
 }
 
 pub async fn seed(
@@ -46,6 +51,15 @@ pub async fn seed(
             settings.stream_name()
         )));
     }
+    // Before the stream gets a record: a cluster whose nodes already made another key is
+    // refused with nothing written.
+    let cursor_key = match directory_key(&from) {
+        Some(key) => {
+            meta::put_back_key(&nats, &settings, key).await?;
+            true
+        }
+        None => false,
+    };
     let state = recovered.state;
     let (profiles, bots) = (state.profiles.len(), state.bots.len());
     let mut frames = Vec::with_capacity(profiles + bots);
@@ -98,5 +112,25 @@ pub async fn seed(
         profiles,
         bots,
         records: written,
+        cursor_key,
     })
+}
+
+/// The directory's history cursor key; none when it has no file of 32 bytes (a start would
+/// make a new one too).
+fn directory_key(dir: &std::path::Path) -> Option<[u8; 32]> {
+    let path = dir.join(CURSOR_KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let key = <[u8; 32]>::try_from(bytes.as_slice()).ok();
+            if key.is_none() {
+                tracing::warn!(
+                    "{} is not a 32-byte key; the cluster makes its own, and history cursors given before are refused",
+                    path.display()
+                );
+            }
+            key
+        }
+        Err(_) => None,
+    }
 }

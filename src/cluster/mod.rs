@@ -17,6 +17,7 @@ pub mod digest;
 pub mod follow;
 pub mod init;
 pub mod lease;
+pub mod meta;
 pub mod sink;
 pub mod snapshots;
 pub mod view;

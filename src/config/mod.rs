@@ -171,7 +171,8 @@ pub struct ServeArgs {
     pub fsync: FsyncMode,
 
     /// A storage fault put into every journal write, for tests of the real binary:
-    /// `delay:<ms>` or `fail-from:<seq>` (docs/PERSISTENCE.md). Never in production.
+    /// `delay:<ms>`, `fail-from:<seq>`, `fail-while-exists:<kind>:<path>`
+    /// (docs/PERSISTENCE.md). Never in production.
     #[arg(long, env = "BOTLIST_INJECT_JOURNAL_FAULT", hide = true)]
     pub inject_journal_fault: Option<JournalFault>,
 
@@ -569,7 +570,7 @@ impl Settings {
             actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
             data_dir: Some(args.data_dir.clone()),
             fsync: args.fsync,
-            journal_fault: args.inject_journal_fault.unwrap_or_default(),
+            journal_fault: args.inject_journal_fault.clone().unwrap_or_default(),
             admin_lockout: !args.no_admin_lockout,
             snapshot_interval: (args.snapshot_interval > 0)
                 .then(|| Duration::from_secs(args.snapshot_interval)),

@@ -38,6 +38,10 @@ pub enum CopyError {
     Newer(String),
 }
 
+/// The data directory's file that holds the key signing vote history cursors (start-up reads
+/// it; a backup carries it, so cursors handed out before stay valid after a restore).
+pub const CURSOR_KEY_FILE: &str = "history-cursor.key";
+
 fn io_error(what: impl std::fmt::Display, path: &Path, error: io::Error) -> CopyError {
     CopyError::Io(format!("{what} {}: {error}", path.display()))
 }
@@ -84,16 +88,21 @@ fn into_new_backup(
 }
 
 /// Writes a state a caller built (a cluster's newest uploaded snapshot with the stream read
-/// to its end, `cluster::backup`) as a backup at `to`: one snapshot, its stream mark, and no
-/// journal, verified before it takes that name like any other backup.
+/// to its end, `cluster::backup`) as a backup at `to`: one snapshot, its stream mark, the
+/// history cursor key, and no journal, verified before it takes that name like any other backup.
 pub fn backup_state(
     state: &super::state::SavedState,
     mark: Option<super::StreamMark>,
+    cursor_key: Option<[u8; 32]>,
     to: &Path,
 ) -> Result<Copied, CopyError> {
     into_new_backup(to, |temp| {
         let written =
             snapshot::write(temp, state).map_err(|e| io_error("cannot write in", temp, e))?;
+        let mut bytes = written.bytes;
+        if let Some(key) = cursor_key {
+            bytes += write_file(&temp.join(CURSOR_KEY_FILE), &key)?;
+        }
         if let Some(mark) = mark {
             snapshot::write_mark(temp, state.seq, mark)
                 .map_err(|e| io_error("cannot write in", temp, e))?;
@@ -102,7 +111,7 @@ pub fn backup_state(
         Ok(Copied {
             snapshot_seq: state.seq,
             last_seq: state.seq,
-            bytes: written.bytes,
+            bytes,
             bots: 0,
         })
     })
@@ -200,7 +209,7 @@ fn backup_into(data_dir: &Path, snapshot_seq: u64, temp: &Path) -> Result<Copied
     drop(bytes);
     for extra in [
         snapshot::MARKS.name(snapshot_seq),
-        "history-cursor.key".to_owned(),
+        CURSOR_KEY_FILE.to_owned(),
     ] {
         if let Ok(bytes) = fs::read(data_dir.join(&extra)) {
             total += write_file(&temp.join(extra), &bytes)?;
@@ -357,7 +366,7 @@ fn is_state_file(name: &str) -> bool {
         || snapshot::MARKS.parse(name).is_some()
         || journal::parse_segment_name(name).is_some()
         || name == head::FILE
-        || name == "history-cursor.key"
+        || name == CURSOR_KEY_FILE
 }
 
 /// Writes `bytes` to a new private file and syncs it.

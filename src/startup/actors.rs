@@ -142,9 +142,12 @@ fn open_journal(
 ) -> std::io::Result<Journal> {
     Ok(match (replicated, &settings.data_dir) {
         (Some(journal), _) => journal,
-        (None, Some(dir)) => {
-            Journal::open_with_fault(dir, next_seq, settings.fsync, settings.journal_fault)?
-        }
+        (None, Some(dir)) => Journal::open_with_fault(
+            dir,
+            next_seq,
+            settings.fsync,
+            settings.journal_fault.clone(),
+        )?,
         (None, None) => Journal::in_memory(next_seq),
     })
 }

@@ -189,9 +189,14 @@ struct JournalState {
 
 impl crate::api::health::JournalHealth for JournalState {
     fn failure(&self) -> Option<(&'static str, String)> {
+        let again = if self.journal.disk_writable_again() {
+            "; the disk takes writes again (a probe wrote and synced a file in the data directory): restart the service to take writes"
+        } else {
+            ""
+        };
         self.journal
             .failure()
-            .map(|error| (error.kind(), error.to_string()))
+            .map(|error| (error.kind(), format!("{error}{again}")))
     }
 
     fn available_bytes(&self) -> Option<u64> {

@@ -91,11 +91,18 @@ pub const JOURNAL_FAILURE_KINDS: [&str; 5] = ["enospc", "read_only", "io", "perm
 pub fn journal_failed(kind: &'static str) {
     counter!("botlist_journal_failures_total", "kind" => kind).increment(1);
     journal_healthy(false);
+    journal_disk_writable(false);
 }
 
 /// 1 while the journal takes writes, 0 once it failed.
 pub fn journal_healthy(healthy: bool) {
     gauge!("botlist_journal_healthy").set(if healthy { 1.0 } else { 0.0 });
+}
+
+/// 1 while the journal takes writes, or after it failed, while its last probe of the disk
+/// wrote and synced; 0 while the disk refuses the probe.
+pub fn journal_disk_writable(writable: bool) {
+    gauge!("botlist_journal_disk_writable").set(if writable { 1.0 } else { 0.0 });
 }
 
 /// Bytes left on the data directory's file system, as of the scrape.

@@ -126,6 +126,10 @@ fn describe_all() {
         "1 while the journal takes writes; 0 once it failed (GET /readyz answers 503 with the reason)."
     );
     describe_gauge!(
+        "botlist_journal_disk_writable",
+        "1 while the journal takes writes, or, after it failed, while its last probe of the disk (a 4 KiB write and its fsync, every second) succeeded: the disk is back and a restart takes writes again; 0 while the disk refuses the probe."
+    );
+    describe_gauge!(
         "botlist_data_dir_available_bytes",
         Unit::Bytes,
         "Bytes left on the data directory's file system (as of the scrape; absent without a data directory)."
@@ -245,6 +249,7 @@ fn register_all() {
     }
     // A journal is healthy until it fails (the in-memory one never does).
     gauge!("botlist_journal_healthy").set(1.0);
+    gauge!("botlist_journal_disk_writable").set(1.0);
 }
 
 /// The Prometheus text exposition, with gauges read at scrape time brought up to date, and

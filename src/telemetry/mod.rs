@@ -28,9 +28,10 @@ mod threads;
 pub use access_line::AccessLine;
 pub use access_log::{AccessLines, AccessLog, AnsweredRequest, RouteName};
 pub use counters::{
-    count_vote, data_dir_available, event_queued, journal_failed, journal_healthy, journal_written,
-    profiles_listed, rate_key, review_changed, set_ready, snapshot_written, stats_posted,
-    stream_replay_poll, timed_fsync, vote_source, webhook_outcome, webhook_queue,
+    count_vote, data_dir_available, event_queued, journal_disk_writable, journal_failed,
+    journal_healthy, journal_written, profiles_listed, rate_key, review_changed, set_ready,
+    snapshot_written, stats_posted, stream_replay_poll, timed_fsync, vote_source, webhook_outcome,
+    webhook_queue,
 };
 pub use counters::{moderation_decision, moderation_queue, votes_expired};
 pub use exporter::{install_metrics, render};

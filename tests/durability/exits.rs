@@ -436,3 +436,100 @@ fn a_full_tmpfs_is_seen_by_readyz_and_the_metrics_and_loses_no_acknowledged_writ
         .expect("sent");
     assert_eq!(ready.status(), StatusCode::OK);
 }
+
+/// A disk that fails and comes back (`--inject-journal-fault fail-while-exists:enospc:PATH`:
+/// batches and probes fail while the file exists). The journal's writer probes the disk every
+/// second once it failed, and `/readyz`, the log and `botlist_journal_disk_writable` say when it
+/// takes writes again, and when it refuses them again; writes stay refused (taking them again
+/// in place is not built: docs/OPERATIONS.md, "Readiness"), and after the restart the vote that
+/// was refused can be cast and counts once.
+#[test]
+fn a_disk_that_comes_back_is_seen_by_the_probe_and_said_by_readyz_and_the_metric() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faults = tempfile::tempdir().expect("temp dir");
+    let switch = faults.path().join("disk-full");
+    let fault = format!("fail-while-exists:enospc:{}", switch.display());
+    let server = Server::start(dir.path(), &["--inject-journal-fault", &fault]);
+    let root = server.base.trim_end_matches("/api/v1").to_owned();
+    let readyz = || -> (StatusCode, String) {
+        let answer = server
+            .client
+            .get(format!("{root}/readyz"))
+            .send()
+            .expect("sent");
+        (answer.status(), answer.text().expect("text"))
+    };
+    let metrics = || -> String {
+        server
+            .client
+            .get(format!("{root}/metrics"))
+            .send()
+            .expect("sent")
+            .text()
+            .expect("text")
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: {:?}", readyz());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (bot, _) = server.create_bot(5);
+    assert_eq!(server.vote(&bot, 1), StatusCode::CREATED);
+    assert!(metrics().contains("botlist_journal_disk_writable 1"));
+
+    std::fs::write(&switch, b"").expect("the disk fills");
+    assert_eq!(server.vote(&bot, 2), StatusCode::SERVICE_UNAVAILABLE);
+    // Retried while the journal cannot take it: refused again, never 409 "already voted"
+    // (which clients read as stored), and so is an already durable voter's.
+    assert_eq!(server.vote(&bot, 2), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.vote(&bot, 1), StatusCode::SERVICE_UNAVAILABLE);
+    let (status, why) = readyz();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        why.contains("enospc") && !why.contains("takes writes again"),
+        "{why}"
+    );
+    let seen = metrics();
+    assert!(seen.contains("botlist_journal_disk_writable 0"), "{seen}");
+
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    wait_for("the probe sees the disk back", &|| {
+        readyz().1.contains("takes writes again")
+    });
+    let seen = metrics();
+    assert!(seen.contains("botlist_journal_disk_writable 1"), "{seen}");
+    assert!(seen.contains("botlist_journal_healthy 0"), "{seen}");
+    assert!(seen.contains("botlist_ready 0"), "{seen}");
+    assert_eq!(
+        server.vote(&bot, 2),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "writes stay refused until the restart"
+    );
+
+    std::fs::write(&switch, b"").expect("the disk fills again");
+    wait_for("the probe sees the disk gone again", &|| {
+        !readyz().1.contains("takes writes again")
+    });
+    assert!(metrics().contains("botlist_journal_disk_writable 0"));
+    // One line per change of state, not one per probe.
+    let log = server.log();
+    assert_eq!(
+        log.matches("the disk takes writes again").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("the disk refuses writes again").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(server.terminate().code(), Some(4));
+
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    let again = Server::start(dir.path(), &[]);
+    assert_eq!(again.vote_count(&bot), 1, "the refused vote was not kept");
+    assert_eq!(again.vote(&bot, 2), StatusCode::CREATED, "cast again");
+    assert_eq!(again.vote_count(&bot), 2, "and counted once");
+}

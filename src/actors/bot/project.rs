@@ -24,6 +24,9 @@ impl Handler<SetCommands> for BotActor {
     type Result = ();
 
     fn handle(&mut self, SetCommands(commands, answer): SetCommands, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return answer.refuse(why);
+        }
         let (bot, at) = (self.state.listing.id, self.clock.now());
         let record = Record::CommandsSet { bot, commands, at };
         let acting = Acting::new(AuditActor::bot(bot), AuditAction::CommandsSet);
@@ -50,6 +53,9 @@ impl Handler<PostAnnouncement> for BotActor {
     type Result = ();
 
     fn handle(&mut self, ask: PostAnnouncement, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return ask.answer.refuse(why);
+        }
         let now = self.clock.now();
         let announcement = match Announcement::new(ask.title, ask.content, ask.category, now) {
             Ok(announcement) => announcement,
@@ -96,6 +102,9 @@ impl Handler<PostMetricsBatch> for BotActor {
         PostMetricsBatch(entries, answer): PostMetricsBatch,
         _: &mut Self::Context,
     ) {
+        if let Some(why) = self.refuse_while_failed() {
+            return answer.refuse(why);
+        }
         let record = Record::MetricsBatchPosted {
             bot: self.state.listing.id,
             entries,

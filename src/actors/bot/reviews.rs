@@ -105,6 +105,9 @@ impl Handler<WriteReview> for BotActor {
     type Result = ();
 
     fn handle(&mut self, ask: WriteReview, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return ask.answer.refuse(why);
+        }
         if let Some(existing) = self.state.reviews.by_author(ask.author) {
             return ask.answer.refuse(Rejection::Conflict(format!(
                 "this profile has already reviewed this bot (review `{}`); edit or delete that one",
@@ -131,6 +134,9 @@ impl Handler<EditReview> for BotActor {
     type Result = ();
 
     fn handle(&mut self, ask: EditReview, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return ask.answer.refuse(why);
+        }
         let mut review = match self.own_review(ask.review, ask.author) {
             Ok(review) => review,
             Err(why) => return ask.answer.refuse(why),
@@ -150,6 +156,9 @@ impl Handler<ReplyToReview> for BotActor {
     type Result = ();
 
     fn handle(&mut self, ask: ReplyToReview, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return ask.answer.refuse(why);
+        }
         let Some(mut review) = self.state.reviews.get(ask.review).cloned() else {
             return ask.answer.refuse(no_review(ask.review));
         };
@@ -166,6 +175,9 @@ impl Handler<RemoveReview> for BotActor {
     type Result = ();
 
     fn handle(&mut self, ask: RemoveReview, _: &mut Self::Context) {
+        if let Some(why) = self.refuse_while_failed() {
+            return ask.answer.refuse(why);
+        }
         if let Remover::Author(author) = ask.removal.by {
             if let Err(why) = self.own_review(ask.review, author) {
                 return ask.answer.refuse(why);

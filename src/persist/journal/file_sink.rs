@@ -12,6 +12,9 @@ use super::writer::{io_error, io_error_after_write};
 use super::{FsyncMode, JournalError, Sink};
 use crate::persist::{head, sync_dir};
 
+/// The file a probe of the disk writes, syncs and removes (`Sink::probe`).
+pub const PROBE_FILE: &str = "journal.probe";
+
 /// A segment past this size is closed and a new one started.
 const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -197,6 +200,19 @@ impl Sink for FileSink {
         self.mode
     }
 
+    /// Writes 4 KiB to a new file in the data directory (`journal.probe`), syncs it and removes
+    /// it: a new block must be found (a full disk refuses it), written and synced (a failing
+    /// or read-only one refuses that). The segments are not touched.
+    fn probe(&mut self) -> io::Result<()> {
+        let path = self.dir.join(PROBE_FILE);
+        let written = crate::persist::private::create_new(&path).and_then(|mut file| {
+            file.write_all(&[0u8; 4096])?;
+            file.sync_all()
+        });
+        let removed = std::fs::remove_file(&path);
+        written.and(removed)
+    }
+
     /// Zeroes the failed batch's bytes (the segment's unwritten part is zeros, so a scan ends
     /// there), makes that durable and writes on from where the batch began. Whatever the
     /// buffer still held of the batch is dropped, never written later.
@@ -212,5 +228,27 @@ impl Sink for FileSink {
         self.segment.bytes = start;
         self.segment.records = records;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_writes_syncs_and_removes_its_file_and_leaves_the_segment_alone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut sink = FileSink::create(dir.path(), 1, FsyncMode::Always).expect("sink");
+        let segment = dir.path().join(segment_name(1));
+        let before = std::fs::read(&segment).expect("segment");
+        sink.probe().expect("a writable directory takes the probe");
+        assert!(!dir.path().join(PROBE_FILE).exists());
+        assert_eq!(std::fs::read(&segment).expect("segment"), before);
+        // A directory that cannot take a new file refuses the probe.
+        drop(sink);
+        let gone = tempfile::tempdir().expect("temp dir");
+        let mut sink = FileSink::create(gone.path(), 1, FsyncMode::Always).expect("sink");
+        std::fs::remove_dir_all(gone.path()).expect("removed");
+        assert!(sink.probe().is_err());
     }
 }

@@ -47,7 +47,7 @@ pub enum FsyncMode {
 /// A storage fault put into the journal's writes on purpose, so that tests on the real binary
 /// can show what the service does while its disk is slow or failing (`--inject-journal-fault`,
 /// hidden from `--help`; docs/PERSISTENCE.md). Never set in production.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum JournalFault {
     #[default]
     None,
@@ -60,6 +60,10 @@ pub enum JournalFault {
     /// fails as a flush or fsync would: the case where a refused record's bytes reached the
     /// file, which the writer then takes back (`Sink::take_back`).
     FsyncFailFrom(u64, i32),
+    /// Every batch, and every probe of a journal that failed (`Sink::probe`), fails with this
+    /// OS error while this path exists: a disk that fails and then recovers, at the test's
+    /// command (it creates and removes the file). The two kinds above never recover.
+    FailWhileExists(std::path::PathBuf, i32),
 }
 
 impl std::str::FromStr for JournalFault {
@@ -68,8 +72,8 @@ impl std::str::FromStr for JournalFault {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || {
             format!(
-                "`{text}` is not a journal fault: delay:<ms>, fail-from:<seq>[:eio|enospc|erofs] \
-                 or fsync-fail-from:<seq>[:eio|enospc|erofs]"
+                "`{text}` is not a journal fault: delay:<ms>, fail-from:<seq>[:eio|enospc|erofs], \
+                 fsync-fail-from:<seq>[:eio|enospc|erofs] or fail-while-exists:<eio|enospc|erofs>:<path>"
             )
         };
         let errno = |name: Option<&str>| match name.unwrap_or("eio") {
@@ -78,6 +82,13 @@ impl std::str::FromStr for JournalFault {
             "erofs" => Ok(libc::EROFS),
             _ => Err(bad()),
         };
+        if let Some(rest) = text.strip_prefix("fail-while-exists:") {
+            let (name, path) = rest.split_once(':').ok_or_else(bad)?;
+            if path.is_empty() {
+                return Err(bad());
+            }
+            return Ok(Self::FailWhileExists(path.into(), errno(Some(name))?));
+        }
         let mut parts = text.split(':');
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some("delay"), Some(ms), None, None) => Ok(Self::Delay(Duration::from_millis(
@@ -219,7 +230,13 @@ struct Shared {
     refusals_logged: Mutex<Option<std::time::Instant>>,
     /// The audit log each audited record's entry joins once the record is published.
     audit: std::sync::OnceLock<Arc<AuditLog>>,
+    /// After a failure: whether the writer's last probe of the disk wrote and synced
+    /// (`Sink::probe`, every [`PROBE_EVERY`]).
+    disk_writable: AtomicBool,
 }
+
+/// How often the writer of a journal that failed on its disk probes the disk again.
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// How often refused writes are logged while the journal cannot take them.
 pub const REFUSALS_LOGGED_EVERY: Duration = Duration::from_secs(10);
@@ -320,6 +337,7 @@ impl Journal {
                 refusals: AtomicU64::new(0),
                 refusals_logged: Mutex::new(None),
                 audit: std::sync::OnceLock::new(),
+                disk_writable: AtomicBool::new(false),
             }),
         }
     }
@@ -546,6 +564,13 @@ impl Journal {
         lock(&self.shared.failed).clone()
     }
 
+    /// After a failure of the disk: whether the writer's last probe of it (a small write and
+    /// its fsync, every [`PROBE_EVERY`]) succeeded, i.e. the disk takes writes again. Writes
+    /// stay refused either way until the service is restarted (docs/OPERATIONS.md, "Readiness").
+    pub fn disk_writable_again(&self) -> bool {
+        self.failure().is_some() && self.shared.disk_writable.load(Ordering::Acquire)
+    }
+
     /// Counts a write refused because the journal failed, and says so in the log at most once
     /// per [`REFUSALS_LOGGED_EVERY`] (with how many there were), not once per write.
     pub fn note_refusal(&self, error: &JournalError) {
@@ -599,6 +624,13 @@ pub trait Sink: Send + 'static {
     fn take_back(&mut self) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    /// After a failure: tries whether the storage takes a write and its sync again, with a
+    /// small bounded write of its own (never a record). `Ok` says it did; a sink that cannot
+    /// tell says no (the default).
+    fn probe(&mut self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 #[cfg(test)]
@@ -624,6 +656,105 @@ mod tests {
 
         fn sync(&mut self) -> Result<(), JournalError> {
             Ok(())
+        }
+    }
+
+    /// A sink whose batches all fail, and whose probes succeed once `back` is set.
+    struct Recovering {
+        back: Arc<AtomicBool>,
+        probes: Arc<AtomicU64>,
+    }
+
+    impl Sink for Recovering {
+        fn commit(&mut self, _: &[&[u8]], _: u64, _: bool, _: bool) -> Result<(), JournalError> {
+            Err(JournalError::Write(Arc::new(io::Error::from_raw_os_error(
+                libc::EIO,
+            ))))
+        }
+
+        fn sync(&mut self) -> Result<(), JournalError> {
+            Ok(())
+        }
+
+        fn probe(&mut self) -> io::Result<()> {
+            self.probes.fetch_add(1, Ordering::Relaxed);
+            if self.back.load(Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+        }
+    }
+
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + 10 * PROBE_EVERY;
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_journal_failed_on_its_disk_probes_it_and_says_when_it_takes_writes_again_and_refuses_still(
+    ) {
+        let back = Arc::new(AtomicBool::new(false));
+        let probes = Arc::new(AtomicU64::new(0));
+        let sink = Recovering {
+            back: Arc::clone(&back),
+            probes: Arc::clone(&probes),
+        };
+        let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+        assert!(!journal.disk_writable_again(), "healthy: nothing to say");
+        assert_eq!(outcome(&journal).kind(), "io");
+        wait_until("a probe runs", || probes.load(Ordering::Relaxed) >= 1);
+        assert!(!journal.disk_writable_again());
+        back.store(true, Ordering::Relaxed);
+        wait_until("the disk is seen back", || journal.disk_writable_again());
+        // Still refused: taking writes again needs the restart.
+        assert_eq!(outcome(&journal).kind(), "io");
+        back.store(false, Ordering::Relaxed);
+        wait_until("the disk is seen gone again", || {
+            !journal.disk_writable_again()
+        });
+        journal.close();
+    }
+
+    #[test]
+    fn a_journal_that_failed_otherwise_than_on_its_disk_never_probes() {
+        let probes = Arc::new(AtomicU64::new(0));
+        let sink = Recovering {
+            back: Arc::new(AtomicBool::new(true)),
+            probes: Arc::clone(&probes),
+        };
+        let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+        journal.fence(JournalError::Fenced("another writer".into()));
+        std::thread::sleep(3 * PROBE_EVERY);
+        assert_eq!(probes.load(Ordering::Relaxed), 0);
+        assert!(!journal.disk_writable_again());
+        journal.close();
+    }
+
+    #[test]
+    fn faults_parse_with_their_kinds_and_a_path_that_may_hold_colons() {
+        let parse = |text: &str| text.parse::<JournalFault>();
+        assert_eq!(
+            parse("fail-while-exists:enospc:/tmp/a:b"),
+            Ok(JournalFault::FailWhileExists(
+                "/tmp/a:b".into(),
+                libc::ENOSPC
+            ))
+        );
+        assert_eq!(
+            parse("fail-from:3:erofs"),
+            Ok(JournalFault::FailFrom(3, libc::EROFS))
+        );
+        for bad in [
+            "fail-while-exists:enospc",
+            "fail-while-exists:enospc:",
+            "fail-while-exists:full:/tmp/x",
+            "fail-between:1:2",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 

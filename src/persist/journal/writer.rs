@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::{lock, FsyncMode, JournalError, JournalFault, Pending, Shared, Sink};
+use super::{lock, FsyncMode, JournalError, JournalFault, Pending, Shared, Sink, PROBE_EVERY};
 
 /// How many queued records one write and fsync take at most.
 const MAX_BATCH: usize = 8192;
@@ -82,7 +82,18 @@ impl Writer {
         let mut unsynced = false;
         let mut last_sync = Instant::now();
         loop {
-            let first = if mode == FsyncMode::Batch {
+            let first = if self.disk_failed() {
+                // Nothing is queued while the journal is failed (every record is refused before
+                // it is numbered): the thread has time to probe the disk.
+                match queue.recv_timeout(PROBE_EVERY) {
+                    Ok(pending) => pending,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.probe();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            } else if mode == FsyncMode::Batch {
                 match queue.recv_timeout(BATCH_INTERVAL) {
                     Ok(pending) => pending,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -199,12 +210,17 @@ impl Writer {
         if let Some(error) = lock(&self.shared.failed).clone() {
             return Err(error);
         }
-        match self.fault {
+        match &self.fault {
             JournalFault::None | JournalFault::FsyncFailFrom(..) => {}
-            JournalFault::Delay(delay) => std::thread::sleep(delay),
+            JournalFault::Delay(delay) => std::thread::sleep(*delay),
             JournalFault::FailFrom(seq, errno) => {
-                if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= seq) {
-                    return Err(io_error(io::Error::from_raw_os_error(errno)));
+                if batch.iter().any(|p| !p.frame.is_empty() && p.seq >= *seq) {
+                    return Err(io_error(io::Error::from_raw_os_error(*errno)));
+                }
+            }
+            JournalFault::FailWhileExists(path, errno) => {
+                if batch.iter().any(|p| !p.frame.is_empty()) && path.exists() {
+                    return Err(io_error(io::Error::from_raw_os_error(*errno)));
                 }
             }
         }
@@ -229,6 +245,41 @@ impl Writer {
             return Err(io_error_after_write(io::Error::from_raw_os_error(errno)));
         }
         self.sink.commit(&frames, batch[0].seq, rotate, sync)
+    }
+
+    /// Whether the journal failed on its storage (not fenced, stopped or refused otherwise):
+    /// then the thread probes the disk.
+    fn disk_failed(&self) -> bool {
+        matches!(
+            *lock(&self.shared.failed),
+            Some(JournalError::Write(_) | JournalError::MaybeWritten(_))
+        )
+    }
+
+    /// One probe of the disk (`Sink::probe`, under the injected fault as a batch would be); a
+    /// log line and the gauge only when its answer changes, never one per probe.
+    fn probe(&mut self) {
+        let injected = match &self.fault {
+            JournalFault::None | JournalFault::Delay(_) => None,
+            // These disks never recover.
+            JournalFault::FailFrom(_, errno) | JournalFault::FsyncFailFrom(_, errno) => {
+                Some(*errno)
+            }
+            JournalFault::FailWhileExists(path, errno) => path.exists().then_some(*errno),
+        };
+        let result = match injected {
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => self.sink.probe(),
+        };
+        let writable = result.is_ok();
+        if self.shared.disk_writable.swap(writable, Ordering::AcqRel) == writable {
+            return;
+        }
+        crate::telemetry::journal_disk_writable(writable);
+        match result {
+            Ok(()) => tracing::warn!("the disk takes writes again (a probe wrote and synced a file in the data directory); writes stay refused until botlist is restarted"),
+            Err(error) => tracing::warn!(%error, "the disk refuses writes again (a probe failed)"),
+        }
     }
 
     /// The first failure is logged (once), counted by kind and kept: every record after it is
