@@ -115,9 +115,45 @@ pub struct NewProfileToken {
     pub label: TokenLabel,
     /// Seconds from now until the token stops working (1 to 315360000); left out, it lives
     /// until revoked
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_seconds")]
     #[schema(minimum = 1, maximum = 315360000)]
     pub expires_in: Option<u64>,
+}
+
+/// `expires_in` from any whole JSON number (`3600.0` is the integer 3600 to JSON Schema, so to
+/// the document), as a review's rating and the stats post's counts are read; `null` is none.
+/// The range is [`NewProfileToken::checked`]'s to refuse.
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    struct Seconds;
+    impl serde::de::Visitor<'_> for Seconds {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a whole number of seconds, or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+            Ok(Some(value))
+        }
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+            u64::try_from(value).map(Some).map_err(|_| {
+                E::custom(format!(
+                    "expires_in must be 1 to {MAX_EXPIRES_IN} seconds, got {value}"
+                ))
+            })
+        }
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+            if value.fract() != 0.0 || !(0.0..=MAX_EXPIRES_IN as f64).contains(&value) {
+                return Err(E::custom(format!(
+                    "expires_in must be 1 to {MAX_EXPIRES_IN} seconds, got {value}"
+                )));
+            }
+            // Whole and within the range: the cast is exact.
+            Ok(Some(value as u64))
+        }
+    }
+    d.deserialize_any(Seconds)
 }
 
 impl NewProfileToken {

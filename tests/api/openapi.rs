@@ -1253,11 +1253,18 @@ async fn the_audit_query_is_documented_as_the_server_reads_it() {
     let cursor = parameter("cursor");
     assert_eq!(cursor["type"], "integer", "{cursor}");
     let top = cursor["maximum"].as_u64().expect("maximum");
+    // An `int64` is at most 2^63 - 1 to JSON Schema's formats: schemathesis sent 2^63 as
+    // invalid and got 200 while the maximum said 2^64 - 1.
+    assert_eq!(cursor["format"], "int64", "{cursor}");
+    assert_eq!(top, i64::MAX as u64, "{cursor}");
     assert_eq!(status(format!("cursor={top}")).await, StatusCode::OK);
-    assert_eq!(
-        status(format!("cursor={top}0")).await,
-        StatusCode::BAD_REQUEST
-    );
+    for over in [format!("{}", top + 1), format!("{top}0")] {
+        assert_eq!(
+            status(format!("cursor={over}")).await,
+            StatusCode::BAD_REQUEST,
+            "{over}"
+        );
+    }
 }
 
 /// The moderation queue's `cursor` is documented as `read_cursor` reads it (schemathesis found
@@ -1458,4 +1465,86 @@ fn the_script_runs_without_the_admin_lockout() {
     ))
     .expect("the script");
     assert!(script.contains("serve --demo --rate-limit 0 --no-admin-lockout"));
+}
+
+/// `PATCH /projects/@me` states the rules its handler applies (schemathesis' bodies were mostly
+/// refused while its fields were bare objects): at least one field given and not null; each a
+/// map of locale to text with at least one locale, whose kept text (`en`, else the only one)
+/// is a short or long description; `content` read only without `page_content`.
+/// `projects::edit_self_sets_headline_and_page_content_from_either_client` holds the handler
+/// to the same rules.
+#[actix_web::test]
+async fn the_project_patch_is_documented_with_the_rules_its_handler_applies() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let schema = &doc["paths"]["/api/v1/projects/@me"]["patch"]["requestBody"]["content"]
+        ["application/json"]["schema"];
+    let all = resolve(&doc, schema)["allOf"]
+        .as_array()
+        .expect("allOf")
+        .clone();
+    let fields = &all[0];
+    assert_eq!(fields["additionalProperties"], json!(false), "{fields}");
+    let given: Vec<&Value> = all[1]["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .map(|branch| &branch["required"])
+        .collect();
+    assert_eq!(
+        given,
+        [
+            &json!(["headline"]),
+            &json!(["page_content"]),
+            &json!(["content"])
+        ]
+    );
+    for (field, kept) in [
+        ("headline", "ShortDescription"),
+        ("page_content", "LongDescription"),
+    ] {
+        let branches = fields["properties"][field]["oneOf"]
+            .as_array()
+            .expect(field);
+        assert_eq!(branches[0]["type"], "null", "{field}");
+        let localised = branches[1]["allOf"].as_array().expect("allOf");
+        assert_eq!(localised[0]["minProperties"], 1, "{field}");
+        let reference = json!({ "$ref": format!("#/components/schemas/{kept}") });
+        let [english, only] = localised[1]["anyOf"].as_array().expect("anyOf").as_slice() else {
+            panic!("{field}: two branches");
+        };
+        assert_eq!(english["properties"]["en"], reference, "{field}");
+        assert_eq!(only["maxProperties"], 1, "{field}");
+        assert_eq!(only["additionalProperties"], reference, "{field}");
+    }
+    // `content` is held to the long description's rule only where it is read.
+    let read = &all[2]["anyOf"];
+    assert_eq!(read[0]["required"], json!(["page_content"]), "{read}");
+    assert!(
+        read[1]["properties"]["content"]["oneOf"][1]["allOf"].is_array(),
+        "{read}"
+    );
+}
+
+/// `webhook_events` is refused past as many entries as there are kinds, counted as sent (a
+/// repeat counts, and means nothing more): the document says so with `maxItems`, as of the
+/// tags (schemathesis found 20 entries of one kind refused where the document set no bound).
+#[actix_web::test]
+async fn webhook_events_are_refused_past_the_documented_max_items_as_sent() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let events = resolve(&doc, &doc["components"]["schemas"]["WebhookEvents"]);
+    let kinds = resolve(&doc, &events["items"])["enum"]
+        .as_array()
+        .expect("an enum")
+        .len();
+    let most = events["maxItems"].as_u64().expect("maxItems") as usize;
+    assert_eq!(most, kinds, "{events}");
+    let bot = app.create_bot(42, json!({})).await;
+    let path = format!("/admin/bots/{}", bot.id);
+    let body = |count: usize| json!({ "webhook_events": vec!["vote.create"; count] });
+    let kept = app.admin(Method::PATCH, &path, Some(&body(most))).await;
+    assert_eq!(kept.status(), StatusCode::OK);
+    let over = app.admin(Method::PATCH, &path, Some(&body(most + 1))).await;
+    assert_error(over, StatusCode::BAD_REQUEST, "bad_request").await;
 }

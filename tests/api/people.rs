@@ -83,6 +83,36 @@ async fn profile_vote(app: &TestApp, bot: &str, token: &str) -> reqwest::Respons
     .await
 }
 
+/// `expires_in` is an integer to the document, and `3600.0` is the integer 3600 to JSON Schema:
+/// the server reads it so (schemathesis sent `236392405.0` and got 400), and still refuses a
+/// fraction and `null` is still "no expiry".
+#[actix_web::test]
+async fn a_token_expiry_is_read_from_any_whole_json_number() {
+    let app = app().await;
+    let user = profile(&app, "alice", None).await;
+    let whole = issue(
+        &app,
+        &user,
+        json!({ "scopes": ["vote"], "label": "float", "expires_in": 3600.0 }),
+    )
+    .await;
+    assert_eq!(whole["expires_at"], "2026-11-15T13:00:00.000Z");
+    let none = issue(
+        &app,
+        &user,
+        json!({ "scopes": ["vote"], "label": "null", "expires_in": null }),
+    )
+    .await;
+    assert_eq!(none["expires_at"], Value::Null);
+    let path = format!("/admin/users/{user}/tokens");
+    for expires_in in [json!(3600.5), json!(0.0), json!(315360001.0), json!("3600")] {
+        let body = json!({ "scopes": ["vote"], "label": "x", "expires_in": expires_in });
+        let response = app.admin(Method::POST, &path, Some(&body)).await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("expires_in"), "{body}: {message}");
+    }
+}
+
 #[actix_web::test]
 async fn a_token_is_shown_once_listed_without_its_secret_and_revoked_at_once() {
     let app = app().await;

@@ -58,7 +58,7 @@ pub struct AuditQuery {
     #[param(value_type = Option<ActionParam>, inline)]
     action: Option<String>,
     /// `next_cursor` of the page before: entries older than it
-    #[param(value_type = Option<u64>, minimum = 0, maximum = 18446744073709551615_u64)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 9223372036854775807_i64)]
     cursor: Option<String>,
     /// Entries per page, 1 to 100 (default 50)
     #[param(minimum = 1, maximum = 100)]
@@ -210,7 +210,10 @@ fn parse_query(query: &str) -> Result<Read, ApiError> {
                 )
             }
             "cursor" => {
-                read.before = Some(value.parse().map_err(|_| bad("a `next_cursor` value"))?)
+                // At most 2^63 - 1, as the document's `int64` says (no entry id comes near).
+                let id: i64 = value.parse().map_err(|_| bad("a `next_cursor` value"))?;
+                let id = u64::try_from(id).map_err(|_| bad("a `next_cursor` value"))?;
+                read.before = Some(id)
             }
             _ => {
                 read.limit = value

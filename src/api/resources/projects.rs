@@ -175,20 +175,99 @@ pub async fn get_self(
 type Localised = std::collections::BTreeMap<String, String>;
 
 /// The body of `PATCH /projects/@me`: `headline` (the short description) and `page_content`
-/// (Node) or `content` (Python), the long description, each keyed by locale.
-#[derive(Deserialize, ToSchema)]
+/// (Node) or `content` (Python), the long description, each keyed by locale. The document
+/// says it with [`ProjectPatchDoc`].
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectPatch {
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub headline: Option<Localised>,
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub page_content: Option<Localised>,
     /// topggpy 2.0.0's name for `page_content`
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub content: Option<Localised>,
+}
+
+/// What the document says of [`ProjectPatch`], every rule [`edit_self`] and [`one_locale`]
+/// apply, so that data made from the document gets through (schemathesis' data was mostly
+/// refused while the fields were bare objects): at least one field not `null`; each a map of
+/// locale to text with at least one locale, whose kept text (`en`, else the only one) is a
+/// short or long description; `content` only when `page_content` is absent or `null` (it is
+/// ignored otherwise, so then any map of texts).
+pub struct ProjectPatchDoc;
+
+impl utoipa::PartialSchema for ProjectPatchDoc {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
+        };
+        use utoipa::openapi::Ref;
+        let text = || ObjectBuilder::new().schema_type(Type::String);
+        let texts = || ObjectBuilder::new().additional_properties(Some(text()));
+        // One locale's text is kept: `en` when given, else the only locale there is.
+        let localised = |kept: &str| {
+            let kept = || Ref::from_schema_name(kept);
+            let english = ObjectBuilder::new().required("en").property("en", kept());
+            let only = ObjectBuilder::new()
+                .max_properties(Some(1))
+                .additional_properties(Some(kept()));
+            AllOfBuilder::new()
+                .item(texts().min_properties(Some(1)))
+                .item(AnyOfBuilder::new().item(english).item(only))
+        };
+        let or_null = |schema: Schema| {
+            OneOfBuilder::new()
+                .item(ObjectBuilder::new().schema_type(Type::Null))
+                .item(schema)
+        };
+        let fields = ObjectBuilder::new()
+            .description(Some(
+                "At least one of `headline`, `page_content` and `content` not null; each keyed \
+                 by locale (`{\"en\": \"...\"}`): botlist keeps one language per bot, `en` when \
+                 given, else the only locale sent. `content` (topggpy 2.0.0's name for \
+                 `page_content`) is ignored when `page_content` is given.",
+            ))
+            .property(
+                "headline",
+                or_null(localised("ShortDescription").build().into()),
+            )
+            .property(
+                "page_content",
+                or_null(localised("LongDescription").build().into()),
+            )
+            .property("content", or_null(texts().build().into()))
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ));
+        let given = |field: &str| {
+            ObjectBuilder::new()
+                .required(field)
+                .property(field, ObjectBuilder::new())
+        };
+        let one_given = AnyOfBuilder::new()
+            .item(given("headline"))
+            .item(given("page_content"))
+            .item(given("content"));
+        let content_read = ObjectBuilder::new().property(
+            "content",
+            or_null(localised("LongDescription").build().into()),
+        );
+        let content_when_read = AnyOfBuilder::new()
+            .item(given("page_content"))
+            .item(content_read);
+        AllOfBuilder::new()
+            .item(fields)
+            .item(one_given)
+            .item(content_when_read)
+            .into()
+    }
+}
+
+impl ToSchema for ProjectPatchDoc {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ProjectPatch")
+    }
 }
 
 /// The text to keep of a locale-keyed map: botlist keeps one language per bot, so English when
@@ -210,7 +289,7 @@ fn one_locale(field: &str, texts: &Localised) -> Result<String, String> {
 #[utoipa::path(
     patch, path = "/projects/@me", tag = "projects",
     security(("bearer" = [])),
-    request_body = ProjectPatch,
+    request_body = ProjectPatchDoc,
     responses(
         (status = 204, description = "Stored"),
         (status = 400, description = "Neither field, a field in more than one locale, or a text out of bounds", body = ProblemDetails, content_type = "application/problem+json"),

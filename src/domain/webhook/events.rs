@@ -119,7 +119,9 @@ impl utoipa::PartialSchema for EventSet {
         let names: Vec<&str> = Event::ALL.iter().map(|event| event.name()).collect();
         ArrayBuilder::new()
             .items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names)))
-            .description(Some("The kinds of event the bot's webhook (and vote stream) is sent; default `[\"vote.create\"]`"))
+            // Counted as sent, as `deserialize` does: a repeat counts toward the bound.
+            .max_items(Some(Event::ALL.len()))
+            .description(Some("The kinds of event the bot's webhook (and vote stream) is sent, each at most once in effect (a repeat counts toward the bound and means nothing more); default `[\"vote.create\"]`"))
             .into()
     }
 }
