@@ -77,13 +77,28 @@ bot=$sbot run_wrk $S 0 | report "single node, --fsync always"
 # ~1,000 writes/s, alternated. Each bot gets its own token for check.
 token_of() { curl -sf -XPOST "$1/api/v1/admin/bots/$2/token" -H "Authorization: $ADMIN" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
 ctoken=$(token_of $W $bot); stoken=$(token_of $S $sbot)
-check_rate() { wrk -t2 -c64 -d${RSECS:-5}s -H "Authorization: $2" "$1/api/v1/bots/$3/check?userId=700000000000000001" | awk '/Requests\/sec/ {print $2}'; }
+# Reads per second, and reads per second of the reading process's own CPU (user + system, from
+# /proc): on a machine the nats-servers share, the second says what the node costs a read.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+check_rate() {
+  local before after
+  before=$(ticks "$4")
+  wrk -t2 -c64 -d${RSECS:-5}s -H "Authorization: $2" "$1/api/v1/bots/$3/check?userId=700000000000000001" > $work/check.out
+  after=$(ticks "$4")
+  awk -v t=$((after - before)) -v hz="$HZ" '/requests in/ {n = $1} /Requests\/sec/ {r = $2}
+    END {printf "%.0f %.0f\n", r, (t > 0 ? n / (t / hz) : 0)}' $work/check.out
+}
 for r in $(seq 1 ${ROUNDS:-2}); do
-  python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > /dev/null & wpid=$!
-  sleep 0.3; f=$(check_rate $O $ctoken $bot); wait $wpid
-  python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > /dev/null & wpid=$!
-  sleep 0.3; s1=$(check_rate $S $stoken $sbot); wait $wpid
-  awk -v r=$r -v f=$f -v s=$s1 'BEGIN {printf "read ratio round %d: follower check %.0f/s, single node check %.0f/s, ratio %.2f\n", r, f, s, f/s}'
+  WRITE_THREADS=32 python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > $work/wf.out & wpid=$!
+  sleep 0.3; f=$(check_rate $O $ctoken $bot ${NODE_PID[$other]}); wait $wpid
+  WRITE_THREADS=32 python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > $work/ws.out & wpid=$!
+  sleep 0.3; s1=$(check_rate $S $stoken $sbot $spid); wait $wpid
+  # The writes each side took meanwhile: a ratio means little unless they are alike.
+  wf=$(awk '{print $4}' $work/wf.out); ws=$(awk '{print $4}' $work/ws.out)
+  awk -v r=$r -v f="$f" -v s="$s1" -v wf="$wf" -v ws="$ws" -v secs=${RSECS:-5} -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {split(f, a, " "); split(s, b, " ");
+    printf "read ratio round %d: follower check %.0f/s (%.0f per CPU-second) applying %.0f writes/s, single node %.0f/s (%.0f per CPU-second) taking %.0f writes/s; ratio %.2f, per CPU %.2f; load %s\n",
+      r, a[1], a[2], wf / secs, b[1], b[2], ws / secs, a[1] / b[1], (b[2] > 0 ? a[2] / b[2] : 0), load}'
 done
 kill $spid
 

@@ -1,4 +1,4 @@
-"""Votes at a fixed rate through BASE for SECONDS (8 connections): load in the background of a
+"""Votes at a fixed rate through BASE for SECONDS (WRITE_THREADS connections, default 8): load in the background of a
 read benchmark (benches/cluster.sh's read ratio), and the writes of benches/cluster_lag.py.
 Prints how many were acknowledged.
 
@@ -6,12 +6,15 @@ Prints how many were acknowledged.
 """
 import http.client
 import json
+import os
 import sys
 import threading
 import time
 import urllib.parse
 
-THREADS = 8
+# Connections: 8 keep up with 1,000 votes/s on a single node; through a cluster's writer
+# (about 8 to 16 ms a vote under load) it takes more (WRITE_THREADS=32 in benches/cluster.sh).
+THREADS = int(os.environ.get("WRITE_THREADS", "8"))
 
 
 def write_votes(base, bot, admin, rate, seconds, first, on_ack):
