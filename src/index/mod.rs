@@ -15,6 +15,7 @@ pub mod orders;
 mod relevance;
 mod remembered;
 pub mod suggest;
+pub mod way;
 mod words;
 mod work;
 
@@ -27,11 +28,12 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::domain::bot::BotView;
 use crate::domain::ids::BotId;
-use crate::domain::search::{Invites, Search, SearchPage, Sort};
+use crate::domain::search::{Invites, Search, SearchPage, Sort, Work};
 use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
 use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
+use way::Way;
 use words::{words_of, Words};
 use work::Tally;
 
@@ -504,12 +506,37 @@ impl SearchIndex {
         }
     }
 
-    /// Walking an order visits about `end * N / |C|` places to find `end` candidates; ranking
-    /// the candidates costs about `|C|` (plus a sort of the page). Measured crossover: walk when
-    /// `end * N < 0.3 * |C|^2`.
+    /// The page of a filtered search found the way asked, not the way chosen, with the work it
+    /// counted, or `None` for a search without a filter or past its total. Only for
+    /// `benches/worst.rs`, which measures what a step of each way costs (`way.rs`). The
+    /// candidates are remembered as a search's are, and the ranking is never kept, so that
+    /// repeated calls cost the way alone.
+    #[doc(hidden)]
+    pub fn page_by(&self, search: &Search, way: Way) -> Option<(Vec<u32>, Work)> {
+        let tally = Tally::default();
+        let key = Remembered::key(search)?;
+        let c = self.candidates(key, search, &tally);
+        let end = search
+            .offset
+            .saturating_add(search.limit)
+            .min(c.found.len()) as usize;
+        let start = (search.offset as usize).min(end);
+        if start == end {
+            return None;
+        }
+        let tally = Tally::default();
+        let keep = |doc| c.found.contains(doc);
+        let page = match way {
+            Way::Walk => self.walk(search.sort, start, end, keep, &tally),
+            Way::Rank => self.select(search.sort, &c.found, start, end, &tally),
+        };
+        Some((page, tally.work()))
+    }
+
+    /// Walking an order visits about `end * N / |C|` places; ranking the candidates reads
+    /// `|C|` documents: the cheaper by their measured costs (`way.rs`).
     fn walk_is_cheaper(&self, end: usize, candidates: u64) -> bool {
-        let n = self.by_bot.len() as u128;
-        (end as u128) * n * 10 < 3 * u128::from(candidates) * u128::from(candidates)
+        way::choose(end as u64, self.by_bot.len() as u64, candidates) == Way::Walk
     }
 
     fn walk(
