@@ -74,13 +74,6 @@ pub fn nats_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 pub struct NatsServer {
     child: Option<Child>,
     pub port: u16,
@@ -91,14 +84,28 @@ pub struct NatsServer {
 }
 
 impl NatsServer {
+    /// The server's log goes beside its configuration (`n0.log`, appended across restarts),
+    /// for a test that fails to say why a server did not come up.
     fn spawn(binary: &Path, config: &Path) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(config.with_extension("log"))
+            .expect("the server's log");
         Command::new(binary)
             .arg("-c")
             .arg(config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("nats-server starts")
+    }
+
+    /// The last lines the server logged.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.config.with_extension("log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
     pub fn kill9(&mut self) {
@@ -116,7 +123,11 @@ impl NatsServer {
         self.child = Some(Self::spawn(&self.binary, &self.config));
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not listen");
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not listen:\n{}",
+                self.log_tail()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         self.wait_current(Duration::from_secs(60));
@@ -179,11 +190,34 @@ pub struct NatsCluster {
 }
 
 impl NatsCluster {
+    /// Three servers listening, on ports drawn afresh when one of them does not come up: a
+    /// port found free can be taken before the server binds it (a client's outgoing
+    /// connection draws from the same range), as one CI run saw ("nats-server did not listen").
     pub fn start(binary: &Path) -> Self {
+        for attempt in 1..=3 {
+            match Self::try_start(binary) {
+                Ok(cluster) => return cluster,
+                Err(why) => eprintln!("nats-server cluster, attempt {attempt}: {why}; new ports"),
+            }
+        }
+        panic!("nats-server did not listen in three attempts");
+    }
+
+    /// Nine distinct ports: each listener is held until all are drawn.
+    fn distinct_ports() -> Vec<u16> {
+        let held: Vec<TcpListener> = (0..9)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+            .collect();
+        held.iter()
+            .map(|l| l.local_addr().expect("bound").port())
+            .collect()
+    }
+
+    fn try_start(binary: &Path) -> Result<Self, String> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let monitor_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let route_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let ports = Self::distinct_ports();
+        let (client_ports, rest) = ports.split_at(3);
+        let (monitor_ports, route_ports) = rest.split_at(3);
         let routes: Vec<String> = route_ports
             .iter()
             .map(|p| format!("nats-route://127.0.0.1:{p}"))
@@ -215,14 +249,22 @@ impl NatsCluster {
                 config,
             });
         }
-        for server in &servers {
-            let deadline = Instant::now() + Duration::from_secs(10);
+        let cluster = Self { servers, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for server in &cluster.servers {
             while std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err() {
-                assert!(Instant::now() < deadline, "nats-server did not listen");
+                if Instant::now() >= deadline {
+                    // Dropping the cluster kills the servers that did start.
+                    return Err(format!(
+                        "port {} did not listen within 10 s; its log ends:\n{}",
+                        server.port,
+                        server.log_tail()
+                    ));
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Self { servers, _dir: dir }
+        Ok(cluster)
     }
 
     /// The index of the server that leads `what`: `"meta"` (the JetStream meta group) or a
