@@ -74,8 +74,8 @@ ROUTES=(
   "GET /staff/queue (first page, oldest pending)|/staff/queue|$STAFF"
   "GET /staff/audit (newest page of 50)|/staff/audit|$STAFF"
   "GET /staff/audit?actor= (a profile's, actor index)|/staff/audit?actor=$ACTOR|$STAFF"
-  "GET /staff/audit?action=bot.owners (walked, common)|/staff/audit?action=bot.owners|$STAFF"
-  "GET /staff/audit?action=profile.delete (walked, none: the budget)|/staff/audit?action=profile.delete|$STAFF"
+  "GET /staff/audit?action=bot.owners (a common action, action index)|/staff/audit?action=bot.owners|$STAFF"
+  "GET /staff/audit?action=profile.delete (an action no entry has, action index)|/staff/audit?action=profile.delete|$STAFF"
   "GET /bots/:id/audit (owner, target index)|/bots/$OWNED/audit|$OWNER"
 )
 
