@@ -23,7 +23,7 @@ use hook::{ClockFile, Hook};
 
 const TWELVE_HOURS_MS: i64 = 12 * 3600 * 1000;
 
-fn seq_of(response: &Response) -> u64 {
+pub(super) fn seq_of(response: &Response) -> u64 {
     response.headers()["x-botlist-seq"]
         .to_str()
         .expect("ascii")
@@ -33,7 +33,7 @@ fn seq_of(response: &Response) -> u64 {
 
 /// `method path` on `node` with `token` and `body`, expecting `status`: the answer's body
 /// and `X-Botlist-Seq`.
-fn send(
+pub(super) fn send(
     node: &Node,
     method: Method,
     path: &str,
@@ -56,7 +56,7 @@ fn send(
 }
 
 /// `GET path` on `node` once it has applied `seq`.
-fn read(node: &Node, path: &str, token: Option<&str>, seq: u64) -> (StatusCode, Value) {
+pub(super) fn read(node: &Node, path: &str, token: Option<&str>, seq: u64) -> (StatusCode, Value) {
     let mut request = node
         .client
         .get(format!("{}{path}", node.base))
@@ -70,7 +70,7 @@ fn read(node: &Node, path: &str, token: Option<&str>, seq: u64) -> (StatusCode, 
 }
 
 /// A profile made through `node` and a token of `scopes`: (id, token, seq of the token).
-fn profile(node: &Node, body: Value, scopes: Value) -> (String, String, u64) {
+pub(super) fn profile(node: &Node, body: Value, scopes: Value) -> (String, String, u64) {
     let (made, _) = send(
         node,
         Method::POST,
@@ -113,7 +113,7 @@ fn audit_log(node: &Node, seq: u64) -> Vec<Value> {
 
 /// Waits until every node answers the same digest at the same applied sequence, at least
 /// `seq`; returns it.
-fn same_digest(nodes: &[&Node], seq: u64) -> String {
+pub(super) fn same_digest(nodes: &[&Node], seq: u64) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let digests: Vec<(u64, String)> = nodes.iter().map(|n| n.digest()).collect();
