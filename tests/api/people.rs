@@ -994,3 +994,56 @@ async fn a_profile_s_requests_draw_from_its_own_bucket() {
     assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
     let _ = ADMIN;
 }
+
+/// An owner sets a webhook's secret and format under the admin API's rule: a `standard` secret
+/// is `whsec_` and base64, on submission and on every edit, whichever of the two it sets.
+#[actix_web::test]
+async fn an_owner_s_standard_secret_must_be_whsec_and_base64() {
+    const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let app = app().await;
+    let owner = profile(&app, "owner", Some(1001)).await;
+    let owner_token = token(&app, &owner, &["bots"]).await;
+    for secret in ["s3cret", "whsec_not base64!", "whsec_c2hvcnQ="] {
+        let mut body = submission(77);
+        body["webhook_secret"] = json!(secret);
+        body["webhook_format"] = json!("standard");
+        let refused = send(&app, Method::POST, "/bots", &owner_token, Some(body)).await;
+        let message = assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{secret}: {message}");
+    }
+    let mut body = submission(77);
+    body["webhook_secret"] = json!("plain secret");
+    let id = submit(&app, &owner_token, body).await["bot"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let path = format!("/bots/{id}");
+    for patch in [
+        // The format alone, over the plain secret it had.
+        json!({ "webhook_format": "standard" }),
+        json!({ "webhook_format": "standard", "webhook_secret": "whsec_c2hvcnQ=" }),
+    ] {
+        let refused = send(&app, Method::PATCH, &path, &owner_token, Some(patch)).await;
+        let message = assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{message}");
+    }
+    let both = json!({ "webhook_format": "standard", "webhook_secret": STANDARD_SECRET });
+    let edited = send(&app, Method::PATCH, &path, &owner_token, Some(both)).await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    // The secret alone, under the `standard` format it now has.
+    let plain = json!({ "webhook_secret": "plain again" });
+    let refused = send(&app, Method::PATCH, &path, &owner_token, Some(plain)).await;
+    assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+    let view: Value = send(
+        &app,
+        Method::GET,
+        &format!("{path}/manage"),
+        &owner_token,
+        None,
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(view["webhook"]["format"], "standard");
+}

@@ -65,6 +65,7 @@ impl Registry {
         self.check_owners(&new.owner_ids)?;
         let token = Token::generate();
         let mut state = BotState::create(BotId::new_random(), new, self.clock.now());
+        state.webhook.check_secret()?;
         if submitter.is_some() {
             Arc::make_mut(&mut state.listing).status = ListingStatus::Pending;
         }
