@@ -1047,3 +1047,90 @@ async fn an_owner_s_standard_secret_must_be_whsec_and_base64() {
     .expect("json");
     assert_eq!(view["webhook"]["format"], "standard");
 }
+
+/// `DELETE /bots/:id` by an owner is the lifecycle's `approved` -> removed: a pending or denied
+/// listing waits for its decision and a delisted one stays as staff left it, each 409 naming
+/// its status, and each still there afterwards.
+#[actix_web::test]
+async fn an_owner_removes_an_approved_listing_only() {
+    let app = app().await;
+    let owner = profile(&app, "owner", Some(1001)).await;
+    let owner_token = token(&app, &owner, &["bots"]).await;
+    let mut listings = Vec::new();
+    for (platform_id, moves) in [
+        (77, vec![]),
+        (
+            78,
+            vec![json!({ "status": "denied", "reason": "no invite" })],
+        ),
+        (
+            79,
+            vec![
+                json!({ "status": "approved" }),
+                json!({ "status": "delisted", "reason": "spam" }),
+            ],
+        ),
+        (80, vec![json!({ "status": "approved" })]),
+    ] {
+        let id = submit(&app, &owner_token, submission(platform_id)).await["bot"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        for status in moves {
+            let moved = app
+                .admin(Method::PATCH, &format!("/admin/bots/{id}"), Some(&status))
+                .await;
+            assert_eq!(moved.status(), StatusCode::OK, "{status}");
+        }
+        listings.push(id);
+    }
+    for (id, status) in listings.iter().zip(["pending", "denied", "delisted"]) {
+        let refused = send(
+            &app,
+            Method::DELETE,
+            &format!("/bots/{id}"),
+            &owner_token,
+            None,
+        )
+        .await;
+        let message = assert_error(refused, StatusCode::CONFLICT, "conflict").await;
+        assert!(message.contains(&format!("`{status}`")), "{message}");
+        let view: Value = send(
+            &app,
+            Method::GET,
+            &format!("/bots/{id}/manage"),
+            &owner_token,
+            None,
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+        assert_eq!(view["status"], status, "still there");
+    }
+    let approved = &listings[3];
+    let removed = send(
+        &app,
+        Method::DELETE,
+        &format!("/bots/{approved}"),
+        &owner_token,
+        None,
+    )
+    .await;
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    let gone = send(
+        &app,
+        Method::GET,
+        &format!("/bots/{approved}/manage"),
+        &owner_token,
+        None,
+    )
+    .await;
+    assert_error(gone, StatusCode::NOT_FOUND, "not_found").await;
+    // The operator's `DELETE /admin/bots/:id` removes a listing in any status.
+    let pending = &listings[0];
+    let by_operator = app
+        .admin(Method::DELETE, &format!("/admin/bots/{pending}"), None)
+        .await;
+    assert_eq!(by_operator.status(), StatusCode::NO_CONTENT);
+}
