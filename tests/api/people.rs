@@ -1134,3 +1134,42 @@ async fn an_owner_removes_an_approved_listing_only() {
         .await;
     assert_eq!(by_operator.status(), StatusCode::NO_CONTENT);
 }
+
+/// A profile holds at most 50 tokens: the 51st is 409 naming the limit until one is revoked.
+#[actix_web::test]
+async fn a_profile_holds_at_most_fifty_tokens() {
+    let app = app().await;
+    let user = profile(&app, "alice", None).await;
+    let mut first = None;
+    for n in 0..50 {
+        let issued = issue(
+            &app,
+            &user,
+            json!({ "scopes": ["vote"], "label": format!("t{n}") }),
+        )
+        .await;
+        first.get_or_insert(issued["id"].as_str().expect("id").to_owned());
+    }
+    let path = format!("/admin/users/{user}/tokens");
+    let body = json!({ "scopes": ["vote"], "label": "one more" });
+    let refused = app.admin(Method::POST, &path, Some(&body)).await;
+    let message = assert_error(refused, StatusCode::CONFLICT, "conflict").await;
+    assert!(message.contains("50"), "{message}");
+    let listed: Value = app
+        .admin(Method::GET, &path, None)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        listed.to_string().matches("\"label\"").count(),
+        50,
+        "{listed}"
+    );
+    let first = first.expect("issued");
+    let revoked = app
+        .admin(Method::DELETE, &format!("{path}/{first}"), None)
+        .await;
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    issue(&app, &user, body).await;
+}
