@@ -179,7 +179,7 @@ pub struct NewBot {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default) or `legacy`
+    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`
@@ -713,7 +713,7 @@ pub struct Submission {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default) or `legacy`
+    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`
