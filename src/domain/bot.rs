@@ -125,6 +125,20 @@ impl WebhookSettings {
     pub fn announces_expiry(&self) -> bool {
         self.events.has(Event::VoteExpired)
     }
+
+    /// Whether its secret is one its format's receivers can verify with (a `standard` one is
+    /// `whsec_` and base64): the one rule of every surface that sets them (the admin API, an
+    /// owner's submission and edit), checked where the settings are made, so a secret and a
+    /// format set by two edits are checked together.
+    pub fn check_secret(&self) -> Result<(), Rejection> {
+        match &self.secret {
+            Some(secret) => self
+                .format
+                .check_secret(secret.as_str())
+                .map_err(|why| Rejection::Invalid(format!("webhook_secret: {why}"))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The body of `POST /admin/bots`.
@@ -165,7 +179,7 @@ pub struct NewBot {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default) or `legacy`
+    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`
@@ -454,7 +468,14 @@ impl BotState {
         let (status, reason) = (patch.status.take(), patch.reason.take());
         let from = self.listing.status;
         let decider = by.decider();
+        // Checked only when the edit sets one of them: a secret stored by an earlier build does
+        // not block an edit of the name.
+        let sets_secret =
+            patch.webhook_format.is_some() || matches!(patch.webhook_secret, Patch::Set(_));
         let (mut listing, webhook) = self.edited(patch);
+        if sets_secret {
+            webhook.check_secret()?;
+        }
         let to = match status {
             Some(to) => Some(to),
             None if reason.is_some() => {
@@ -692,7 +713,7 @@ pub struct Submission {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default) or `legacy`
+    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`

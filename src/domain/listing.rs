@@ -130,6 +130,35 @@ impl ListingStatus {
         }
     }
 
+    /// Who may remove a listing in status `self` (`DELETE`: it is gone, not a status): the
+    /// table's removal row. An owner removes an approved listing only (CONTRACT section 14:
+    /// `approved` -> removed by its owner); a pending or denied one waits for a decision, a
+    /// delisted one stays as staff left it. The operator's `DELETE /admin/bots/{id}` is older
+    /// than statuses and removes a listing in any of them.
+    pub fn who_may_remove(self) -> &'static [Decider] {
+        use Decider::{Admin, Owner};
+        match self {
+            ListingStatus::Approved => &[Admin, Owner],
+            ListingStatus::Pending | ListingStatus::Denied | ListingStatus::Delisted => &[Admin],
+        }
+    }
+
+    /// The removal of a listing in status `self` by `by`, or why not, naming the status (a 409).
+    pub fn check_removal(self, by: Decider) -> Result<(), String> {
+        if self.who_may_remove().contains(&by) {
+            return Ok(());
+        }
+        Err(format!(
+            "the listing is `{}` and cannot be removed by {}: only an `approved` listing can be",
+            self.name(),
+            match by {
+                Decider::Admin => "the operator",
+                Decider::Owner => "its owner",
+                Decider::Staff => "staff",
+            }
+        ))
+    }
+
     /// Whether a decision to `to` needs a reason (a denial or a delisting says why).
     pub fn needs_reason(self) -> bool {
         match self {
@@ -175,6 +204,19 @@ mod tests {
                     from == ListingStatus::Denied && to == ListingStatus::Pending
                 );
             }
+        }
+    }
+
+    #[test]
+    fn an_owner_removes_an_approved_listing_only() {
+        for status in ListingStatus::ALL {
+            let by_owner = status.check_removal(Decider::Owner);
+            assert_eq!(by_owner.is_ok(), status == ListingStatus::Approved);
+            if let Err(why) = by_owner {
+                assert!(why.contains(&format!("`{}`", status.name())), "{why}");
+            }
+            assert!(status.check_removal(Decider::Admin).is_ok());
+            assert!(status.check_removal(Decider::Staff).is_err());
         }
     }
 

@@ -41,8 +41,8 @@ macro_rules! scopes {
 scopes! {
     Vote = 0, "vote", "Vote as the profile (`POST /bots/{id}/votes`)";
     Bots = 1, "bots", "Submit and manage the profile's own listings";
-    Reviews = 2, "reviews", "Write reviews (reserved for the reviews routes)";
-    Staff = 3, "staff", "Act as staff (reserved for the moderation routes)";
+    Reviews = 2, "reviews", "Write, edit and delete the profile's own reviews (`POST {base}/bots/{id}/reviews`, `PATCH` and `DELETE .../reviews/{review_id}`)";
+    Staff = 3, "staff", "Act as staff, for a profile with `mod` or `admin`: the routes under `{base}/staff` (queue, claims, decisions, vote bans, audit log) and a review's removal (`POST .../reviews/{review_id}/remove`)";
 }
 
 /// A set of scopes, in one byte: what the token lookup hands a handler.

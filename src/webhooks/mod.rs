@@ -135,6 +135,11 @@ pub enum Refusal {
     NotPublic(std::net::IpAddr),
     #[error("the secret cannot be sent as a header")]
     SecretNotAHeader(#[source] reqwest::header::InvalidHeaderValue),
+    /// A `standard` delivery is never sent unsigned: its secret (one stored before the rule
+    /// was checked on every surface) is not a Standard Webhooks secret, so nothing is sent and
+    /// the delivery is given up with this reason in its log, until the secret is set anew.
+    #[error("not sent: {0}")]
+    SecretNotStandard(String),
 }
 
 struct Scheduled {
@@ -570,15 +575,11 @@ impl Dispatcher {
             (WebhookFormat::Standard, Some(secret)) => {
                 let t = self.clock.now().millis().div_euclid(1000);
                 let id = job.delivery.to_string();
-                // Checked when the secret was set; a secret of an earlier build that is not
-                // one is sent unsigned, which the receiver refuses.
-                if let Ok(key) = crate::domain::webhook::standard_key(secret) {
-                    request = request.header(
-                        "webhook-signature",
-                        sign::standard_signature(&key, &id, t, &prepared.body),
-                    );
-                }
+                // Checked when the secret was set; one that is not (stored before every
+                // surface checked it) refuses the attempt rather than send it unsigned.
+                let signature = standard_signature(secret, &id, t, &prepared.body)?;
                 request = request
+                    .header("webhook-signature", signature)
                     .header("webhook-id", id)
                     .header("webhook-timestamp", t.to_string());
             }
@@ -626,6 +627,13 @@ impl Dispatcher {
         }
         Ok(())
     }
+}
+
+/// A `standard` delivery's `webhook-signature`, or the refusal to send it at all: never
+/// unsigned for a secret that is not `whsec_` and base64.
+fn standard_signature(secret: &str, id: &str, t: i64, body: &str) -> Result<String, Refusal> {
+    let key = crate::domain::webhook::standard_key(secret).map_err(Refusal::SecretNotStandard)?;
+    Ok(sign::standard_signature(&key, id, t, body))
 }
 
 /// Why an attempt came to nothing.
@@ -690,6 +698,18 @@ fn chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_standard_delivery_with_a_secret_that_is_not_one_is_refused_not_sent_unsigned() {
+        for secret in ["plain", "whsec_not base64!", "whsec_c2hvcnQ="] {
+            let refused = standard_signature(secret, "d", 1, "{}").expect_err(secret);
+            assert!(matches!(refused, Refusal::SecretNotStandard(_)), "{secret}");
+            assert!(refused.to_string().starts_with("not sent: "), "{refused}");
+        }
+        let signed = standard_signature("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "d", 1, "{}")
+            .expect("a Standard Webhooks secret");
+        assert!(signed.starts_with("v1,"), "{signed}");
+    }
 
     fn job(n: u128, give_up_at: i64) -> Job {
         Job {

@@ -994,3 +994,182 @@ async fn a_profile_s_requests_draw_from_its_own_bucket() {
     assert_eq!(app.get("/bots").await.status(), StatusCode::OK);
     let _ = ADMIN;
 }
+
+/// An owner sets a webhook's secret and format under the admin API's rule: a `standard` secret
+/// is `whsec_` and base64, on submission and on every edit, whichever of the two it sets.
+#[actix_web::test]
+async fn an_owner_s_standard_secret_must_be_whsec_and_base64() {
+    const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let app = app().await;
+    let owner = profile(&app, "owner", Some(1001)).await;
+    let owner_token = token(&app, &owner, &["bots"]).await;
+    for secret in ["s3cret", "whsec_not base64!", "whsec_c2hvcnQ="] {
+        let mut body = submission(77);
+        body["webhook_secret"] = json!(secret);
+        body["webhook_format"] = json!("standard");
+        let refused = send(&app, Method::POST, "/bots", &owner_token, Some(body)).await;
+        let message = assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{secret}: {message}");
+    }
+    let mut body = submission(77);
+    body["webhook_secret"] = json!("plain secret");
+    let id = submit(&app, &owner_token, body).await["bot"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let path = format!("/bots/{id}");
+    for patch in [
+        // The format alone, over the plain secret it had.
+        json!({ "webhook_format": "standard" }),
+        json!({ "webhook_format": "standard", "webhook_secret": "whsec_c2hvcnQ=" }),
+    ] {
+        let refused = send(&app, Method::PATCH, &path, &owner_token, Some(patch)).await;
+        let message = assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{message}");
+    }
+    let both = json!({ "webhook_format": "standard", "webhook_secret": STANDARD_SECRET });
+    let edited = send(&app, Method::PATCH, &path, &owner_token, Some(both)).await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    // The secret alone, under the `standard` format it now has.
+    let plain = json!({ "webhook_secret": "plain again" });
+    let refused = send(&app, Method::PATCH, &path, &owner_token, Some(plain)).await;
+    assert_error(refused, StatusCode::BAD_REQUEST, "bad_request").await;
+    let view: Value = send(
+        &app,
+        Method::GET,
+        &format!("{path}/manage"),
+        &owner_token,
+        None,
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(view["webhook"]["format"], "standard");
+}
+
+/// `DELETE /bots/:id` by an owner is the lifecycle's `approved` -> removed: a pending or denied
+/// listing waits for its decision and a delisted one stays as staff left it, each 409 naming
+/// its status, and each still there afterwards.
+#[actix_web::test]
+async fn an_owner_removes_an_approved_listing_only() {
+    let app = app().await;
+    let owner = profile(&app, "owner", Some(1001)).await;
+    let owner_token = token(&app, &owner, &["bots"]).await;
+    let mut listings = Vec::new();
+    for (platform_id, moves) in [
+        (77, vec![]),
+        (
+            78,
+            vec![json!({ "status": "denied", "reason": "no invite" })],
+        ),
+        (
+            79,
+            vec![
+                json!({ "status": "approved" }),
+                json!({ "status": "delisted", "reason": "spam" }),
+            ],
+        ),
+        (80, vec![json!({ "status": "approved" })]),
+    ] {
+        let id = submit(&app, &owner_token, submission(platform_id)).await["bot"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        for status in moves {
+            let moved = app
+                .admin(Method::PATCH, &format!("/admin/bots/{id}"), Some(&status))
+                .await;
+            assert_eq!(moved.status(), StatusCode::OK, "{status}");
+        }
+        listings.push(id);
+    }
+    for (id, status) in listings.iter().zip(["pending", "denied", "delisted"]) {
+        let refused = send(
+            &app,
+            Method::DELETE,
+            &format!("/bots/{id}"),
+            &owner_token,
+            None,
+        )
+        .await;
+        let message = assert_error(refused, StatusCode::CONFLICT, "conflict").await;
+        assert!(message.contains(&format!("`{status}`")), "{message}");
+        let view: Value = send(
+            &app,
+            Method::GET,
+            &format!("/bots/{id}/manage"),
+            &owner_token,
+            None,
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+        assert_eq!(view["status"], status, "still there");
+    }
+    let approved = &listings[3];
+    let removed = send(
+        &app,
+        Method::DELETE,
+        &format!("/bots/{approved}"),
+        &owner_token,
+        None,
+    )
+    .await;
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    let gone = send(
+        &app,
+        Method::GET,
+        &format!("/bots/{approved}/manage"),
+        &owner_token,
+        None,
+    )
+    .await;
+    assert_error(gone, StatusCode::NOT_FOUND, "not_found").await;
+    // The operator's `DELETE /admin/bots/:id` removes a listing in any status.
+    let pending = &listings[0];
+    let by_operator = app
+        .admin(Method::DELETE, &format!("/admin/bots/{pending}"), None)
+        .await;
+    assert_eq!(by_operator.status(), StatusCode::NO_CONTENT);
+}
+
+/// A profile holds at most 50 tokens: the 51st is 409 naming the limit until one is revoked.
+#[actix_web::test]
+async fn a_profile_holds_at_most_fifty_tokens() {
+    let app = app().await;
+    let user = profile(&app, "alice", None).await;
+    let mut first = None;
+    for n in 0..50 {
+        let issued = issue(
+            &app,
+            &user,
+            json!({ "scopes": ["vote"], "label": format!("t{n}") }),
+        )
+        .await;
+        first.get_or_insert(issued["id"].as_str().expect("id").to_owned());
+    }
+    let path = format!("/admin/users/{user}/tokens");
+    let body = json!({ "scopes": ["vote"], "label": "one more" });
+    let refused = app.admin(Method::POST, &path, Some(&body)).await;
+    let message = assert_error(refused, StatusCode::CONFLICT, "conflict").await;
+    assert!(message.contains("50"), "{message}");
+    let listed: Value = app
+        .admin(Method::GET, &path, None)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        listed.to_string().matches("\"label\"").count(),
+        50,
+        "{listed}"
+    );
+    let first = first.expect("issued");
+    let revoked = app
+        .admin(Method::DELETE, &format!("{path}/{first}"), None)
+        .await;
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    issue(&app, &user, body).await;
+}

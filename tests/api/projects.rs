@@ -81,6 +81,53 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
             "review_score": 0.0, "review_count": 0,
         })
     );
+    // Its reviews' average (out of 5) and count, as `GET /bots/:id/reviews` gives them.
+    for (name, rating) in [("ann", 5), ("bob", 2)] {
+        let profile = app.create_profile(json!({ "username": name })).await;
+        let issued: Value = app
+            .admin(
+                Method::POST,
+                &format!(
+                    "/admin/users/{}/tokens",
+                    profile["id"].as_str().expect("id")
+                ),
+                Some(&json!({ "scopes": ["reviews"], "label": "test" })),
+            )
+            .await
+            .json()
+            .await
+            .expect("json");
+        let written = app
+            .request(
+                Method::POST,
+                &format!("/bots/{}/reviews", bot.id),
+                issued["token"].as_str(),
+            )
+            .json(&json!({ "rating": rating, "content": "" }))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(written.status(), StatusCode::CREATED);
+    }
+    let project: Value = get(&app, "/projects/@me", &bot)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let listed: Value = app
+        .get(&format!("/bots/{}/reviews", bot.id))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        (&project["review_score"], &project["review_count"]),
+        (&json!(3.5), &json!(2))
+    );
+    assert_eq!(
+        (&project["review_score"], &project["review_count"]),
+        (&listed["rating"], &listed["count"])
+    );
 }
 
 #[actix_web::test]

@@ -282,3 +282,60 @@ fn a_profile_s_vote_an_owner_s_changes_and_a_project_s_writes_through_a_follower
         );
     }
 }
+
+/// The cluster layer's own refusals under the project API are RFC 9457 problem details, as
+/// every error below `/projects` is (docs/API.md): a min-seq that is not a number (400) and one
+/// not reached in time (503 `replica_behind`); elsewhere they stay in the envelope.
+#[test]
+fn the_cluster_layer_s_refusals_on_the_project_api_are_problem_details() {
+    let Some(binary) =
+        nats_or_skip("the_cluster_layer_s_refusals_on_the_project_api_are_problem_details")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let node = Node::start("node0", &nats.urls(), &["--min-seq-wait-ms", "100"]);
+    writer_of(std::slice::from_ref(&node), Duration::from_secs(30));
+    let (bot, token) = node.create_bot(6161);
+    for (min_seq, status, code) in [
+        ("x", StatusCode::BAD_REQUEST, "bad_request"),
+        (
+            "999999999",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "replica_behind",
+        ),
+    ] {
+        let response = node
+            .client
+            .get(format!("{}/projects/@me", node.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("X-Botlist-Min-Seq", min_seq)
+            .send()
+            .expect("sent");
+        assert_eq!(response.status(), status, "{min_seq}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{min_seq}"
+        );
+        assert!(response.headers().contains_key("x-botlist-seq"));
+        let problem: Value = response.json().expect("json");
+        assert_eq!(
+            problem["type"],
+            format!("urn:botlist:error:{code}"),
+            "{problem}"
+        );
+        assert_eq!(problem["status"], status.as_u16(), "{problem}");
+        assert!(problem["detail"].as_str().is_some_and(|d| !d.is_empty()));
+        // The same refusal on a route of SPEC.md's surface: the envelope.
+        let response = node
+            .client
+            .get(format!("{}/bots/{bot}", node.base))
+            .header("X-Botlist-Min-Seq", min_seq)
+            .send()
+            .expect("sent");
+        assert_eq!(response.status(), status, "{min_seq}");
+        let envelope: Value = response.json().expect("json");
+        assert_eq!(envelope["error"]["code"], code, "{envelope}");
+    }
+}

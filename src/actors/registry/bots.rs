@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use super::{reply, EditInFlight, Registry, Reply};
 use crate::actors::bot::ApplyPatch;
 use crate::domain::audit::{bot_target, set_fields, Acting, AuditAction, AuditActor};
-use crate::domain::bot::{BotPatch, BotState, BotView, DecidedBy, ListingStatus, NewBot};
+use crate::domain::bot::{BotPatch, BotState, BotView, DecidedBy, Decider, ListingStatus, NewBot};
 use crate::domain::ids::{BotId, ProfileId, Token};
 use crate::domain::Rejection;
 use crate::persist::journal::Durable;
@@ -65,6 +65,7 @@ impl Registry {
         self.check_owners(&new.owner_ids)?;
         let token = Token::generate();
         let mut state = BotState::create(BotId::new_random(), new, self.clock.now());
+        state.webhook.check_secret()?;
         if submitter.is_some() {
             Arc::make_mut(&mut state.listing).status = ListingStatus::Pending;
         }
@@ -299,7 +300,7 @@ impl Handler<DelistBot> for Registry {
     /// An edit of the bot still in flight is journaled after the delisting, and replay passes
     /// over records of a bot that is not listed; the directory ignores its publication.
     fn handle(&mut self, DelistBot(id): DelistBot, _: &mut Self::Context) -> Self::Result {
-        reply(self.delist_bot(id, Acting::admin(AuditAction::BotDelete)))
+        reply(self.delist_bot(id, Decider::Admin, Acting::admin(AuditAction::BotDelete)))
     }
 }
 
@@ -318,7 +319,7 @@ impl Handler<OwnerDelistBot> for Registry {
         let acting = Acting::new(AuditActor::profile(remove.owner), AuditAction::BotDelete);
         reply(
             self.check_owner(remove.bot, remove.owner)
-                .and_then(|()| self.delist_bot(remove.bot, acting)),
+                .and_then(|()| self.delist_bot(remove.bot, Decider::Owner, acting)),
         )
     }
 }
@@ -355,10 +356,18 @@ impl Handler<OwnerRotateToken> for Registry {
 }
 
 impl Registry {
-    fn delist_bot(&mut self, id: BotId, acting: Acting) -> Result<(Durable, ()), Rejection> {
+    /// Removes the listing if `by` may remove it in its status (the lifecycle table's row).
+    fn delist_bot(
+        &mut self,
+        id: BotId,
+        by: Decider,
+        acting: Acting,
+    ) -> Result<(Durable, ()), Rejection> {
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
+        let status = self.handle_of(id)?.view().listing.status;
+        status.check_removal(by).map_err(Rejection::Conflict)?;
         let record = Record::BotDelisted(id);
         let durable = self.make_audited(acting, bot_target(id), Vec::new(), record);
         Ok((durable, ()))

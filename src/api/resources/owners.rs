@@ -60,6 +60,7 @@ pub fn routes() -> Vec<Route> {
             .about(Subject::Bot),
         Route::new(__path_remove, remove)
             .refuses(Code::Forbidden, NOT_ALLOWED)
+            .refuses(Code::Conflict, "the listing is not approved: pending, denied or delisted (the message names its status)")
             .about(Subject::Bot),
     ]
     .into_iter()
@@ -283,7 +284,8 @@ pub async fn set_owners(
     }))
 }
 
-/// Remove the listing: 404 from then on, its token unknown.
+/// Remove an approved listing (the lifecycle's `approved` -> removed): 404 from then on, its
+/// token unknown.
 #[utoipa::path(
     delete, path = "/bots/{id}", tag = "owners",
     security(("profile_token" = [])),

@@ -18,8 +18,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::actors::bot::{
-    PostAnnouncement, PostMetricsBatch, PostStats, ReadProject, SetCommands, VotesFrom,
-    VotesInOrder,
+    PostAnnouncement, PostMetricsBatch, PostStats, ReadProject, ReadReviews, SetCommands,
+    VotesFrom, VotesInOrder,
 };
 use crate::actors::directory::BotHandle;
 use crate::actors::registry::BotUpdatesItself;
@@ -135,9 +135,10 @@ pub struct Project<'a> {
     pub votes: u64,
     /// Votes ever
     pub votes_total: u64,
-    /// botlist keeps no reviews on this surface: 0
+    /// The average rating of the bot's reviews, out of 5 (what topggpy 2.0.0 documents), as
+    /// `GET /bots/{id}/reviews` gives it; 0 without reviews (the clients read a number)
     pub review_score: f64,
-    /// 0
+    /// How many reviews the bot has
     pub review_count: u64,
 }
 
@@ -155,6 +156,14 @@ pub async fn get_self(
     request: HttpRequest,
 ) -> Result<HttpResponse, Problem> {
     let bot = authorised(&state, &request)?;
+    // The figures only: no review is read.
+    let reviews = bot
+        .ask(ReadReviews {
+            sort: Default::default(),
+            after: None,
+            limit: 0,
+        })
+        .await??;
     let view = bot.view();
     let listing = &view.listing;
     Ok(reply::ok(&Project {
@@ -166,8 +175,8 @@ pub async fn get_self(
         tags: &listing.tags,
         votes: view.monthly.at(state.clock.now()),
         votes_total: view.vote_count,
-        review_score: 0.0,
-        review_count: 0,
+        review_score: reviews.average.unwrap_or(0.0),
+        review_count: reviews.count,
     }))
 }
 

@@ -78,6 +78,13 @@ created="$(admin_post /admin/bots "{\"platform_id\": \"$BOT_ID\", \"name\": \"$B
 TOKEN="$(field token <<<"$created")"
 admin_post "/admin/bots/$(field bot.id <<<"$created")/votes" \
   "{\"user_id\": \"$VOTER\", \"username\": \"nextvoter\", \"avatar\": null}" >/dev/null
+# One review of 4 stars: the project's `review_score` (out of 5) and `review_count`.
+reviewer="$(admin_post /admin/users '{"username": "nextreviewer"}' | field id)"
+review_token="$(admin_post "/admin/users/$reviewer/tokens" \
+  '{"scopes": ["reviews"], "label": "sdk check"}' | field token)"
+curl -sS --fail-with-body -X POST "$BASE/bots/$(field bot.id <<<"$created")/reviews" \
+  -H "Authorization: $review_token" -H 'Content-Type: application/json' \
+  -d '{"rating": 4, "content": "Checked by the 2026 clients"}' >/dev/null
 export BASE TOKEN BOT_ID BOT_NAME VOTER OTHER
 
 status=0

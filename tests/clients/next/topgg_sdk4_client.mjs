@@ -31,7 +31,7 @@ await step("getSelf", async () => {
   assert.equal(p.type, "bot");
   assert.ok(p.tags.includes("utility"), JSON.stringify(p.tags));
   assert.ok(p.votes.current >= 1 && p.votes.total >= p.votes.current, JSON.stringify(p.votes));
-  assert.deepEqual(p.review, { score: 0, count: 0 });
+  assert.deepEqual(p.review, { score: 4, count: 1 });
 });
 await step("editSelf", async () => {
   await api.editSelf({ headline: { en: "Edited by @top-gg/sdk 4.0.0" }, content: { en: "A page written by the 2026 Node library, long enough." } });

@@ -40,7 +40,7 @@ async def get_self(client):
     assert p.platform == topgg.Platform.DISCORD and p.type == topgg.ProjectType.BOT
     assert "utility" in p.tags, p.tags
     assert p.current_votes >= 1 and p.total_votes >= p.current_votes
-    assert (p.review_score, p.review_count) == (0, 0)
+    assert (p.review_score, p.review_count) == (4, 1), (p.review_score, p.review_count)
 
 
 async def edit_self(client):

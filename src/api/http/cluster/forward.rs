@@ -83,13 +83,6 @@ impl From<NotForwarded> for ApiError {
     }
 }
 
-impl NotForwarded {
-    /// The answer the client gets.
-    pub fn response(self) -> HttpResponse {
-        actix_web::ResponseError::error_response(&ApiError::from(self))
-    }
-}
-
 /// How long a write waits for this node to learn of a writer before it is `no_writer`: two
 /// of the node's lease look-ups.
 const WRITER_WAIT: Duration = Duration::from_millis(1_200);

@@ -8,7 +8,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue, RETRY_AFTER};
 use actix_web::http::Method;
 use actix_web::middleware::Next;
-use actix_web::{web, FromRequest, ResponseError};
+use actix_web::{web, FromRequest, HttpResponse, ResponseError};
 
 use super::forward::NotForwarded;
 use super::{
@@ -16,7 +16,18 @@ use super::{
     SEQ_HEADER,
 };
 use crate::api::error::{ApiError, Code};
+use crate::api::http::problem;
 use crate::cluster::view::NodeRole;
+
+/// A refusal this layer makes, in the form of the route it refuses: problem details under the
+/// project API (which promises them for every error, these too), the envelope elsewhere.
+fn refusal(path: &str, error: &ApiError) -> HttpResponse {
+    if problem::is_project_path(path) {
+        problem::render(error)
+    } else {
+        error.error_response()
+    }
+}
 
 /// The sequence a read asks to have been applied: the header, else the `min_seq` parameter.
 fn min_seq(request: &ServiceRequest) -> Result<Option<u64>, ApiError> {
@@ -54,20 +65,19 @@ pub async fn consistency(
     let wanted = match min_seq(&request) {
         Ok(wanted) => wanted,
         Err(error) => {
-            let response = with_seq(error.error_response(), &cluster.view);
+            let response = with_seq(refusal(request.path(), &error), &cluster.view);
             return Ok(request.into_response(response));
         }
     };
     let reads = matches!(*request.method(), Method::GET | Method::HEAD);
     let lag = cluster.view.lag_ms();
     if reads && lag > cluster.max_lag.as_millis() as u64 && !allows_stale(&request) {
-        let mut response = Code::ReplicaBehind
-            .with(format!(
-                "this node has not heard from the stream for {lag} ms (over {} ms): its answer \
-                 may be stale; retry, ask another node, or send {ALLOW_STALE_HEADER}: true",
-                cluster.max_lag.as_millis()
-            ))
-            .error_response();
+        let error = Code::ReplicaBehind.with(format!(
+            "this node has not heard from the stream for {lag} ms (over {} ms): its answer \
+             may be stale; retry, ask another node, or send {ALLOW_STALE_HEADER}: true",
+            cluster.max_lag.as_millis()
+        ));
+        let mut response = refusal(request.path(), &error);
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from_static("1"));
@@ -81,12 +91,11 @@ pub async fn consistency(
         let give_up = Instant::now() + cluster.min_seq_wait;
         while cluster.view.applied_seq() < wanted {
             if Instant::now() >= give_up {
-                let mut response = Code::ReplicaBehind
-                    .with(format!(
-                        "this node has applied up to {}, not yet {wanted}; retry",
-                        cluster.view.applied_seq()
-                    ))
-                    .error_response();
+                let error = Code::ReplicaBehind.with(format!(
+                    "this node has applied up to {}, not yet {wanted}; retry",
+                    cluster.view.applied_seq()
+                ));
+                let mut response = refusal(request.path(), &error);
                 response
                     .headers_mut()
                     .insert(RETRY_AFTER, HeaderValue::from_static("1"));
@@ -142,7 +151,8 @@ pub async fn forward_writes(
         return Ok(next.call(request).await?.map_into_boxed_body());
     }
     if forwarded_by_a_node(&request) {
-        let response = with_seq(NotForwarded::Bounced.response(), &cluster.view);
+        let error = ApiError::from(NotForwarded::Bounced);
+        let response = with_seq(refusal(request.path(), &error), &cluster.view);
         return Ok(request.into_response(response));
     }
     let (http_request, payload) = request.into_parts();
@@ -156,8 +166,8 @@ pub async fn forward_writes(
             .forwarder
             .forward(&http_request, body.freeze())
             .await
-            .unwrap_or_else(NotForwarded::response),
-        Err(error) => error.error_response(),
+            .unwrap_or_else(|why| refusal(http_request.path(), &ApiError::from(why))),
+        Err(error) => refusal(http_request.path(), &error),
     };
     // The writer's answer says how far the writer is; an answer made here, how far this node is.
     if !response.headers().contains_key(SEQ_HEADER) {
