@@ -566,9 +566,12 @@ impl Handler<PrepareAttempt> for BotActor {
                 Some(prepared)
             }
             Preparing::Send(_) => None,
-            // The URL was removed while the delivery waited: nothing will ever take it.
+            // The URL was removed while the delivery waited: nothing will ever take it (given
+            // up once the journal takes writes again, not applied and then refused).
             Preparing::GiveUp(given_up) => {
-                self.progress_delivery(&given_up);
+                if self.journal.failure().is_none() {
+                    self.progress_delivery(&given_up);
+                }
                 None
             }
             Preparing::Nothing => None,
@@ -595,6 +598,12 @@ impl Handler<DeliveryOutcome> for BotActor {
             token,
             attempt,
         } = outcome;
+        // While the journal is failed an outcome would be applied and then refused: it is
+        // dropped before it changes the outbox, and the delivery, open in the durable state,
+        // is attempted again once writes are taken again (deliveries are at least once).
+        if self.journal.failure().is_some() {
+            return;
+        }
         // A late answer of an attempt since replaced (redelivered, given up) is news of nothing.
         if let Some(delivery) = self
             .outbox

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
-use crate::process::{binary, Server};
+use crate::process::{binary, Server, ADMIN};
 
 const CONFIG: i32 = 7;
 
@@ -532,4 +532,62 @@ fn a_disk_that_comes_back_is_seen_by_the_probe_and_said_by_readyz_and_the_metric
     assert_eq!(again.vote_count(&bot), 1, "the refused vote was not kept");
     assert_eq!(again.vote(&bot, 2), StatusCode::CREATED, "cast again");
     assert_eq!(again.vote_count(&bot), 2, "and counted once");
+}
+
+/// The registry's writes are refused before they apply while the journal is failed: a profile
+/// create whose record was in the batch that failed, retried while the disk is full, is
+/// refused again with 503, never 409 "username taken" (which would say it was stored), and so
+/// are a listing, a token and an edit that claims a platform id. After the restart the profile
+/// is created once.
+#[test]
+fn a_registry_write_refused_by_a_full_disk_is_refused_again_on_its_retry_never_409() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faults = tempfile::tempdir().expect("temp dir");
+    let switch = faults.path().join("disk-full");
+    let fault = format!("fail-while-exists:enospc:{}", switch.display());
+    let server = Server::start(dir.path(), &["--inject-journal-fault", &fault]);
+    let (bot, _) = server.create_bot(5);
+    let create = |name: &str| {
+        server
+            .post(
+                "/admin/users",
+                ADMIN,
+                &serde_json::json!({ "username": name }),
+            )
+            .expect("sent")
+    };
+
+    std::fs::write(&switch, b"").expect("the disk fills");
+    let (status, body) = create("ada");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, body) = create("ada");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "retried: {body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    let listing = serde_json::json!({
+        "platform_id": "6", "name": "Six", "username": "six", "short_description": "refused",
+    });
+    let (status, body) = server.post("/admin/bots", ADMIN, &listing).expect("sent");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, body) = server.patch(
+        &format!("/admin/bots/{bot}"),
+        ADMIN,
+        &serde_json::json!({ "platform_id": "7" }),
+    );
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, body) = server.get("/admin/users?q=ada", Some(ADMIN));
+    assert!(!body.to_string().contains("\"ada\""), "{status}: {body}");
+    assert_eq!(server.terminate().code(), Some(4));
+
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    let again = Server::start(dir.path(), &[]);
+    let (status, body) = again
+        .post(
+            "/admin/users",
+            ADMIN,
+            &serde_json::json!({ "username": "ada" }),
+        )
+        .expect("sent");
+    assert_eq!(status, StatusCode::CREATED, "created once: {body}");
+    let (status, body) = again.post("/admin/bots", ADMIN, &listing).expect("sent");
+    assert_eq!(status, StatusCode::CREATED, "{body}");
 }

@@ -56,6 +56,7 @@ impl Registry {
         mut new: NewBot,
         submitter: Option<ProfileId>,
     ) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
+        self.refuse_while_failed()?;
         if let Some(submitter) = submitter {
             new.owner_ids.retain(|owner| *owner != submitter);
             new.owner_ids.insert(0, submitter);
@@ -91,7 +92,7 @@ impl Registry {
         // The actor starts first, but nobody can reach it before its listing is published, so
         // its own records still come after this one. Until it journals one, its `last_seq`
         // stays 0: replay has nothing of its own to skip.
-        let durable = self.make_audited(acting, bot_target(id), changes, record);
+        let durable = self.make_audited(acting, bot_target(id), changes, record)?;
         let handle = self.handle_of(id)?;
         Ok((durable, (handle.view(), token)))
     }
@@ -193,6 +194,8 @@ impl Registry {
             DecidedBy::Admin | DecidedBy::Staff(_) => None,
         };
         let checked = (|| {
+            // Before the claims below: a refused edit takes nothing.
+            self.refuse_while_failed()?;
             if let Some(owner) = owner {
                 self.check_owner(id, owner)?;
             }
@@ -317,7 +320,8 @@ impl Handler<OwnerDelistBot> for Registry {
     fn handle(&mut self, remove: OwnerDelistBot, _: &mut Self::Context) -> Self::Result {
         let acting = Acting::new(AuditActor::profile(remove.owner), AuditAction::BotDelete);
         reply(
-            self.check_owner(remove.bot, remove.owner)
+            self.refuse_while_failed()
+                .and_then(|()| self.check_owner(remove.bot, remove.owner))
                 .and_then(|()| self.delist_bot(remove.bot, acting)),
         )
     }
@@ -337,6 +341,7 @@ impl Handler<OwnerRotateToken> for Registry {
 
     fn handle(&mut self, rotate: OwnerRotateToken, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             self.check_owner(rotate.bot, rotate.owner)?;
             let status = self.handle_of(rotate.bot)?.view().listing.status;
             if status != ListingStatus::Approved {
@@ -356,11 +361,12 @@ impl Handler<OwnerRotateToken> for Registry {
 
 impl Registry {
     fn delist_bot(&mut self, id: BotId, acting: Acting) -> Result<(Durable, ()), Rejection> {
+        self.refuse_while_failed()?;
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
         let record = Record::BotDelisted(id);
-        let durable = self.make_audited(acting, bot_target(id), Vec::new(), record);
+        let durable = self.make_audited(acting, bot_target(id), Vec::new(), record)?;
         Ok((durable, ()))
     }
 }
@@ -379,6 +385,7 @@ impl Handler<RotateToken> for Registry {
 
 impl Registry {
     fn rotate_token(&mut self, id: BotId, acting: Acting) -> Result<(Durable, Token), Rejection> {
+        self.refuse_while_failed()?;
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
@@ -389,7 +396,7 @@ impl Registry {
         };
         let changes = vec!["token".to_string()];
         Ok((
-            self.make_audited(acting, bot_target(id), changes, record),
+            self.make_audited(acting, bot_target(id), changes, record)?,
             token,
         ))
     }
