@@ -14,6 +14,7 @@ mod book;
 mod bots;
 mod profiles;
 mod records;
+mod resume;
 mod snapshot;
 mod staff;
 #[cfg(test)]
@@ -47,6 +48,7 @@ pub use bots::{
 pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
 };
+pub use resume::TakeDurableBook;
 pub use snapshot::{Capture, LoadState};
 pub use staff::{SetVoteBan, StaffActOnBot, StaffRemoveReview};
 
