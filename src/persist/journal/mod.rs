@@ -245,6 +245,18 @@ struct Shared {
     reopen: Mutex<Option<(std::path::PathBuf, FsyncMode, JournalFault)>>,
 }
 
+/// Why [`Journal::resume`] did not take writes again.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeRefused {
+    /// Never in this process: only a restart takes writes again.
+    #[error("{0}")]
+    Never(String),
+    /// Not yet: the new segment could not be made; the journal stays failed and may be
+    /// resumed again.
+    #[error("the new journal segment could not be made: {0}")]
+    NotYet(io::Error),
+}
+
 /// How often the writer of a journal that failed on its disk probes the disk again.
 pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 
@@ -413,22 +425,24 @@ impl Journal {
     /// the failure cleared. Never an append after the batch that failed. The caller has put
     /// every actor back to the durable state first (docs/PERSISTENCE.md, "Taking writes again
     /// without a restart").
-    pub fn resume(&self, next_seq: u64) -> io::Result<()> {
-        self.may_resume().map_err(io::Error::other)?;
+    pub fn resume(&self, next_seq: u64) -> Result<(), ResumeRefused> {
+        self.may_resume().map_err(ResumeRefused::Never)?;
         if self.failure().is_none() {
-            return Err(io::Error::other("the journal has not failed"));
+            return Err(ResumeRefused::Never("the journal has not failed".into()));
         }
         let Some((dir, mode, fault)) = lock(&self.shared.reopen).clone() else {
-            return Err(io::Error::other("this journal does not reopen in place"));
+            return Err(ResumeRefused::Never(
+                "this journal does not reopen in place".into(),
+            ));
         };
         let threads = {
             let mut submitter = lock(&self.shared.submitter);
             if submitter.closed {
-                return Err(io::Error::other("the journal is closed"));
+                return Err(ResumeRefused::Never("the journal is closed".into()));
             }
             if submitter.next_seq != next_seq || self.durable_seq() + 1 != next_seq {
-                return Err(io::Error::other(format!(
-                    "the files end before record {next_seq}, the journal at record {} (durable up to {}): restart the service",
+                return Err(ResumeRefused::Never(format!(
+                    "the files end before record {next_seq}, the journal at record {} (durable up to {})",
                     submitter.next_seq,
                     self.durable_seq()
                 )));
@@ -441,9 +455,13 @@ impl Journal {
         for thread in threads {
             let _ = thread.join();
         }
-        // After the old writer ended: it never writes the head again.
-        let sink = FileSink::create(&dir, next_seq, mode)?;
-        let queue = spawn_threads(Arc::clone(&self.shared), Box::new(sink), fault)?;
+        // After the old writer ended: it never writes the head again. A segment that cannot be
+        // made yet (a disk with room for the probe's 4 KiB but not a segment's 1 MiB) leaves the
+        // journal failed, with no writer: the next call tries again (a segment of this name
+        // holding no record is started over).
+        let sink = FileSink::create(&dir, next_seq, mode).map_err(ResumeRefused::NotYet)?;
+        let queue = spawn_threads(Arc::clone(&self.shared), Box::new(sink), fault)
+            .map_err(ResumeRefused::NotYet)?;
         let mut submitter = lock(&self.shared.submitter);
         submitter.queue = Some(queue);
         *lock(&self.shared.failed) = None;
@@ -820,8 +838,9 @@ mod tests {
 
     /// A disk that fails and comes back: once the probe sees it back, `resume` at the number
     /// after the last durable record starts a new segment there and takes records again; the
-    /// files then hold exactly the acknowledged records, numbered without a hole, and a resume
-    /// at any other number is refused.
+    /// files then hold exactly the acknowledged records, numbered without a hole, a resume at
+    /// any other number is refused for good, and one whose segment cannot be made yet can be
+    /// tried again.
     #[test]
     fn a_journal_resumed_after_its_disk_came_back_writes_on_in_a_new_segment_without_a_hole() {
         let dir = tempfile::tempdir().expect("dir");
@@ -845,7 +864,17 @@ mod tests {
         assert_eq!(journal.may_resume(), Ok(()));
         std::fs::remove_file(&switch).expect("room again");
         wait_until("the disk is seen back", || journal.disk_writable_again());
-        assert!(journal.resume(3).is_err(), "a number after a hole");
+        assert!(
+            matches!(journal.resume(3), Err(ResumeRefused::Never(_))),
+            "a number after a hole"
+        );
+        // A segment that cannot be made yet (here a directory in its place) leaves the journal
+        // failed and writerless; the next call makes it.
+        let blocker = dir.path().join(segment_name(2));
+        std::fs::create_dir(&blocker).expect("blocker");
+        assert!(matches!(journal.resume(2), Err(ResumeRefused::NotYet(_))));
+        assert!(write(&journal).is_err(), "still refused");
+        std::fs::remove_dir(&blocker).expect("removed");
         journal.resume(2).expect("resumed");
         assert!(journal.failure().is_none());
         assert_eq!(write(&journal).ok(), Some(2));
