@@ -437,6 +437,83 @@ fn a_full_tmpfs_is_seen_by_readyz_and_the_metrics_and_loses_no_acknowledged_writ
     assert_eq!(ready.status(), StatusCode::OK);
 }
 
+/// A real full disk that gets room again while the server runs: a 4 MiB tmpfs filled until an
+/// edit is refused, then the filler removed. The running process takes writes again by itself
+/// (`/readyz` 200), the refused edit retried is taken, and a restart holds it.
+#[test]
+fn a_full_tmpfs_given_room_again_takes_writes_again_without_a_restart() {
+    let Some(tmpfs) = Tmpfs::mount("4m") else {
+        eprintln!(
+            "skipped a_full_tmpfs_given_room_again_takes_writes_again_without_a_restart: \
+             this process cannot mount a tmpfs (run as root to include it; .ci/run does when it can)"
+        );
+        return;
+    };
+    let data = tmpfs.dir.path().join("data");
+    let server = Server::start(&data, &["--snapshot-interval", "0"]);
+    let ready = || {
+        server
+            .client
+            .get(format!(
+                "{}/readyz",
+                server.base.trim_end_matches("/api/v1")
+            ))
+            .send()
+            .expect("sent")
+            .status()
+            == StatusCode::OK
+    };
+    let (bot, _) = server.create_bot(5);
+    let filler = tmpfs.dir.path().join("filler");
+    {
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let block = vec![7u8; 64 << 10];
+        while std::io::Write::write_all(&mut file, &block).is_ok() {}
+    }
+    let edit = |n: u32| {
+        let text = format!("{n:05} {}", "x".repeat(15_000));
+        server.patch(
+            &format!("/admin/bots/{bot}"),
+            crate::process::ADMIN,
+            &serde_json::json!({ "long_description": text }),
+        )
+    };
+    let mut refused = None;
+    for n in 0..400u32 {
+        let (status, body) = edit(n);
+        if !status.is_success() {
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            refused = Some(n);
+            break;
+        }
+    }
+    let refused = refused.expect("the disk filled up");
+    assert!(!ready());
+    std::fs::remove_file(&filler).expect("room again");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(
+            Instant::now() < deadline,
+            "takes writes again: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, body) = edit(refused);
+    assert_eq!(status, StatusCode::OK, "the refused edit, retried: {body}");
+    assert_eq!(server.terminate().code(), Some(0));
+
+    let again = Server::start(&data, &[]);
+    let (status, info) = again.get(&format!("/bots/{bot}"), None);
+    assert_eq!(status, StatusCode::OK);
+    let kept = info["long_description"].as_str().unwrap_or_default();
+    assert!(
+        kept.starts_with(&format!("{refused:05} ")),
+        "the retried edit is kept: {}",
+        &kept[..kept.len().min(12)]
+    );
+}
+
 /// A disk that fails and comes back (`--inject-journal-fault fail-while-exists:enospc:PATH`:
 /// batches and probes fail while the file exists). The journal's writer probes the disk every
 /// second once it failed; once the disk takes writes again the process rebuilds the durable
