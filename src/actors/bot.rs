@@ -35,11 +35,13 @@ use crate::webhooks::{Dispatcher, Prepared};
 
 mod expiry;
 mod project;
+mod resume;
 mod reviews;
 pub use expiry::ExpireVotes;
 pub use project::{
     PostAnnouncement, PostMetricsBatch, ReadProject, SetCommands, VotesFrom, VotesInOrder,
 };
+pub use resume::TakeDurableState;
 pub use reviews::{EditReview, ReadReviews, RemoveReview, ReplyToReview, ReviewPage, WriteReview};
 
 use super::replicated::{ApplyReplicated, BecomeWriter};
@@ -67,6 +69,9 @@ pub struct BotActor {
     journal: Journal,
     /// Set when the journal refused a change this actor had already applied: from then on its
     /// state holds something no reader may see, so reads through the actor are refused too.
+    /// Set too when it dropped a delivery's outcome while the journal was failed (no next
+    /// attempt is scheduled then). Either way it takes the durable state back, and schedules
+    /// its open deliveries, before writes are taken again (`bot/resume.rs`).
     refused: bool,
     /// The bot's webhook deliveries, from queueing to giving up: every webhook matter is
     /// delegated to it (`webhooks/outbox.rs`).
@@ -566,9 +571,15 @@ impl Handler<PrepareAttempt> for BotActor {
                 Some(prepared)
             }
             Preparing::Send(_) => None,
-            // The URL was removed while the delivery waited: nothing will ever take it.
+            // The URL was removed while the delivery waited: nothing will ever take it (given
+            // up once the journal takes writes again, not applied and then refused).
             Preparing::GiveUp(given_up) => {
-                self.progress_delivery(&given_up);
+                if self.journal.failure().is_some() {
+                    // Its attempt is over: only the durable state taken back schedules it.
+                    self.refused = true;
+                } else {
+                    self.progress_delivery(&given_up);
+                }
                 None
             }
             Preparing::Nothing => None,
@@ -595,6 +606,15 @@ impl Handler<DeliveryOutcome> for BotActor {
             token,
             attempt,
         } = outcome;
+        // While the journal is failed an outcome would be applied and then refused: it is
+        // dropped before it changes the outbox, and the delivery, open in the durable state,
+        // is attempted again once writes are taken again (deliveries are at least once).
+        if self.journal.failure().is_some() {
+            // The attempt is over and nothing schedules the next one: this actor takes the
+            // durable state back (and schedules its open deliveries) before writes are taken.
+            self.refused = true;
+            return;
+        }
         // A late answer of an attempt since replaced (redelivered, given up) is news of nothing.
         if let Some(delivery) = self
             .outbox

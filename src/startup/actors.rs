@@ -97,6 +97,16 @@ pub(super) async fn start_actors(
     directory.audit.restore(std::mem::take(&mut state.audit));
     journal.keep_audit(Arc::clone(&directory.audit));
     load(&registry, state).await?;
+    // A single node's journal takes writes again once its disk does; a cluster's sink has no
+    // probe (docs/PERSISTENCE.md).
+    if let (Some(dir), None) = (&settings.data_dir, &replication) {
+        super::resume::spawn_resume(
+            dir.clone(),
+            journal.clone(),
+            registry.clone(),
+            loops.clone(),
+        );
+    }
     let persistence = settings.data_dir.clone().map(|dir| {
         let persistence = Persistence::new(dir, journal, registry.clone());
         Arc::new(match replication {

@@ -9,6 +9,7 @@ mod actors;
 pub mod clock;
 mod data_dir;
 pub mod node;
+mod resume;
 mod serve;
 
 use std::future::Future;

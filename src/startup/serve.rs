@@ -189,10 +189,10 @@ struct JournalState {
 
 impl crate::api::health::JournalHealth for JournalState {
     fn failure(&self) -> Option<(&'static str, String)> {
-        let again = if self.journal.disk_writable_again() {
-            "; the disk takes writes again (a probe wrote and synced a file in the data directory): restart the service to take writes"
-        } else {
-            ""
+        let again = match (self.journal.disk_writable_again(), self.journal.restart_needed()) {
+            (_, Some(why)) => format!("; writes cannot be taken again without a restart: {why}"),
+            (true, None) => "; the disk takes writes again (a probe wrote and synced a file in the data directory): the durable state is being read back, then writes are taken again".to_owned(),
+            (false, None) => String::new(),
         };
         self.journal
             .failure()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 
-use crate::process::{binary, Server};
+use crate::process::{binary, Server, ADMIN};
 
 const CONFIG: i32 = 7;
 
@@ -437,14 +437,93 @@ fn a_full_tmpfs_is_seen_by_readyz_and_the_metrics_and_loses_no_acknowledged_writ
     assert_eq!(ready.status(), StatusCode::OK);
 }
 
+/// A real full disk that gets room again while the server runs: a 4 MiB tmpfs filled until an
+/// edit is refused, then the filler removed. The running process takes writes again by itself
+/// (`/readyz` 200), the refused edit retried is taken, and a restart holds it.
+#[test]
+fn a_full_tmpfs_given_room_again_takes_writes_again_without_a_restart() {
+    let Some(tmpfs) = Tmpfs::mount("4m") else {
+        eprintln!(
+            "skipped a_full_tmpfs_given_room_again_takes_writes_again_without_a_restart: \
+             this process cannot mount a tmpfs (run as root to include it; .ci/run does when it can)"
+        );
+        return;
+    };
+    let data = tmpfs.dir.path().join("data");
+    let server = Server::start(&data, &["--snapshot-interval", "0"]);
+    let ready = || {
+        server
+            .client
+            .get(format!(
+                "{}/readyz",
+                server.base.trim_end_matches("/api/v1")
+            ))
+            .send()
+            .expect("sent")
+            .status()
+            == StatusCode::OK
+    };
+    let (bot, _) = server.create_bot(5);
+    let filler = tmpfs.dir.path().join("filler");
+    {
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let block = vec![7u8; 64 << 10];
+        while std::io::Write::write_all(&mut file, &block).is_ok() {}
+    }
+    let edit = |n: u32| {
+        let text = format!("{n:05} {}", "x".repeat(15_000));
+        server.patch(
+            &format!("/admin/bots/{bot}"),
+            crate::process::ADMIN,
+            &serde_json::json!({ "long_description": text }),
+        )
+    };
+    let mut refused = None;
+    for n in 0..400u32 {
+        let (status, body) = edit(n);
+        if !status.is_success() {
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            refused = Some(n);
+            break;
+        }
+    }
+    let refused = refused.expect("the disk filled up");
+    assert!(!ready());
+    std::fs::remove_file(&filler).expect("room again");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(
+            Instant::now() < deadline,
+            "takes writes again: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, body) = edit(refused);
+    assert_eq!(status, StatusCode::OK, "the refused edit, retried: {body}");
+    assert_eq!(server.terminate().code(), Some(0));
+
+    let again = Server::start(&data, &[]);
+    let (status, info) = again.get(&format!("/bots/{bot}"), None);
+    assert_eq!(status, StatusCode::OK);
+    let kept = info["long_description"].as_str().unwrap_or_default();
+    assert!(
+        kept.starts_with(&format!("{refused:05} ")),
+        "the retried edit is kept: {}",
+        &kept[..kept.len().min(12)]
+    );
+}
+
 /// A disk that fails and comes back (`--inject-journal-fault fail-while-exists:enospc:PATH`:
 /// batches and probes fail while the file exists). The journal's writer probes the disk every
-/// second once it failed, and `/readyz`, the log and `botlist_journal_disk_writable` say when it
-/// takes writes again, and when it refuses them again; writes stay refused (taking them again
-/// in place is not built: docs/OPERATIONS.md, "Readiness"), and after the restart the vote that
-/// was refused can be cast and counts once.
+/// second once it failed; once the disk takes writes again the process rebuilds the durable
+/// state from the data directory and takes writes again without a restart: `/readyz` 200, the
+/// gauges back to 1, one log line, and the vote refused during the fault cast again in the same
+/// process, answered 201 and counted once. The disk then fails again (the reopened journal fails
+/// as the first did), and a restart holds exactly the acknowledged writes.
 #[test]
-fn a_disk_that_comes_back_is_seen_by_the_probe_and_said_by_readyz_and_the_metric() {
+fn a_disk_that_comes_back_is_seen_by_the_probe_and_the_process_takes_writes_again_without_a_restart(
+) {
     let dir = tempfile::tempdir().expect("temp dir");
     let faults = tempfile::tempdir().expect("temp dir");
     let switch = faults.path().join("disk-full");
@@ -493,27 +572,23 @@ fn a_disk_that_comes_back_is_seen_by_the_probe_and_said_by_readyz_and_the_metric
     );
     let seen = metrics();
     assert!(seen.contains("botlist_journal_disk_writable 0"), "{seen}");
+    assert!(seen.contains("botlist_journal_healthy 0"), "{seen}");
 
     std::fs::remove_file(&switch).expect("the disk has room again");
-    wait_for("the probe sees the disk back", &|| {
-        readyz().1.contains("takes writes again")
+    wait_for("the process takes writes again", &|| {
+        readyz().0 == StatusCode::OK
     });
     let seen = metrics();
     assert!(seen.contains("botlist_journal_disk_writable 1"), "{seen}");
-    assert!(seen.contains("botlist_journal_healthy 0"), "{seen}");
-    assert!(seen.contains("botlist_ready 0"), "{seen}");
+    assert!(seen.contains("botlist_journal_healthy 1"), "{seen}");
+    assert!(seen.contains("botlist_ready 1"), "{seen}");
+    assert_eq!(server.vote(&bot, 2), StatusCode::CREATED, "cast again");
+    assert_eq!(server.vote_count(&bot), 2, "and counted once");
     assert_eq!(
         server.vote(&bot, 2),
-        StatusCode::SERVICE_UNAVAILABLE,
-        "writes stay refused until the restart"
+        StatusCode::CONFLICT,
+        "its window is the acknowledged vote's"
     );
-
-    std::fs::write(&switch, b"").expect("the disk fills again");
-    wait_for("the probe sees the disk gone again", &|| {
-        !readyz().1.contains("takes writes again")
-    });
-    assert!(metrics().contains("botlist_journal_disk_writable 0"));
-    // One line per change of state, not one per probe.
     let log = server.log();
     assert_eq!(
         log.matches("the disk takes writes again").count(),
@@ -521,15 +596,151 @@ fn a_disk_that_comes_back_is_seen_by_the_probe_and_said_by_readyz_and_the_metric
         "{log}"
     );
     assert_eq!(
-        log.matches("the disk refuses writes again").count(),
+        log.matches("the journal takes writes again").count(),
         1,
         "{log}"
     );
+
+    // The reopened journal fails as the first one did, and stops with code 4.
+    std::fs::write(&switch, b"").expect("the disk fills again");
+    assert_eq!(server.vote(&bot, 3), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(readyz().0, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(server.terminate().code(), Some(4));
 
     std::fs::remove_file(&switch).expect("the disk has room again");
     let again = Server::start(dir.path(), &[]);
-    assert_eq!(again.vote_count(&bot), 1, "the refused vote was not kept");
-    assert_eq!(again.vote(&bot, 2), StatusCode::CREATED, "cast again");
-    assert_eq!(again.vote_count(&bot), 2, "and counted once");
+    assert_eq!(again.vote_count(&bot), 2, "exactly the acknowledged votes");
+    assert_eq!(again.vote(&bot, 2), StatusCode::CONFLICT);
+    assert_eq!(
+        again.vote(&bot, 3),
+        StatusCode::CREATED,
+        "the refused one cast"
+    );
+    assert_eq!(again.vote_count(&bot), 3);
+}
+
+/// The registry's writes are refused before they apply while the journal is failed, and are
+/// taken again in the same process once the disk is back. Twice in one process, each time
+/// with another write in the batch that failed (applied by the registry, then refused):
+/// a profile create, retried while the disk is full, is refused again with 503, never 409
+/// "username taken" (which would say it was stored), and so are an edit that claims a
+/// platform id and a delisting; once the disk is back the profile is created, once. Then a
+/// listing: its actor, started for the refused record and never published, is stopped when
+/// the durable state is taken back, so the retried listing gets its platform id (not 409).
+/// A restart holds exactly what was acknowledged.
+#[test]
+fn a_registry_write_refused_by_a_full_disk_is_refused_again_then_taken_once_the_disk_is_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faults = tempfile::tempdir().expect("temp dir");
+    let switch = faults.path().join("disk-full");
+    let fault = format!("fail-while-exists:enospc:{}", switch.display());
+    let server = Server::start(dir.path(), &["--inject-journal-fault", &fault]);
+    let root = server.base.trim_end_matches("/api/v1").to_owned();
+    let ready = || {
+        server
+            .client
+            .get(format!("{root}/readyz"))
+            .send()
+            .expect("sent")
+            .status()
+            == StatusCode::OK
+    };
+    let wait_until_ready = || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ready() {
+            assert!(Instant::now() < deadline, "the process takes writes again");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (bot, _) = server.create_bot(5);
+    let (gone, _) = server.create_bot(8);
+    let create = |name: &str| {
+        server
+            .post(
+                "/admin/users",
+                ADMIN,
+                &serde_json::json!({ "username": name }),
+            )
+            .expect("sent")
+    };
+    let delist = || {
+        server
+            .client
+            .delete(format!("{}/admin/bots/{gone}", server.base))
+            .header("Authorization", ADMIN)
+            .send()
+            .expect("sent")
+            .status()
+    };
+    let listing = serde_json::json!({
+        "platform_id": "6", "name": "Six", "username": "six", "short_description": "refused",
+    });
+    let list = || server.post("/admin/bots", ADMIN, &listing).expect("sent");
+    let edit = serde_json::json!({ "platform_id": "7" });
+
+    std::fs::write(&switch, b"").expect("the disk fills");
+    let (status, body) = create("ada");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, body) = create("ada");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "retried: {body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    let (status, body) = server.patch(&format!("/admin/bots/{bot}"), ADMIN, &edit);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(delist(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!ready());
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    wait_until_ready();
+    let (status, body) = create("ada");
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "taken in the same process: {body}"
+    );
+    let (status, body) = create("ada");
+    assert_eq!(status, StatusCode::CONFLICT, "once: {body}");
+
+    std::fs::write(&switch, b"").expect("the disk fills again");
+    let (status, body) = list();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, body) = list();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "retried: {body}");
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    wait_until_ready();
+    let (status, body) = list();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let six = body["bot"]["id"].as_str().expect("id").to_owned();
+    let (status, body) = server.patch(&format!("/admin/bots/{bot}"), ADMIN, &edit);
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(delist(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        server.get(&format!("/bots/{gone}"), None).0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(server.get("/bots/7", None).1["id"], bot.as_str());
+    let log = server.log();
+    assert_eq!(
+        log.matches("the journal takes writes again").count(),
+        2,
+        "{log}"
+    );
+    assert!(log.contains("refused_listings_dropped=1"), "{log}");
+    assert_eq!(server.terminate().code(), Some(0));
+
+    let again = Server::start(dir.path(), &[]);
+    let (status, body) = again
+        .post(
+            "/admin/users",
+            ADMIN,
+            &serde_json::json!({ "username": "ada" }),
+        )
+        .expect("sent");
+    assert_eq!(status, StatusCode::CONFLICT, "kept once: {body}");
+    assert_eq!(again.get(&format!("/bots/{six}"), None).0, StatusCode::OK);
+    assert_eq!(again.get("/bots/7", None).1["id"], bot.as_str());
+    assert_eq!(
+        again.get(&format!("/bots/{gone}"), None).0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, body) = again.get("/bots?q=six", None);
+    assert_eq!(body["total"], 1, "{status}: {body}");
 }

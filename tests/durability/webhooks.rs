@@ -383,3 +383,69 @@ fn sigterm_waits_for_the_webhook_attempt_in_flight() {
         "sent again after the restart"
     );
 }
+
+/// A delivery whose attempt's answer comes back while the journal is failed: the outcome
+/// cannot be kept, so the bot drops it before it changes anything, and once the disk is back
+/// and the process takes writes again (docs/PERSISTENCE.md, "Taking writes again without a
+/// restart") the delivery, open in the durable state, is sent again by the same process.
+#[test]
+fn a_delivery_answered_while_the_journal_is_failed_is_sent_again_once_writes_are_taken_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faults = tempfile::tempdir().expect("temp dir");
+    let switch = faults.path().join("disk-full");
+    let fault = format!("fail-while-exists:enospc:{}", switch.display());
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+    let url = format!("http://{}/hook", listener.local_addr().expect("address"));
+    let seen: Log = Arc::new(Mutex::new(Vec::new()));
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (id, _body) = read_delivery(&stream);
+            let first = {
+                let mut log = log.lock().expect("lock");
+                log.push((id, Instant::now()));
+                log.len() == 1
+            };
+            // The first attempt is answered only once the test has failed the journal.
+            if first {
+                let _ = held.recv();
+            }
+            let status = if first {
+                "503 Service Unavailable"
+            } else {
+                "200 OK"
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    let server = Server::start(
+        dir.path(),
+        &["--allow-private-webhooks", "--inject-journal-fault", &fault],
+    );
+    let bot = hooked_bot(&server, &url);
+    assert_eq!(server.vote(&bot, 7), StatusCode::CREATED);
+    let first = wait_for(&seen, 1);
+
+    std::fs::write(&switch, b"").expect("the disk fills");
+    // The write that fails the journal is not the bot's: the bot holds no refused change,
+    // only the outcome it drops.
+    let (status, body) = server
+        .post("/admin/users", ADMIN, &json!({ "username": "ada" }))
+        .expect("sent");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // Its answer reaches the bot while the journal is failed.
+    release.send(()).expect("released");
+
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    let all = wait_for(&seen, 2);
+    assert_eq!(
+        all[1].0, first[0].0,
+        "the same delivery, from the same process"
+    );
+    assert_eq!(server.vote(&bot, 8), StatusCode::CREATED);
+}

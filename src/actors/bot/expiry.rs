@@ -35,8 +35,10 @@ impl Handler<ExpireVotes> for BotActor {
 
 impl BotActor {
     /// Journals the announcement of every vote whose window ended by now, after the mark.
+    /// Nothing while the journal is failed: the announcement would be applied and then refused
+    /// (the mark moved past votes never announced); it is made once writes are taken again.
     fn announce_expiries(&mut self) {
-        if self.journal.follows() || self.refused {
+        if self.journal.follows() || self.refused || self.journal.failure().is_some() {
             return;
         }
         let Some((record, given_up)) = self.outbox.expiry_record(&self.state, self.clock.now())

@@ -56,6 +56,7 @@ impl Registry {
         mut new: NewBot,
         submitter: Option<ProfileId>,
     ) -> Result<(Durable, (Arc<BotView>, Token)), Rejection> {
+        self.refuse_while_failed()?;
         if let Some(submitter) = submitter {
             new.owner_ids.retain(|owner| *owner != submitter);
             new.owner_ids.insert(0, submitter);
@@ -92,7 +93,7 @@ impl Registry {
         // The actor starts first, but nobody can reach it before its listing is published, so
         // its own records still come after this one. Until it journals one, its `last_seq`
         // stays 0: replay has nothing of its own to skip.
-        let durable = self.make_audited(acting, bot_target(id), changes, record);
+        let durable = self.make_audited(acting, bot_target(id), changes, record)?;
         let handle = self.handle_of(id)?;
         Ok((durable, (handle.view(), token)))
     }
@@ -194,6 +195,8 @@ impl Registry {
             DecidedBy::Admin | DecidedBy::Staff(_) => None,
         };
         let checked = (|| {
+            // Before the claims below: a refused edit takes nothing.
+            self.refuse_while_failed()?;
             if let Some(owner) = owner {
                 self.check_owner(id, owner)?;
             }
@@ -318,7 +321,8 @@ impl Handler<OwnerDelistBot> for Registry {
     fn handle(&mut self, remove: OwnerDelistBot, _: &mut Self::Context) -> Self::Result {
         let acting = Acting::new(AuditActor::profile(remove.owner), AuditAction::BotDelete);
         reply(
-            self.check_owner(remove.bot, remove.owner)
+            self.refuse_while_failed()
+                .and_then(|()| self.check_owner(remove.bot, remove.owner))
                 .and_then(|()| self.delist_bot(remove.bot, Decider::Owner, acting)),
         )
     }
@@ -338,6 +342,7 @@ impl Handler<OwnerRotateToken> for Registry {
 
     fn handle(&mut self, rotate: OwnerRotateToken, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             self.check_owner(rotate.bot, rotate.owner)?;
             let status = self.handle_of(rotate.bot)?.view().listing.status;
             if status != ListingStatus::Approved {
@@ -363,13 +368,14 @@ impl Registry {
         by: Decider,
         acting: Acting,
     ) -> Result<(Durable, ()), Rejection> {
+        self.refuse_while_failed()?;
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
         let status = self.handle_of(id)?.view().listing.status;
         status.check_removal(by).map_err(Rejection::Conflict)?;
         let record = Record::BotDelisted(id);
-        let durable = self.make_audited(acting, bot_target(id), Vec::new(), record);
+        let durable = self.make_audited(acting, bot_target(id), Vec::new(), record)?;
         Ok((durable, ()))
     }
 }
@@ -388,6 +394,7 @@ impl Handler<RotateToken> for Registry {
 
 impl Registry {
     fn rotate_token(&mut self, id: BotId, acting: Acting) -> Result<(Durable, Token), Rejection> {
+        self.refuse_while_failed()?;
         if !self.book.bots.contains_key(&id) {
             return Err(Self::not_found_bot(id));
         }
@@ -398,7 +405,7 @@ impl Registry {
         };
         let changes = vec!["token".to_string()];
         Ok((
-            self.make_audited(acting, bot_target(id), changes, record),
+            self.make_audited(acting, bot_target(id), changes, record)?,
             token,
         ))
     }

@@ -14,6 +14,7 @@ mod book;
 mod bots;
 mod profiles;
 mod records;
+mod resume;
 mod snapshot;
 mod staff;
 #[cfg(test)]
@@ -47,6 +48,7 @@ pub use bots::{
 pub use profiles::{
     CreateProfile, DeleteProfile, IssueProfileToken, RevokeProfileToken, UpdateProfile,
 };
+pub use resume::TakeDurableBook;
 pub use snapshot::{Capture, LoadState};
 pub use staff::{SetVoteBan, StaffActOnBot, StaffRemoveReview};
 
@@ -114,11 +116,29 @@ impl Registry {
             .ok_or_else(|| Self::not_found_bot(id))
     }
 
+    /// Once the journal has failed, a write is refused before it changes anything, with the
+    /// answer the journal would give it (503 "not stored"), counted and logged as its refusals
+    /// are: checked at the top of every write handler, before the rules that read the book,
+    /// so that a create retried after a refused one is refused again, never told 409 (the
+    /// bots' `BotActor::refuse_while_failed` does the same). Only a change in flight when the
+    /// journal failed is applied and then refused (docs/PERSISTENCE.md).
+    fn refuse_while_failed(&self) -> Result<(), Rejection> {
+        match self.journal.failure() {
+            None => Ok(()),
+            Some(error) => {
+                self.journal.note_refusal(&error);
+                Err(super::refused(error))
+            }
+        }
+    }
+
     /// Applies a change of the registry's own and journals it, to be published once durable
-    /// ([`Registry::apply_own`] says how).
-    fn make(&mut self, record: Record) -> Durable {
+    /// ([`Registry::apply_own`] says how). Refused before it is applied once the journal has
+    /// failed (the handlers check first; this is the last word, at the one place that applies).
+    fn make(&mut self, record: Record) -> Result<Durable, Rejection> {
+        self.refuse_while_failed()?;
         let publish = self.apply_own(&record, None);
-        self.commit(&record, publish).1
+        Ok(self.commit(&record, publish).1)
     }
 
     /// As [`Registry::make`], for a management change: journaled with its audit log entry, in
@@ -129,7 +149,7 @@ impl Registry {
         target: uuid::Uuid,
         changes: Vec<String>,
         record: Record,
-    ) -> Durable {
+    ) -> Result<Durable, Rejection> {
         let entry = acting.entry(target, changes, self.clock.now());
         self.make(Record::audited(entry, record))
     }

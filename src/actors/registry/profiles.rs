@@ -23,12 +23,13 @@ impl Handler<CreateProfile> for Registry {
 
     fn handle(&mut self, CreateProfile(new): CreateProfile, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             self.check_profile_unique(Some(&new.username), new.platform_id, None)?;
             let profile = Profile::create(ProfileId::new_random(), new, self.clock.now());
             let acting = Acting::admin(AuditAction::ProfileCreate);
             let (target, changes) = (profile_target(profile.id), set_fields(&profile));
             let record = Record::ProfileSaved(profile.clone());
-            Ok((self.make_audited(acting, target, changes, record), profile))
+            Ok((self.make_audited(acting, target, changes, record)?, profile))
         })())
     }
 }
@@ -46,6 +47,7 @@ impl Handler<UpdateProfile> for Registry {
         _: &mut Self::Context,
     ) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             let old = self
                 .book
                 .profiles
@@ -57,7 +59,7 @@ impl Handler<UpdateProfile> for Registry {
             self.check_profile_unique(Some(&updated.username), updated.platform_id, Some(id))?;
             let acting = Acting::admin(AuditAction::ProfileUpdate);
             let record = Record::ProfileSaved(updated.clone());
-            let durable = self.make_audited(acting, profile_target(id), changes, record);
+            let durable = self.make_audited(acting, profile_target(id), changes, record)?;
             Ok((durable, updated))
         })())
     }
@@ -85,6 +87,7 @@ impl Handler<DeleteProfile> for Registry {
 impl Registry {
     fn delete_profile(&mut self, id: ProfileId) -> Result<(Durable, ()), Rejection> {
         (|| {
+            self.refuse_while_failed()?;
             if !self.book.profiles.contains_key(&id) {
                 return Err(Self::not_found_profile(id));
             }
@@ -102,7 +105,7 @@ impl Registry {
             let acting = Acting::admin(AuditAction::ProfileDelete);
             let record = Record::ProfileDeleted(id);
             Ok((
-                self.make_audited(acting, profile_target(id), Vec::new(), record),
+                self.make_audited(acting, profile_target(id), Vec::new(), record)?,
                 (),
             ))
         })()
@@ -129,6 +132,7 @@ impl Handler<IssueProfileToken> for Registry {
 
     fn handle(&mut self, issue: IssueProfileToken, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             let profile = self
                 .book
                 .profiles
@@ -163,7 +167,7 @@ impl Handler<IssueProfileToken> for Registry {
                 token: token.clone(),
             };
             Ok((
-                self.make_audited(acting, target, changes, record),
+                self.make_audited(acting, target, changes, record)?,
                 (token, secret),
             ))
         })())
@@ -184,6 +188,7 @@ impl Handler<RevokeProfileToken> for Registry {
 
     fn handle(&mut self, revoke: RevokeProfileToken, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             let profile = self
                 .book
                 .profiles
@@ -201,7 +206,7 @@ impl Handler<RevokeProfileToken> for Registry {
             };
             let acting = Acting::admin(AuditAction::TokenRevoke);
             Ok((
-                self.make_audited(acting, revoke.token, Vec::new(), record),
+                self.make_audited(acting, revoke.token, Vec::new(), record)?,
                 (),
             ))
         })())

@@ -105,6 +105,7 @@ impl Handler<SetVoteBan> for Registry {
 
     fn handle(&mut self, set: SetVoteBan, _: &mut Self::Context) -> Self::Result {
         reply((|| {
+            self.refuse_while_failed()?;
             self.check_staff(set.staff, StaffRole::Staff)?;
             let now = self.clock.now();
             let profile = self
@@ -137,7 +138,7 @@ impl Handler<SetVoteBan> for Registry {
                     by: set.staff,
                 },
             );
-            Ok((self.make(record), ()))
+            Ok((self.make(record)?, ()))
         })())
     }
 }

@@ -233,6 +233,28 @@ struct Shared {
     /// After a failure: whether the writer's last probe of the disk wrote and synced
     /// (`Sink::probe`, every [`PROBE_EVERY`]).
     disk_writable: AtomicBool,
+    /// Set when a refused batch could not be taken back (its writers were told "may have
+    /// been stored"): the disk may hold records the actors never kept, so the process does
+    /// not take writes again; only a restart replays them (see [`Journal::resume`]).
+    maybe_stored: AtomicBool,
+    /// Why the journal, failed, will not take writes again in this process: said by
+    /// `/readyz` (a restart is needed).
+    restart_needed: Mutex<Option<String>>,
+    /// Where a single node's journal reopens after a failure once the disk is back: the data
+    /// directory, the fsync mode and the injected fault (`None` for any other sink).
+    reopen: Mutex<Option<(std::path::PathBuf, FsyncMode, JournalFault)>>,
+}
+
+/// Why [`Journal::resume`] did not take writes again.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeRefused {
+    /// Never in this process: only a restart takes writes again.
+    #[error("{0}")]
+    Never(String),
+    /// Not yet: the new segment could not be made; the journal stays failed and may be
+    /// resumed again.
+    #[error("the new journal segment could not be made: {0}")]
+    NotYet(io::Error),
 }
 
 /// How often the writer of a journal that failed on its disk probes the disk again.
@@ -338,6 +360,9 @@ impl Journal {
                 refusals_logged: Mutex::new(None),
                 audit: std::sync::OnceLock::new(),
                 disk_writable: AtomicBool::new(false),
+                maybe_stored: AtomicBool::new(false),
+                restart_needed: Mutex::new(None),
+                reopen: Mutex::new(None),
             }),
         }
     }
@@ -355,7 +380,98 @@ impl Journal {
         fault: JournalFault,
     ) -> io::Result<Self> {
         let sink = FileSink::create(dir, next_seq, mode)?;
-        Self::start_writer(Box::new(sink), next_seq, fault)
+        let journal = Self::start_writer(Box::new(sink), next_seq, fault.clone())?;
+        *lock(&journal.shared.reopen) = Some((dir.to_path_buf(), mode, fault));
+        Ok(journal)
+    }
+
+    /// Whether this journal, failed on its disk, may take writes again in this process: a
+    /// single node's files (no other sink), every refused batch taken back (nothing on disk
+    /// that was refused), and no reason given to need a restart. `Err` says why not.
+    pub fn may_resume(&self) -> Result<(), String> {
+        if let Some(why) = lock(&self.shared.restart_needed).clone() {
+            return Err(why);
+        }
+        if self.shared.maybe_stored.load(Ordering::Acquire) {
+            return Err(
+                "a refused batch could not be taken back from the journal's file (its \
+                 writes were told they may have been stored): restart the service to replay it"
+                    .into(),
+            );
+        }
+        if lock(&self.shared.reopen).is_none() {
+            return Err(
+                "this journal does not reopen in place (cluster mode): restart the node".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Says that the journal will not take writes again in this process, and why: `/readyz`
+    /// tells it, and only a restart clears it.
+    pub fn needs_restart(&self, why: String) {
+        lock(&self.shared.restart_needed).get_or_insert(why);
+    }
+
+    /// Why the journal will not take writes again without a restart, once that is known.
+    pub fn restart_needed(&self) -> Option<String> {
+        lock(&self.shared.restart_needed).clone()
+    }
+
+    /// Takes writes again after a failure of the disk, the way a start does: the failed
+    /// writer's threads end, a new segment is started at `next_seq` (the number after the
+    /// last durable record, which the caller rebuilt the actors' state from and which must be
+    /// the next number this journal gives: nothing refused holds a number), and only then is
+    /// the failure cleared. Never an append after the batch that failed. The caller has put
+    /// every actor back to the durable state first (docs/PERSISTENCE.md, "Taking writes again
+    /// without a restart").
+    pub fn resume(&self, next_seq: u64) -> Result<(), ResumeRefused> {
+        self.may_resume().map_err(ResumeRefused::Never)?;
+        if self.failure().is_none() {
+            return Err(ResumeRefused::Never("the journal has not failed".into()));
+        }
+        let Some((dir, mode, fault)) = lock(&self.shared.reopen).clone() else {
+            return Err(ResumeRefused::Never(
+                "this journal does not reopen in place".into(),
+            ));
+        };
+        let threads = {
+            let mut submitter = lock(&self.shared.submitter);
+            if submitter.closed {
+                return Err(ResumeRefused::Never("the journal is closed".into()));
+            }
+            if submitter.next_seq != next_seq || self.durable_seq() + 1 != next_seq {
+                return Err(ResumeRefused::Never(format!(
+                    "the files end before record {next_seq}, the journal at record {} (durable up to {})",
+                    submitter.next_seq,
+                    self.durable_seq()
+                )));
+            }
+            // The failed writer ends once its queue is gone (it holds nothing: every record
+            // is refused before it is queued while the journal is failed).
+            submitter.queue = None;
+            std::mem::take(&mut *lock(&self.shared.threads))
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+        // After the old writer ended: it never writes the head again. A segment that cannot be
+        // made yet (a disk with room for the probe's 4 KiB but not a segment's 1 MiB) leaves the
+        // journal failed, with no writer: the next call tries again (a segment of this name
+        // holding no record is started over).
+        let sink = FileSink::create(&dir, next_seq, mode).map_err(ResumeRefused::NotYet)?;
+        let queue = spawn_threads(Arc::clone(&self.shared), Box::new(sink), fault)
+            .map_err(ResumeRefused::NotYet)?;
+        let mut submitter = lock(&self.shared.submitter);
+        submitter.queue = Some(queue);
+        *lock(&self.shared.failed) = None;
+        drop(submitter);
+        self.shared.disk_writable.store(false, Ordering::Release);
+        self.shared.refusals.store(0, Ordering::Relaxed);
+        *lock(&self.shared.refusals_logged) = None;
+        crate::telemetry::journal_healthy(true);
+        crate::telemetry::journal_disk_writable(true);
+        Ok(())
     }
 
     /// Starts the writer thread over `sink`: the journal's seam. Batching, the order of
@@ -566,7 +682,8 @@ impl Journal {
 
     /// After a failure of the disk: whether the writer's last probe of it (a small write and
     /// its fsync, every [`PROBE_EVERY`]) succeeded, i.e. the disk takes writes again. Writes
-    /// stay refused either way until the service is restarted (docs/OPERATIONS.md, "Readiness").
+    /// stay refused either way until the actors are back to the durable state and
+    /// [`Journal::resume`] reopens the journal (`startup/resume.rs`), or the service restarts.
     pub fn disk_writable_again(&self) -> bool {
         self.failure().is_some() && self.shared.disk_writable.load(Ordering::Acquire)
     }
@@ -710,12 +827,75 @@ mod tests {
         assert!(!journal.disk_writable_again());
         back.store(true, Ordering::Relaxed);
         wait_until("the disk is seen back", || journal.disk_writable_again());
-        // Still refused: taking writes again needs the restart.
+        // Still refused: the probe alone takes nothing again (`Journal::resume` does).
         assert_eq!(outcome(&journal).kind(), "io");
         back.store(false, Ordering::Relaxed);
         wait_until("the disk is seen gone again", || {
             !journal.disk_writable_again()
         });
+        journal.close();
+    }
+
+    /// A disk that fails and comes back: once the probe sees it back, `resume` at the number
+    /// after the last durable record starts a new segment there and takes records again; the
+    /// files then hold exactly the acknowledged records, numbered without a hole, a resume at
+    /// any other number is refused for good, and one whose segment cannot be made yet can be
+    /// tried again.
+    #[test]
+    fn a_journal_resumed_after_its_disk_came_back_writes_on_in_a_new_segment_without_a_hole() {
+        let dir = tempfile::tempdir().expect("dir");
+        let faults = tempfile::tempdir().expect("dir");
+        let switch = faults.path().join("full");
+        let fault = JournalFault::FailWhileExists(switch.clone(), libc::ENOSPC);
+        let journal =
+            Journal::open_with_fault(dir.path(), 1, FsyncMode::Always, fault).expect("journal");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let write = |journal: &Journal| {
+            let (seq, durable) = journal.submit(&Record::BotDelisted(BotId::new_random()));
+            runtime.block_on(durable.wait()).map(|()| seq)
+        };
+        assert_eq!(write(&journal).ok(), Some(1));
+        assert!(journal.resume(2).is_err(), "not failed: nothing to resume");
+        std::fs::write(&switch, b"").expect("full");
+        assert!(write(&journal).is_err());
+        assert!(write(&journal).is_err());
+        assert_eq!(journal.may_resume(), Ok(()));
+        std::fs::remove_file(&switch).expect("room again");
+        wait_until("the disk is seen back", || journal.disk_writable_again());
+        assert!(
+            matches!(journal.resume(3), Err(ResumeRefused::Never(_))),
+            "a number after a hole"
+        );
+        // A segment that cannot be made yet (here a directory in its place) leaves the journal
+        // failed and writerless; the next call makes it.
+        let blocker = dir.path().join(segment_name(2));
+        std::fs::create_dir(&blocker).expect("blocker");
+        assert!(matches!(journal.resume(2), Err(ResumeRefused::NotYet(_))));
+        assert!(write(&journal).is_err(), "still refused");
+        std::fs::remove_dir(&blocker).expect("removed");
+        journal.resume(2).expect("resumed");
+        assert!(journal.failure().is_none());
+        assert_eq!(write(&journal).ok(), Some(2));
+        assert_eq!(write(&journal).ok(), Some(3));
+        journal.close();
+        let numbers: Vec<u64> = on_disk(dir.path()).iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(numbers, vec![1, 2, 3]);
+    }
+
+    /// A journal whose refused batch could not be taken back never takes writes again in
+    /// place: its disk may hold a record the actors never kept.
+    #[test]
+    fn a_journal_whose_refused_batch_may_be_stored_does_not_resume() {
+        let sink = Failing {
+            errno: libc::EIO,
+            after_write: true,
+        };
+        let journal = Journal::with_sink(Box::new(sink), 1).expect("journal");
+        assert!(outcome(&journal).maybe_stored());
+        assert!(journal.may_resume().is_err());
+        assert!(journal.resume(1).is_err());
         journal.close();
     }
 

@@ -277,7 +277,7 @@ impl Writer {
         }
         crate::telemetry::journal_disk_writable(writable);
         match result {
-            Ok(()) => tracing::warn!("the disk takes writes again (a probe wrote and synced a file in the data directory); writes stay refused until botlist is restarted"),
+            Ok(()) => tracing::warn!("the disk takes writes again (a probe wrote and synced a file in the data directory); writes stay refused until the durable state is rebuilt"),
             Err(error) => tracing::warn!(%error, "the disk refuses writes again (a probe failed)"),
         }
     }
@@ -290,6 +290,9 @@ impl Writer {
             return;
         }
         tracing::error!(%error, kind = error.kind(), "the journal failed; writes are refused from now on (GET /readyz says why)");
+        if error.maybe_stored() {
+            self.shared.maybe_stored.store(true, Ordering::Release);
+        }
         crate::telemetry::journal_failed(error.kind());
         *failed = Some(error.clone().not_written());
     }
