@@ -886,3 +886,56 @@ async fn only_staff_read_listings_through_the_staff_routes() {
         }
     }
 }
+
+#[actix_web::test]
+async fn staff_routes_draw_from_the_profiles_rate_limit_bucket() {
+    let mut settings = test_settings();
+    settings.rate_limit = 3;
+    let app = spawn_app_with(settings).await;
+    let moderator = profile(&app, json!({ "username": "moderator", "mod": true })).await;
+    let first = token(&app, &moderator, &["staff"]).await;
+    let second = token(&app, &moderator, &["staff"]).await;
+    let other = profile(&app, json!({ "username": "other", "admin": true })).await;
+    let other_token = token(&app, &other, &["staff"]).await;
+    // Two tokens of one profile, on two staff routes: one bucket of 3.
+    for (token, path) in [
+        (&first, "/staff/queue"),
+        (&second, "/staff/audit"),
+        (&first, "/staff/bots?status=pending"),
+    ] {
+        let response = app
+            .request(Method::GET, path, Some(token))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(response.headers()["x-ratelimit-limit"], "3");
+    }
+    let refused = app
+        .request(Method::GET, "/staff/queue", Some(&second))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.expect("json");
+    assert!(
+        body["retry_after"].as_u64().is_some_and(|n| n >= 1),
+        "{body}"
+    );
+    // Another staff member has a bucket of their own.
+    let response = app
+        .request(Method::GET, "/staff/queue", Some(&other_token))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    // The bucket fills again on the server's clock.
+    app.clock.advance(chrono::Duration::seconds(20));
+    let response = app
+        .request(Method::GET, "/staff/queue", Some(&first))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+}

@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::actors::registry::{SetVoteBan, StaffActOnBot};
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::extract::{Json, ManagedBot, PathProfile};
+use crate::api::http::limits::Limit;
 use crate::api::http::routes::{Route, Subject};
 use crate::api::http::staff::{AdminStaff, Staff};
 use crate::api::{http::reply, AppState};
@@ -28,6 +29,14 @@ const NOT_STAFF: &str =
     "the token lacks the `staff` scope, or its profile is not `mod` or `admin` (now)";
 const NOT_ADMIN: &str = "the token lacks the `staff` scope, or its profile is not `admin` (now)";
 const BAD_REASON: &str = "the body is not `{\"reason\"}` with a reason of 1 to 500 characters";
+
+/// Every staff route's rate limit (the audit log's too): a staff member's requests draw from
+/// their profile's one bucket, the one all of a profile's tokens share on every limited route
+/// (`limits::PROFILE_KIND`); a request without a live profile token, from its address's.
+pub const STAFF_LIMIT: Limit = Limit::PerToken {
+    token: "bot",
+    address: "staff_ip",
+};
 
 pub fn routes() -> Vec<Route> {
     let on_bot = |route: Route| {
@@ -69,6 +78,9 @@ pub fn routes() -> Vec<Route> {
             .refuses(Code::Conflict, "the profile is not banned from voting")
             .about(Subject::Profile),
     ]
+    .into_iter()
+    .map(|route| route.limited(STAFF_LIMIT))
+    .collect()
 }
 
 /// A listing as staff see it.
