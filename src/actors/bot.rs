@@ -559,14 +559,9 @@ impl Handler<PrepareAttempt> for BotActor {
             .outbox
             .prepare(&self.state, ask.delivery, ask.token, now)
         {
-            // A listing that is not public is sent its decisions only.
-            Preparing::Send(prepared)
-                if self.state.listing.status.is_public() || prepared.event.sent_while_hidden() =>
-            {
-                Some(prepared)
-            }
-            Preparing::Send(_) => None,
-            // The URL was removed while the delivery waited: nothing will ever take it.
+            Preparing::Send(prepared) => Some(prepared),
+            // The URL was removed while the delivery waited, or the listing stopped being
+            // public (it is sent its decisions only): nothing will ever take it.
             Preparing::GiveUp(given_up) => {
                 self.progress_delivery(&given_up);
                 None

@@ -589,8 +589,8 @@ impl Owners for Directory {
     }
 
     fn expire(&self, bot: BotId) {
-        // A listing that is not public announces too (its mark moves on); its deliveries wait
-        // until it is public again, as a vote's do.
+        // A listing that is not public announces too (its mark moves on); its deliveries are
+        // given up when they come due, as a vote's are (CONTRACT section 14).
         if let Some(bot) = self.managed(bot) {
             bot.addr.do_send(ExpireVotes);
         }
