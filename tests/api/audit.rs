@@ -377,7 +377,9 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
     // directory's data (not audited); staff's removal is management: one entry, with its reason.
     let moderator = profile(&app, "moderator", json!({"mod": true})).await;
     let (mod_staff, _) = token(&app, &moderator, &["staff"]).await;
-    let (reviewer, _) = token(&app, &alice, &["reviews"]).await;
+    // Not an owner: owners may not review their own bot.
+    let carol = profile(&app, "carol", json!({})).await;
+    let (reviewer, _) = token(&app, &carol, &["reviews"]).await;
     ok(
         &app,
         Method::PATCH,
@@ -387,8 +389,8 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
         StatusCode::OK,
     )
     .await;
-    // The profile, its tokens and the owner list: each kind walked above.
-    seen += 4;
+    // The profiles, their tokens and the owner list: each kind walked above.
+    seen += 5;
     assert_eq!(all_entries(&app).await.len(), seen);
     let reviews = format!("/bots/{}/reviews", bot.id);
     let written = ok(
