@@ -33,8 +33,10 @@ const BAD_REASON: &str = "the body is not `{\"reason\"}` with a reason of 1 to 5
 /// Every staff route's rate limit (the audit log's too): a staff member's requests draw from
 /// their profile's one bucket, the one all of a profile's tokens share on every limited route
 /// (`limits::PROFILE_KIND`); a request without a live profile token, from its address's.
+/// (A bot token, refused on every staff route, is counted apart from its `/bots` bucket: each
+/// limit's kinds are its own.)
 pub const STAFF_LIMIT: Limit = Limit::PerToken {
-    token: "bot",
+    token: "staff_bot",
     address: "staff_ip",
 };
 
