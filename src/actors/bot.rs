@@ -564,15 +564,10 @@ impl Handler<PrepareAttempt> for BotActor {
             .outbox
             .prepare(&self.state, ask.delivery, ask.token, now)
         {
-            // A listing that is not public is sent its decisions only.
-            Preparing::Send(prepared)
-                if self.state.listing.status.is_public() || prepared.event.sent_while_hidden() =>
-            {
-                Some(prepared)
-            }
-            Preparing::Send(_) => None,
-            // The URL was removed while the delivery waited: nothing will ever take it (given
-            // up once the journal takes writes again, not applied and then refused).
+            Preparing::Send(prepared) => Some(prepared),
+            // The URL was removed while the delivery waited, or the listing stopped being
+            // public (it is sent its decisions only): nothing will ever take it (given up once
+            // the journal takes writes again, not applied and then refused).
             Preparing::GiveUp(given_up) => {
                 if self.journal.failure().is_some() {
                     // Its attempt is over: only the durable state taken back schedules it.

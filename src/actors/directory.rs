@@ -6,7 +6,7 @@
 //! was recovered, which is durable already. Request handlers read it directly, so resolving an
 //! id, a token or a profile, or searching, never queues behind a write.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -136,10 +136,11 @@ pub struct Directory {
     /// ids, the tokens and the index, so that every public read, search and count leaves them
     /// out without a check of its own; reached by their owners' routes and the admin API.
     hidden: ByKey<BotId, Arc<BotHandle>>,
-    /// The moderation queue in its order: (created_at, id) of every hidden listing that is
-    /// `pending`, kept as views are published, so a page of the queue and its gauge cost the
-    /// page, not the queue (scanning `hidden` cost about 150 ms a page at 100,000 pending).
-    queue: parking_lot::Mutex<BTreeSet<(Timestamp, BotId)>>,
+    /// Every listing by its status, each set in the staff's order, (created_at, id): kept as
+    /// views are published, so a page of the moderation queue (`pending`) or of staff's
+    /// `GET /staff/bots?status=` and the queue's gauge cost the page, not the directory
+    /// (scanning `hidden` cost about 150 ms a page at 100,000 pending).
+    by_status: parking_lot::Mutex<HashMap<ListingStatus, BTreeSet<(Timestamp, BotId)>>>,
     /// Each listed bot's token hash, public or hidden, so a listing that becomes public (or
     /// stops being) moves its token with it.
     bot_tokens: ByKey<BotId, TokenHash>,
@@ -173,7 +174,7 @@ impl Directory {
             tokens: ByKey::default(),
             profiles: ByKey::default(),
             hidden: ByKey::default(),
-            queue: Default::default(),
+            by_status: Default::default(),
             bot_tokens: ByKey::default(),
             profile_tokens: ByKey::default(),
             profile_platform_ids: ByKey::default(),
@@ -314,6 +315,7 @@ impl Directory {
             .insert(view.listing.platform_id, handle.id);
         self.tokens.insert(token, handle.id);
         self.bots.insert(handle.id, handle);
+        self.requeue(None, &view);
     }
 
     /// Publishes a recovered directory at startup: the index is built in one pass, on every
@@ -340,11 +342,13 @@ impl Directory {
             }
         }
         for (handle, token) in bots {
+            let view = handle.view();
             self.bot_tokens.insert(handle.id, token);
             self.platform_ids
-                .insert(handle.view().listing.platform_id, handle.id);
+                .insert(view.listing.platform_id, handle.id);
             self.tokens.insert(token, handle.id);
             self.bots.insert(handle.id, handle);
+            self.requeue(None, &view);
         }
     }
 
@@ -378,51 +382,84 @@ impl Directory {
         self.write_index().update(view);
     }
 
-    /// Up to `limit` listings waiting for staff (`pending`, hidden), oldest first (by
-    /// `created_at`, then id), after the listing whose key is `after`; each with its view.
+    /// Up to `limit` listings waiting for staff (`pending`), oldest first (by `created_at`,
+    /// then id), after the listing whose key is `after`; each with its view.
     pub fn pending_page(
         &self,
         after: Option<(Timestamp, BotId)>,
         limit: usize,
     ) -> Vec<Arc<BotView>> {
+        self.status_page(ListingStatus::Pending, after, limit)
+    }
+
+    /// Up to `limit` listings in `status`, oldest first (by `created_at`, then id), after the
+    /// listing whose key is `after`; each with its view. Reads the status's ordered set, so it
+    /// costs the page whatever the directory's size.
+    pub fn status_page(
+        &self,
+        status: ListingStatus,
+        after: Option<(Timestamp, BotId)>,
+        limit: usize,
+    ) -> Vec<Arc<BotView>> {
         let keys: Vec<BotId> = {
-            let queue = self.queue.lock();
+            let by_status = self.by_status.lock();
+            let Some(set) = by_status.get(&status) else {
+                return Vec::new();
+            };
             let range = match after {
-                Some(after) => queue.range((Bound::Excluded(after), Bound::Unbounded)),
-                None => queue.range(..),
+                Some(after) => set.range((Bound::Excluded(after), Bound::Unbounded)),
+                None => set.range(..),
             };
             range.take(limit).map(|&(_, id)| id).collect()
         };
         keys.into_iter()
-            .filter_map(|id| self.hidden.get(&id).map(|entry| entry.value().view()))
-            // Decided since the keys were read: the next page read leaves it out anyway.
-            .filter(|view| view.listing.status == ListingStatus::Pending)
+            .filter_map(|id| self.managed(id).map(|handle| handle.view()))
+            // Moved since the keys were read: the next page read leaves it out anyway.
+            .filter(|view| view.listing.status == status)
             .collect()
     }
 
-    /// Keeps the queue's order and gauge (`botlist_moderation_queue_length`) as a listing's
-    /// view moves from `old` (none when newly published) to `view`: in the queue exactly when
-    /// it is hidden and `pending`.
+    /// Keeps the per-status sets and the queue's gauge (`botlist_moderation_queue_length`) as
+    /// a listing's view moves from `old` (none when newly published) to `view`: in its
+    /// status's set exactly while it is listed (public or hidden).
     fn requeue(&self, old: Option<&BotView>, view: &BotView) {
         let id = view.listing.id;
-        let queued = view.listing.status == ListingStatus::Pending && self.hidden.contains_key(&id);
-        let mut queue = self.queue.lock();
+        let listed = self.hidden.contains_key(&id) || self.bots.contains_key(&id);
+        let mut by_status = self.by_status.lock();
         if let Some(old) = old {
-            queue.remove(&(old.listing.created_at, id));
+            Self::unfile(&mut by_status, old);
         }
-        if queued {
-            queue.insert((view.listing.created_at, id));
-        } else {
-            queue.remove(&(view.listing.created_at, id));
+        Self::unfile(&mut by_status, view);
+        if listed {
+            by_status
+                .entry(view.listing.status)
+                .or_default()
+                .insert((view.listing.created_at, id));
         }
-        crate::telemetry::moderation_queue(queue.len());
+        Self::gauge(&by_status);
     }
 
-    /// A listing gone from `hidden` (removed): out of the queue.
+    /// A listing removed: out of its status's set.
     fn unqueue(&self, view: &BotView) {
-        let mut queue = self.queue.lock();
-        queue.remove(&(view.listing.created_at, view.listing.id));
-        crate::telemetry::moderation_queue(queue.len());
+        let mut by_status = self.by_status.lock();
+        Self::unfile(&mut by_status, view);
+        Self::gauge(&by_status);
+    }
+
+    fn unfile(
+        by_status: &mut HashMap<ListingStatus, BTreeSet<(Timestamp, BotId)>>,
+        view: &BotView,
+    ) {
+        if let Some(set) = by_status.get_mut(&view.listing.status) {
+            set.remove(&(view.listing.created_at, view.listing.id));
+        }
+    }
+
+    fn gauge(by_status: &HashMap<ListingStatus, BTreeSet<(Timestamp, BotId)>>) {
+        let pending = by_status
+            .get(&ListingStatus::Pending)
+            .map_or(0, BTreeSet::len);
+        crate::telemetry::moderation_queue(pending);
     }
 
     /// A hidden listing approved: published as a newly listed one is.
@@ -458,7 +495,9 @@ impl Directory {
         }
         self.tokens.remove(&token);
         if let Some((_, handle)) = self.bots.remove(&id) {
-            let platform_id = handle.view().listing.platform_id;
+            let view = handle.view();
+            self.unqueue(&view);
+            let platform_id = view.listing.platform_id;
             self.platform_ids
                 .remove_if(&platform_id, |_, owner| *owner == id);
         }
@@ -550,8 +589,8 @@ impl Owners for Directory {
     }
 
     fn expire(&self, bot: BotId) {
-        // A listing that is not public announces too (its mark moves on); its deliveries wait
-        // until it is public again, as a vote's do.
+        // A listing that is not public announces too (its mark moves on); its deliveries are
+        // given up when they come due, as a vote's are (CONTRACT section 14).
         if let Some(bot) = self.managed(bot) {
             bot.addr.do_send(ExpireVotes);
         }

@@ -55,7 +55,8 @@ pub struct QueuedByVote {
 pub enum Preparing {
     /// Send this.
     Send(Prepared),
-    /// Nothing will ever take it (the bot's URL was removed): this is the delivery given up,
+    /// Nothing will ever take it (the bot's URL was removed, or the listing is not public and
+    /// this is not one of its decisions): this is the delivery given up,
     /// to be kept with [`Outbox::progressed`].
     GiveUp(Delivery),
     /// Stale, or no longer kept: nothing.
@@ -281,6 +282,19 @@ impl Outbox {
             );
             return Preparing::GiveUp(given_up);
         };
+        // CONTRACT section 14: `listing.delisted` is the last delivery a delisted bot is sent
+        // and its other deliveries stop (as a removed bot's do): one that comes due while the
+        // listing is not public is given up, never held for a later approval.
+        if !state.listing.status.is_public() && !delivery.event().sent_while_hidden() {
+            let mut given_up = delivery.clone();
+            given_up.record(
+                Attempt::Refused(
+                    "the listing is not public: only its decisions are sent to it".into(),
+                ),
+                now,
+            );
+            return Preparing::GiveUp(given_up);
+        }
         Preparing::Send(Prepared {
             target: Target {
                 url: url.as_str().to_owned(),

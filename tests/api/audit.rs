@@ -377,7 +377,9 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
     // directory's data (not audited); staff's removal is management: one entry, with its reason.
     let moderator = profile(&app, "moderator", json!({"mod": true})).await;
     let (mod_staff, _) = token(&app, &moderator, &["staff"]).await;
-    let (reviewer, _) = token(&app, &alice, &["reviews"]).await;
+    // Not an owner: owners may not review their own bot.
+    let carol = profile(&app, "carol", json!({})).await;
+    let (reviewer, _) = token(&app, &carol, &["reviews"]).await;
     ok(
         &app,
         Method::PATCH,
@@ -387,8 +389,8 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
         StatusCode::OK,
     )
     .await;
-    // The profile, its tokens and the owner list: each kind walked above.
-    seen += 4;
+    // The profiles, their tokens and the owner list: each kind walked above.
+    seen += 5;
     assert_eq!(all_entries(&app).await.len(), seen);
     let reviews = format!("/bots/{}/reviews", bot.id);
     let written = ok(
@@ -645,6 +647,118 @@ async fn every_management_write_leaves_exactly_one_entry_and_no_secret() {
             reason: None,
         },
         &[],
+    )
+    .await;
+
+    // Staff's decisions, one entry each, by the staff member, with the reason when one is
+    // given. Two listings submitted by an owner: one denied, one walked through the rest.
+    let boss = profile(&app, "boss", json!({"admin": true})).await;
+    let (admin_staff, _) = token(&app, &boss, &["staff"]).await;
+    seen += 2;
+    async fn submit(app: &TestApp, owner_token: &str, platform_id: u64) -> String {
+        let body = ok(
+            app,
+            Method::POST,
+            "/bots",
+            owner_token,
+            Some(json!({
+                "platform_id": platform_id.to_string(), "name": "Queued", "username": "queued",
+                "short_description": "Waiting for staff",
+            })),
+            StatusCode::CREATED,
+        )
+        .await;
+        body["bot"]["id"].as_str().expect("id").to_owned()
+    }
+    let denied = submit(&app, &owner_token, 78).await;
+    let decided = submit(&app, &owner_token, 79).await;
+    seen += 2;
+    assert_eq!(all_entries(&app).await.len(), seen);
+    let moderator_actor = ("profile", Some(moderator.as_str()));
+    let boss_actor = ("profile", Some(boss.as_str()));
+    for (bot, action, token, actor, reason) in [
+        (&denied, "claim", &mod_staff, moderator_actor, None),
+        (&denied, "deny", &mod_staff, moderator_actor, Some("rule 3")),
+        (&decided, "approve", &mod_staff, moderator_actor, None),
+        (
+            &decided,
+            "delist",
+            &mod_staff,
+            moderator_actor,
+            Some("spam"),
+        ),
+        (&decided, "approve", &admin_staff, boss_actor, None),
+        (&decided, "certify", &mod_staff, moderator_actor, None),
+        (&decided, "uncertify", &mod_staff, moderator_actor, None),
+        (&decided, "feature", &admin_staff, boss_actor, None),
+        (&decided, "unfeature", &admin_staff, boss_actor, None),
+    ] {
+        ok(
+            &app,
+            Method::POST,
+            &format!("/staff/bots/{bot}/{action}"),
+            token,
+            reason.map(|reason| json!({ "reason": reason })),
+            StatusCode::OK,
+        )
+        .await;
+        let action = format!("bot.{action}");
+        one_more(
+            &app,
+            &mut seen,
+            Expect {
+                action: &action,
+                actor,
+                target: ("bot", bot),
+                changes: &[],
+                reason,
+            },
+            &[&mod_staff, &admin_staff, &owner_token],
+        )
+        .await;
+    }
+    ok(
+        &app,
+        Method::POST,
+        &format!("/staff/users/{bob}/vote-ban"),
+        &mod_staff,
+        Some(json!({"reason": "vote ring"})),
+        StatusCode::OK,
+    )
+    .await;
+    one_more(
+        &app,
+        &mut seen,
+        Expect {
+            action: "profile.vote_ban",
+            actor: moderator_actor,
+            target: ("profile", &bob),
+            changes: &[],
+            reason: Some("vote ring"),
+        },
+        &[&mod_staff],
+    )
+    .await;
+    ok(
+        &app,
+        Method::DELETE,
+        &format!("/staff/users/{bob}/vote-ban"),
+        &mod_staff,
+        None,
+        StatusCode::NO_CONTENT,
+    )
+    .await;
+    one_more(
+        &app,
+        &mut seen,
+        Expect {
+            action: "profile.vote_unban",
+            actor: moderator_actor,
+            target: ("profile", &bob),
+            changes: &[],
+            reason: None,
+        },
+        &[&mod_staff],
     )
     .await;
 

@@ -245,7 +245,10 @@ async fn rate_limited_routes_document_429_and_the_rate_limit_headers() {
         "X-RateLimit-Reset",
     ];
     for (method, path, operation) in operations(&doc) {
-        let limited = path.starts_with("/bots") || path.starts_with("/users") || is_project(&path);
+        let limited = path.starts_with("/bots")
+            || path.starts_with("/users")
+            || path.starts_with("/staff")
+            || is_project(&path);
         let too_many = response(&doc, &operation, "429");
         // Admin routes answer 429 too, to an address locked out after failed
         // authentications (issue 27), without the rate-limit headers.

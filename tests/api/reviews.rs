@@ -639,3 +639,80 @@ async fn a_listing_that_is_not_approved_has_no_reviews() {
     .await;
     assert_error(write, StatusCode::NOT_FOUND, "not_found").await;
 }
+
+#[actix_web::test]
+async fn an_owner_may_not_review_their_own_bot() {
+    let app = app().await;
+    let (owner, owner_token) = person(&app, "owner", &["bots", "reviews"]).await;
+    let (co_owner, co_token) = person(&app, "co", &["reviews"]).await;
+    let bot = app
+        .create_bot(1, json!({ "owner_ids": [owner, co_owner] }))
+        .await;
+    for token in [&owner_token, &co_token] {
+        let response = send(
+            &app,
+            Method::POST,
+            &format!("/bots/{}/reviews", bot.id),
+            Some(token),
+            Some(json!({ "rating": 5, "content": "the best" })),
+        )
+        .await;
+        let message = assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
+        assert!(message.contains("owner"), "{message}");
+    }
+    assert_eq!(list(&app, &bot.id, "").await["count"], 0);
+    // Another bot of nobody's: the same profile reviews it.
+    let other = app.create_bot(2, json!({})).await;
+    review(&app, &other.id, &owner_token, 4, "fine").await;
+}
+
+#[actix_web::test]
+async fn staff_remove_a_review_of_a_listing_that_is_not_approved() {
+    let app = app().await;
+    let moderator = profile(&app, json!({ "username": "moderator", "mod": true })).await;
+    let staff = token(&app, &moderator, &["staff"]).await;
+    let bot = app.create_bot(1, json!({})).await;
+    let (_, author) = person(&app, "ann", &["reviews"]).await;
+    let written = review(&app, &bot.id, &author, 1, "abusive words").await;
+    let path = format!("/bots/{}", bot.id);
+    let delisted = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin{path}"),
+            Some(&json!({ "status": "delisted", "reason": "spam" })),
+        )
+        .await;
+    assert_eq!(delisted.status(), StatusCode::OK);
+    let removed = send(
+        &app,
+        Method::POST,
+        &format!(
+            "{path}/reviews/{}/remove",
+            written["id"].as_str().expect("id")
+        ),
+        Some(&staff),
+        Some(json!({ "reason": "abuse" })),
+    )
+    .await;
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    let approved = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin{path}"),
+            Some(&json!({ "status": "approved" })),
+        )
+        .await;
+    assert_eq!(approved.status(), StatusCode::OK);
+    let page = list(&app, &bot.id, "").await;
+    assert_eq!(page["count"], 0, "{page}");
+    // A review id the listing does not have is still 404.
+    let missing = send(
+        &app,
+        Method::POST,
+        &format!("{path}/reviews/00000000-0000-4000-8000-000000000000/remove"),
+        Some(&staff),
+        Some(json!({ "reason": "abuse" })),
+    )
+    .await;
+    assert_error(missing, StatusCode::NOT_FOUND, "not_found").await;
+}

@@ -710,3 +710,232 @@ async fn a_profile_losing_mod_loses_staff_rights_at_once() {
     act_ok(&world.app, &first, "feature", &world.moderator_token).await;
     let _ = &world.owner;
 }
+
+/// `GET /staff/bots/{id}` as staff, 200 with the listing, or the error it gets.
+async fn staff_read(world: &World, path: &str, token: &str) -> reqwest::Response {
+    send(&world.app, Method::GET, path, token, None).await
+}
+
+#[actix_web::test]
+async fn staff_read_any_listing_whatever_its_status_and_list_each_status_in_order() {
+    let world = world().await;
+    let mut by_status: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut platform_id = 300;
+    for status in ["pending", "approved", "denied", "delisted"] {
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            platform_id += 1;
+            ids.push(listing_in(&world, status, platform_id).await);
+            world.app.clock.advance(chrono::Duration::minutes(1));
+        }
+        by_status.push((status, ids));
+    }
+    // The world's own approved bot (made through the admin API) is the oldest approved one.
+    let admin_bot: Value = world.app.get("/bots/1").await.json().await.expect("json");
+    let admin_bot = admin_bot["id"].as_str().expect("id").to_owned();
+    by_status[1].1.insert(0, admin_bot);
+
+    for (status, ids) in &by_status {
+        for id in ids {
+            for token in [&world.moderator_token, &world.admin_token] {
+                let response = staff_read(&world, &format!("/staff/bots/{id}"), token).await;
+                assert_eq!(response.status(), StatusCode::OK, "{status} {id}");
+                let body: Value = response.json().await.expect("json");
+                assert_eq!(body["status"], *status, "{id}");
+                assert_eq!(body["bot"]["id"], id.as_str());
+                let reason = match *status {
+                    "denied" | "delisted" => json!("rule 3"),
+                    _ => Value::Null,
+                };
+                assert_eq!(body["reason"], reason, "{status}");
+                assert_eq!(body["claim"], Value::Null);
+            }
+        }
+        // The whole status in one page, oldest first; then two by two through the cursor.
+        let path = format!("/staff/bots?status={status}");
+        let response = staff_read(&world, &path, &world.moderator_token).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let page: Value = response.json().await.expect("json");
+        assert_eq!(&ids_of(&page), ids, "{status}");
+        assert_eq!(page["next_cursor"], Value::Null);
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let query = match &cursor {
+                Some(cursor) => format!("{path}&limit=2&cursor={cursor}"),
+                None => format!("{path}&limit=2"),
+            };
+            let page: Value = staff_read(&world, &query, &world.admin_token)
+                .await
+                .json()
+                .await
+                .expect("json");
+            seen.extend(ids_of(&page));
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(&seen, ids, "{status} paged");
+    }
+
+    // A listing moves between the lists with its status; a removed one leaves them.
+    let moved = by_status[0].1[0].clone();
+    act_ok(&world.app, &moved, "deny", &world.moderator_token).await;
+    let denied: Value = staff_read(&world, "/staff/bots?status=denied", &world.moderator_token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(ids_of(&denied)[0], moved, "oldest first: it was made first");
+    let pending: Value = staff_read(&world, "/staff/bots?status=pending", &world.moderator_token)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(!ids_of(&pending).contains(&moved));
+    // (An approved one: who may remove a listing in the other statuses is another change's.)
+    let gone = by_status[1].1[1].clone();
+    let response = send(
+        &world.app,
+        Method::DELETE,
+        &format!("/bots/{gone}"),
+        &world.owner_token,
+        None,
+    )
+    .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let approved: Value = staff_read(
+        &world,
+        "/staff/bots?status=approved",
+        &world.moderator_token,
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert!(!ids_of(&approved).contains(&gone));
+    let response = staff_read(
+        &world,
+        &format!("/staff/bots/{gone}"),
+        &world.moderator_token,
+    )
+    .await;
+    assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
+    let response = staff_read(
+        &world,
+        "/staff/bots/00000000-0000-4000-8000-000000000000",
+        &world.moderator_token,
+    )
+    .await;
+    assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
+
+    for query in [
+        "",
+        "?status=gone",
+        "?status=pending&limit=0",
+        "?status=pending&limit=101",
+        "?status=pending&cursor=nonsense",
+        "?status=pending&sort=new",
+    ] {
+        let response = staff_read(
+            &world,
+            &format!("/staff/bots{query}"),
+            &world.moderator_token,
+        )
+        .await;
+        assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    }
+}
+
+#[actix_web::test]
+async fn only_staff_read_listings_through_the_staff_routes() {
+    let world = world().await;
+    let id = listing_in(&world, "denied", 9).await;
+    let moderator_without_scope = token(&world.app, &world.moderator, &["vote"]).await;
+    for path in [
+        "/staff/queue".to_owned(),
+        "/staff/bots?status=denied".to_owned(),
+        format!("/staff/bots/{id}"),
+    ] {
+        for token in [
+            &world.plain_token,
+            &world.owner_token,
+            &moderator_without_scope,
+        ] {
+            let response = staff_read(&world, &path, token).await;
+            assert_error(response, StatusCode::FORBIDDEN, "forbidden").await;
+        }
+        for token in [&world.bot_token, &ADMIN.to_owned()] {
+            let response = staff_read(&world, &path, token).await;
+            assert_error(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
+        }
+        let anonymous = world
+            .app
+            .request(Method::GET, &path, None)
+            .send()
+            .await
+            .expect("sent");
+        assert_error(anonymous, StatusCode::UNAUTHORIZED, "unauthorized").await;
+        for token in [&world.moderator_token, &world.admin_token] {
+            assert_eq!(
+                staff_read(&world, &path, token).await.status(),
+                StatusCode::OK,
+                "{path}"
+            );
+        }
+    }
+}
+
+#[actix_web::test]
+async fn staff_routes_draw_from_the_profiles_rate_limit_bucket() {
+    let mut settings = test_settings();
+    settings.rate_limit = 3;
+    let app = spawn_app_with(settings).await;
+    let moderator = profile(&app, json!({ "username": "moderator", "mod": true })).await;
+    let first = token(&app, &moderator, &["staff"]).await;
+    let second = token(&app, &moderator, &["staff"]).await;
+    let other = profile(&app, json!({ "username": "other", "admin": true })).await;
+    let other_token = token(&app, &other, &["staff"]).await;
+    // Two tokens of one profile, on two staff routes: one bucket of 3.
+    for (token, path) in [
+        (&first, "/staff/queue"),
+        (&second, "/staff/audit"),
+        (&first, "/staff/bots?status=pending"),
+    ] {
+        let response = app
+            .request(Method::GET, path, Some(token))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(response.headers()["x-ratelimit-limit"], "3");
+    }
+    let refused = app
+        .request(Method::GET, "/staff/queue", Some(&second))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.expect("json");
+    assert!(
+        body["retry_after"].as_u64().is_some_and(|n| n >= 1),
+        "{body}"
+    );
+    // Another staff member has a bucket of their own.
+    let response = app
+        .request(Method::GET, "/staff/queue", Some(&other_token))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    // The bucket fills again on the server's clock.
+    app.clock.advance(chrono::Duration::seconds(20));
+    let response = app
+        .request(Method::GET, "/staff/queue", Some(&first))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+}

@@ -901,3 +901,45 @@ async fn a_standard_secret_must_be_whsec_and_base64() {
     .await;
     assert!(message.contains("standard"), "{message}");
 }
+
+/// CONTRACT section 14: `listing.delisted` is the last delivery a delisted bot is sent, its
+/// other deliveries stop: a `vote.expired` that comes due after the delisting is given up
+/// (never sent, not even once the listing is approved again).
+#[actix_web::test]
+async fn a_delisted_bots_pending_deliveries_stop_and_its_delisting_is_the_last_one_sent() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    let bot = app
+        .create_bot(
+            42,
+            json!({ "webhook_url": hook.url, "webhook_events": ["vote.create", "vote.expired", "listing.delisted"] }),
+        )
+        .await;
+    app.vote_ok(&bot.id, 7).await;
+    hook.wait_for(1).await;
+    let decide = |status: Value| {
+        let app = &app;
+        let path = format!("/admin/bots/{}", bot.id);
+        async move {
+            let response = app.admin(Method::PATCH, &path, Some(&status)).await;
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+    };
+    decide(json!({ "status": "delisted", "reason": "spam" })).await;
+    let all = hook.wait_for(2).await;
+    assert!(all[1].body.contains("listing.delisted"), "{}", all[1].body);
+    // The voter's 12 hours end while the bot is delisted: its `vote.expired` is given up.
+    app.clock
+        .advance(chrono::Duration::hours(12) + chrono::Duration::seconds(1));
+    actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+    decide(json!({ "status": "approved" })).await;
+    for _ in 0..3 {
+        app.clock.advance(chrono::Duration::minutes(30));
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    // (The delivery log is the admin API's view of a public bot: read once it is back.)
+    let list = deliveries(&app, &bot).await;
+    assert_eq!(list.len(), 3, "{list:?}");
+    assert_eq!(list[0]["state"], "failed", "{list:?}");
+    assert_eq!(hook.all().len(), 2, "nothing after the delisting");
+}

@@ -31,7 +31,8 @@ pub fn routes() -> Vec<Route> {
             .refuses(
                 Code::Forbidden,
                 "the token lacks the `staff` scope (the message names it), or its profile is neither `mod` nor `admin`",
-            ),
+            )
+            .limited(super::staff::STAFF_LIMIT),
         Route::new(__path_bot_audit, bot_audit)
             .refuses(Code::BadRequest, BAD_QUERY)
             .refuses(

@@ -15,7 +15,7 @@ use crate::actors::bot::{EditReview, ReadReviews, RemoveReview, ReplyToReview, W
 use crate::actors::registry::StaffRemoveReview;
 use crate::actors::Answer;
 use crate::api::http::error::{ApiError, Code};
-use crate::api::http::extract::{AsProfile, Json, PathBot};
+use crate::api::http::extract::{AsProfile, Json, ManagedBot, PathBot};
 use crate::api::http::routes::{Limit, Route, Subject};
 use crate::api::http::staff::Staff;
 use crate::api::{http::reply, AppState};
@@ -41,7 +41,7 @@ pub fn routes() -> Vec<Route> {
             .about(Subject::Bot),
         Route::new(__path_write, write)
             .refuses(Code::BadRequest, BAD_REVIEW)
-            .refuses(Code::Forbidden, "the token lacks the `reviews` scope")
+            .refuses(Code::Forbidden, "the token lacks the `reviews` scope, or its profile is an owner of the bot")
             .refuses(Code::Conflict, "this profile has already reviewed this bot")
             .about(Subject::Bot),
         Route::new(__path_edit, edit)
@@ -268,6 +268,13 @@ pub async fn write(
     Json(new): Json<NewReview>,
 ) -> Result<HttpResponse, ApiError> {
     let author = who.require(Scope::Reviews)?;
+    // A directory's reviews are other people's word on a bot: its owners may reply to one,
+    // not write one (docs/API.md, "Reviews").
+    if bot.view().listing.owner_ids.contains(&author) {
+        return Err(Code::Forbidden.with(
+            "an owner of this bot may not review it (owners answer reviews with a reply)".into(),
+        ));
+    }
     check_review_text(new.content.as_str()).map_err(bad)?;
     let (answer, answered) = Answer::pair();
     bot.tell(WriteReview {
@@ -395,7 +402,8 @@ pub async fn remove(
     staff: Staff,
     state: web::Data<AppState>,
     request: HttpRequest,
-    PathBot(bot): PathBot,
+    // Any listing, whatever its status: an abusive review of a delisted bot is removed too.
+    ManagedBot(bot): ManagedBot,
     Json(body): Json<RemovalBody>,
 ) -> Result<HttpResponse, ApiError> {
     let review = review_id(&request)?;

@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::actors::registry::{SetVoteBan, StaffActOnBot};
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::extract::{Json, ManagedBot, PathProfile};
+use crate::api::http::limits::Limit;
 use crate::api::http::routes::{Route, Subject};
 use crate::api::http::staff::{AdminStaff, Staff};
 use crate::api::{http::reply, AppState};
@@ -29,6 +30,16 @@ const NOT_STAFF: &str =
 const NOT_ADMIN: &str = "the token lacks the `staff` scope, or its profile is not `admin` (now)";
 const BAD_REASON: &str = "the body is not `{\"reason\"}` with a reason of 1 to 500 characters";
 
+/// Every staff route's rate limit (the audit log's too): a staff member's requests draw from
+/// their profile's one bucket, the one all of a profile's tokens share on every limited route
+/// (`limits::PROFILE_KIND`); a request without a live profile token, from its address's.
+/// (A bot token, refused on every staff route, is counted apart from its `/bots` bucket: each
+/// limit's kinds are its own.)
+pub const STAFF_LIMIT: Limit = Limit::PerToken {
+    token: "staff_bot",
+    address: "staff_ip",
+};
+
 pub fn routes() -> Vec<Route> {
     let on_bot = |route: Route| {
         route
@@ -39,6 +50,10 @@ pub fn routes() -> Vec<Route> {
         Route::new(__path_queue, queue)
             .refuses(Code::BadRequest, "`cursor` or `limit` is not valid, or another parameter is given")
             .refuses(Code::Forbidden, NOT_STAFF),
+        Route::new(__path_listings, listings)
+            .refuses(Code::BadRequest, "`status` is missing or not `pending`, `approved`, `denied` or `delisted`, `cursor` or `limit` is not valid, or another parameter is given")
+            .refuses(Code::Forbidden, NOT_STAFF),
+        on_bot(Route::new(__path_listing, listing)),
         on_bot(Route::new(__path_claim, claim))
             .refuses(Code::Conflict, "the listing is not pending (the message names its status)"),
         on_bot(Route::new(__path_approve, approve)).refuses(Code::Conflict, WRONG_STATUS),
@@ -65,6 +80,9 @@ pub fn routes() -> Vec<Route> {
             .refuses(Code::Conflict, "the profile is not banned from voting")
             .about(Subject::Profile),
     ]
+    .into_iter()
+    .map(|route| route.limited(STAFF_LIMIT))
+    .collect()
 }
 
 /// A listing as staff see it.
@@ -166,6 +184,79 @@ pub async fn queue(
             .collect(),
         next_cursor,
     }))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListingsQuery {
+    /// Only listings in this status (required: each status is its own ordered list)
+    pub status: ListingStatus,
+    /// From a page's `next_cursor`: the milliseconds of a listing's creation, a dot, its UUID
+    #[serde(default)]
+    #[param(
+        pattern = r"^[+-]?[0-9]{1,18}\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
+    pub cursor: Option<String>,
+    /// 1 to 100, default 25
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+}
+
+/// Every listing in one status, whatever it is (a denied or delisted one included, which no
+/// public route shows): oldest first (by `created_at`, then id), cursor-paged like the queue.
+/// A page reads that status's ordered set, so it costs the page, not the directory.
+#[utoipa::path(
+    get, path = "/staff/bots", tag = "staff",
+    params(ListingsQuery),
+    security(("profile_token" = [])),
+    responses(
+        (status = 200, description = "A page of listings in the status", body = QueuePage),
+    )
+)]
+pub async fn listings(
+    _: Staff,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let query = web::Query::<ListingsQuery>::from_query(request.query_string())
+        .map_err(|why| Code::BadRequest.with(format!("the query is not valid: {why}")))?
+        .into_inner();
+    let limit = query.limit.unwrap_or(25);
+    if !(1..=100).contains(&limit) {
+        return Err(Code::BadRequest.with(format!("`limit` must be 1 to 100, got {limit}")));
+    }
+    let after = query.cursor.as_deref().map(read_cursor).transpose()?;
+    let mut views = state.directory.status_page(query.status, after, limit + 1);
+    let next_cursor = (views.len() > limit).then(|| {
+        let (at, id) = queue_key(&views[limit - 1]);
+        format!("{}.{id}", at.millis())
+    });
+    views.truncate(limit);
+    Ok(reply::ok(&QueuePage {
+        results: views
+            .iter()
+            .map(|view| staff_listing(&state, view))
+            .collect(),
+        next_cursor,
+    }))
+}
+
+/// One listing as staff see it, whatever its status: its status, the reason of the last
+/// decision and who claimed it.
+#[utoipa::path(
+    get, path = "/staff/bots/{id}", tag = "staff",
+    security(("profile_token" = [])),
+    responses((status = 200, description = "The listing", body = StaffListing))
+)]
+pub async fn listing(
+    _: Staff,
+    state: web::Data<AppState>,
+    ManagedBot(bot): ManagedBot,
+) -> Result<HttpResponse, ApiError> {
+    let view = bot.view();
+    Ok(reply::ok(&staff_listing(&state, &view)))
 }
 
 /// Applies a staff member's action and answers with the listing as staff see it.

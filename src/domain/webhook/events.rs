@@ -45,7 +45,8 @@ pub struct Wants {
 impl Event {
     /// Whether a delivery of this kind is still sent while the listing is not public: only the
     /// listing's decisions are (a denial, a delisting), which is why `listing.delisted` is the
-    /// last delivery a delisted bot is sent; every other kind waits until it is public again.
+    /// last delivery a delisted bot is sent; a delivery of any other kind that comes due while
+    /// the listing is not public is given up (CONTRACT section 14: they stop).
     pub fn sent_while_hidden(self) -> bool {
         match self {
             Event::ListingApproved | Event::ListingDenied | Event::ListingDelisted => true,
