@@ -382,16 +382,6 @@ impl Directory {
         self.write_index().update(view);
     }
 
-    /// Up to `limit` listings waiting for staff (`pending`), oldest first (by `created_at`,
-    /// then id), after the listing whose key is `after`; each with its view.
-    pub fn pending_page(
-        &self,
-        after: Option<(Timestamp, BotId)>,
-        limit: usize,
-    ) -> Vec<Arc<BotView>> {
-        self.status_page(ListingStatus::Pending, after, limit)
-    }
-
     /// Up to `limit` listings in `status`, oldest first (by `created_at`, then id), after the
     /// listing whose key is `after`; each with its view. Reads the status's ordered set, so it
     /// costs the page whatever the directory's size.

@@ -5,6 +5,8 @@
 //! 409 for a move the listing's status does not allow (the state machine in
 //! `domain/listing.rs`, the actions' table in `domain/staff.rs`).
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -165,25 +167,47 @@ pub async fn queue(
     let query = web::Query::<QueueQuery>::from_query(request.query_string())
         .map_err(|why| Code::BadRequest.with(format!("the query is not valid: {why}")))?
         .into_inner();
-    let limit = query.limit.unwrap_or(25);
+    let views = status_page(&state, ListingStatus::Pending, query.cursor, query.limit)?;
+    Ok(reply::ok(&views.page(&state)))
+}
+
+/// One page of a status's ordered set: up to `limit` (1 to 100, default 25) listings after
+/// `cursor`, and one more to know whether a next page exists.
+struct StatusPage {
+    views: Vec<Arc<BotView>>,
+    limit: usize,
+}
+
+fn status_page(
+    state: &AppState,
+    status: ListingStatus,
+    cursor: Option<String>,
+    limit: Option<usize>,
+) -> Result<StatusPage, ApiError> {
+    let limit = limit.unwrap_or(25);
     if !(1..=100).contains(&limit) {
         return Err(Code::BadRequest.with(format!("`limit` must be 1 to 100, got {limit}")));
     }
-    let after = query.cursor.as_deref().map(read_cursor).transpose()?;
-    // One more than the page, to know whether there is a next one.
-    let mut pending = state.directory.pending_page(after, limit + 1);
-    let next_cursor = (pending.len() > limit).then(|| {
-        let (at, id) = queue_key(&pending[limit - 1]);
-        format!("{}.{id}", at.millis())
-    });
-    pending.truncate(limit);
-    Ok(reply::ok(&QueuePage {
-        results: pending
-            .iter()
-            .map(|view| staff_listing(&state, view))
-            .collect(),
-        next_cursor,
-    }))
+    let after = cursor.as_deref().map(read_cursor).transpose()?;
+    let views = state.directory.status_page(status, after, limit + 1);
+    Ok(StatusPage { views, limit })
+}
+
+impl StatusPage {
+    fn page<'a>(&'a self, state: &AppState) -> QueuePage<'a> {
+        let shown = &self.views[..self.views.len().min(self.limit)];
+        let next_cursor = (self.views.len() > self.limit).then(|| {
+            let (at, id) = queue_key(&self.views[self.limit - 1]);
+            format!("{}.{id}", at.millis())
+        });
+        QueuePage {
+            results: shown
+                .iter()
+                .map(|view| staff_listing(state, view))
+                .collect(),
+            next_cursor,
+        }
+    }
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -223,24 +247,8 @@ pub async fn listings(
     let query = web::Query::<ListingsQuery>::from_query(request.query_string())
         .map_err(|why| Code::BadRequest.with(format!("the query is not valid: {why}")))?
         .into_inner();
-    let limit = query.limit.unwrap_or(25);
-    if !(1..=100).contains(&limit) {
-        return Err(Code::BadRequest.with(format!("`limit` must be 1 to 100, got {limit}")));
-    }
-    let after = query.cursor.as_deref().map(read_cursor).transpose()?;
-    let mut views = state.directory.status_page(query.status, after, limit + 1);
-    let next_cursor = (views.len() > limit).then(|| {
-        let (at, id) = queue_key(&views[limit - 1]);
-        format!("{}.{id}", at.millis())
-    });
-    views.truncate(limit);
-    Ok(reply::ok(&QueuePage {
-        results: views
-            .iter()
-            .map(|view| staff_listing(&state, view))
-            .collect(),
-        next_cursor,
-    }))
+    let views = status_page(&state, query.status, query.cursor, query.limit)?;
+    Ok(reply::ok(&views.page(&state)))
 }
 
 /// One listing as staff see it, whatever its status: its status, the reason of the last
