@@ -105,6 +105,30 @@ fn a_token_revoked_through_one_node_is_refused_by_every_node_after_its_seq() {
     }
 }
 
+/// Waits (up to 30 s) until `node` forwards writes again after a writer's death: until it
+/// knows the new writer it answers 503 `no_writer` ("retry"), having forwarded nothing, so
+/// `path` is retried as a client would.
+fn knows_a_writer(node: &Node, path: &str, token: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = node
+            .client
+            .post(format!("{}{path}", node.base))
+            .header("Authorization", token)
+            .send()
+            .map(|r| r.status());
+        if answer.is_ok_and(|s| s != StatusCode::SERVICE_UNAVAILABLE) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never learned the new writer",
+            node.name
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// What every node must answer for the listing once it has applied `seq`: the owner's edit
 /// and owners, the profile's vote, the rotated token (the old one refused), the project's
 /// commands and announcement.
@@ -255,8 +279,10 @@ fn a_profile_s_vote_an_owner_s_changes_and_a_project_s_writes_through_a_follower
     for node in &survivors {
         holds_everything(node, last, &bot, &owner, tokens);
     }
-    // The vote's 12 hours hold on the new writer, asked through the other node.
+    // The vote's 12 hours hold on the new writer, asked through the other node once it knows
+    // the new writer (until then it answers 503 `no_writer`, "retry", having forwarded nothing).
     let other = &nodes[(new_writer + 1) % 2];
+    knows_a_writer(other, &format!("/bots/{bot}/votes"), &voter);
     let (again, _) = send(
         other,
         Method::POST,
