@@ -9,7 +9,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
-use super::moderation::{profile, read, same_digest, send, seq_of};
+use super::moderation::{profile, read, same_digest, send, send_once_a_writer_is_known, seq_of};
 
 /// `GET /bots/{bot}/manage` with `token` on `node`, once it has applied `seq`.
 fn manage(node: &Node, bot: &str, token: &str, seq: u64) -> StatusCode {
@@ -102,30 +102,6 @@ fn a_token_revoked_through_one_node_is_refused_by_every_node_after_its_seq() {
             "node {} after seq {revoked_seq}",
             node.base
         );
-    }
-}
-
-/// Waits (up to 30 s) until `node` forwards writes again after a writer's death: until it
-/// knows the new writer it answers 503 `no_writer` ("retry"), having forwarded nothing, so
-/// `path` is retried as a client would.
-fn knows_a_writer(node: &Node, path: &str, token: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let answer = node
-            .client
-            .post(format!("{}{path}", node.base))
-            .header("Authorization", token)
-            .send()
-            .map(|r| r.status());
-        if answer.is_ok_and(|s| s != StatusCode::SERVICE_UNAVAILABLE) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} never learned the new writer",
-            node.name
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -280,15 +256,13 @@ fn a_profile_s_vote_an_owner_s_changes_and_a_project_s_writes_through_a_follower
         holds_everything(node, last, &bot, &owner, tokens);
     }
     // The vote's 12 hours hold on the new writer, asked through the other node once it knows
-    // the new writer (until then it answers 503 `no_writer`, "retry", having forwarded nothing).
+    // the new writer.
     let other = &nodes[(new_writer + 1) % 2];
-    knows_a_writer(other, &format!("/bots/{bot}/votes"), &voter);
-    let (again, _) = send(
+    let (again, _) = send_once_a_writer_is_known(
         other,
         Method::POST,
         &format!("/bots/{bot}/votes"),
         &voter,
-        None,
         StatusCode::CONFLICT,
     );
     assert_eq!(again["error"]["code"], "already_voted", "{again}");
