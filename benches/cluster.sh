@@ -13,6 +13,7 @@
 #
 #   cargo build --release && benches/cluster.sh
 #   SECS=10 BIN=target/release/botlist benches/cluster.sh
+#   PERF_OUT=/tmp/reads ROUNDS=1 benches/cluster.sh   (also profiles both readers with perf)
 # Needs wrk, curl, python3 (for the pinned nats-server's venv). Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,15 +85,17 @@ HZ=$(getconf CLK_TCK)
 check_rate() {
   local before after
   before=$(ticks "$4")
+  # PERF_OUT=/tmp/x: a perf profile of the reading process over the run, one file per process.
+  [ -n "${PERF_OUT:-}" ] && perf record -F 999 -g -p "$4" -o "$PERF_OUT.$4" -- sleep $((${RSECS:-5} - 1)) >/dev/null 2>&1 &
   wrk -t2 -c64 -d${RSECS:-5}s -H "Authorization: $2" "$1/api/v1/bots/$3/check?userId=700000000000000001" > $work/check.out
   after=$(ticks "$4")
   awk -v t=$((after - before)) -v hz="$HZ" '/requests in/ {n = $1} /Requests\/sec/ {r = $2}
     END {printf "%.0f %.0f\n", r, (t > 0 ? n / (t / hz) : 0)}' $work/check.out
 }
 for r in $(seq 1 ${ROUNDS:-2}); do
-  WRITE_THREADS=32 python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 100000000)) > $work/wf.out & wpid=$!
+  WRITE_THREADS=32 python3 benches/write_rate.py $W/api/v1 $bot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((810000000000000000 + r * 1000000000)) > $work/wf.out & wpid=$!
   sleep 0.3; f=$(check_rate $O $ctoken $bot ${NODE_PID[$other]}); wait $wpid
-  WRITE_THREADS=32 python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 100000000)) > $work/ws.out & wpid=$!
+  WRITE_THREADS=32 python3 benches/write_rate.py $S/api/v1 $sbot $ADMIN ${LAG_RATE:-1000} ${RSECS:-5} $((820000000000000000 + r * 1000000000)) > $work/ws.out & wpid=$!
   sleep 0.3; s1=$(check_rate $S $stoken $sbot $spid); wait $wpid
   # The writes each side took meanwhile: a ratio means little unless they are alike.
   wf=$(awk '{print $4}' $work/wf.out); ws=$(awk '{print $4}' $work/ws.out)
