@@ -234,9 +234,6 @@ impl BotActor {
     /// delivery is journaled whole after the change it tells of (so it is never sent before
     /// that change is durable), then the oldest open deliveries past the limit are given up.
     fn queue_event<K: crate::domain::webhook::EventKind>(&mut self, kind: K) {
-        let name = Into::<crate::domain::webhook::Content>::into(kind.clone())
-            .event()
-            .name();
         let Some((_, record)) = self
             .outbox
             .queue(&self.state, kind, self.clock.now(), false)
@@ -247,7 +244,6 @@ impl BotActor {
         if let Some(given_up) = self.outbox.overflowed(&self.state) {
             self.apply_and_journal(given_up);
         }
-        crate::telemetry::event_queued(name);
     }
 
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
