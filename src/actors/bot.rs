@@ -234,9 +234,6 @@ impl BotActor {
     /// delivery is journaled whole after the change it tells of (so it is never sent before
     /// that change is durable), then the oldest open deliveries past the limit are given up.
     fn queue_event<K: crate::domain::webhook::EventKind>(&mut self, kind: K) {
-        let name = Into::<crate::domain::webhook::Content>::into(kind.clone())
-            .event()
-            .name();
         let Some((_, record)) = self
             .outbox
             .queue(&self.state, kind, self.clock.now(), false)
@@ -247,7 +244,6 @@ impl BotActor {
         if let Some(given_up) = self.outbox.overflowed(&self.state) {
             self.apply_and_journal(given_up);
         }
-        crate::telemetry::event_queued(name);
     }
 
     /// Keeps what happened to a delivery already in the outbox, journals only that, and
@@ -1190,5 +1186,88 @@ mod tests {
         ));
         answered.wait().await.expect("stored");
         assert_eq!(published.load().servers(), 7);
+    }
+
+    /// An owner may not review their own bot, nor a stranger reply: the bot's actor decides it
+    /// in order with the edit that changes its owners. The edit and the review are sent one
+    /// after the other without waiting (as two requests racing), and the review asked second
+    /// is refused because the owner change before it in the mailbox made its author an owner,
+    /// whatever a route read of the owners a moment before.
+    #[actix_web::test]
+    async fn reviews_are_decided_in_order_with_the_change_of_owners() {
+        use crate::domain::audit::{AuditAction, AuditActor};
+        use crate::domain::bot::{BotPatch, DecidedBy};
+        use crate::domain::ids::ProfileId;
+        use reviews::{ReplyToReview, WriteReview};
+
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
+        let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
+        let published = Arc::new(ArcSwap::from_pointee(state.view()));
+        let directory = Arc::new(crate::actors::directory::Directory::new(clock.now()));
+        let journal = Journal::in_memory(1);
+        let dispatcher = Dispatcher::new(
+            clock.clone(),
+            journal.clone(),
+            Arc::clone(&directory),
+            std::time::Duration::from_secs(1),
+            false,
+        )
+        .expect("a client");
+        let bot = BotActor::new(state, published, directory, clock, journal, dispatcher).start();
+        let (author, stranger) = (ProfileId::new_random(), ProfileId::new_random());
+        let owners = |ids: Vec<ProfileId>| {
+            let patch = BotPatch {
+                owner_ids: Some(ids),
+                ..BotPatch::default()
+            };
+            let acting = Acting::new(AuditActor::Admin, AuditAction::BotOwners);
+            ApplyPatch(patch, DecidedBy::Admin, acting)
+        };
+        let review = |author| {
+            let (answer, answered) = Answer::pair();
+            let write = WriteReview {
+                author,
+                rating: serde_json::from_value(serde_json::json!(4)).expect("a rating"),
+                content: serde_json::from_value(serde_json::json!("good")).expect("a text"),
+                answer,
+            };
+            (write, answered)
+        };
+
+        // Made an owner, then (in the same mailbox, unawaited) a review by that profile.
+        let made_owner = bot.send(owners(vec![author]));
+        let (write, answered) = review(author);
+        bot.do_send(write);
+        made_owner.await.expect("delivered").expect("edited");
+        assert!(matches!(
+            answered.wait().await,
+            Err(Rejection::Forbidden(_))
+        ));
+
+        // No longer an owner: the same profile's review is taken, and the reply it then asks
+        // for (unawaited behind the change) is refused.
+        bot.send(owners(vec![stranger]))
+            .await
+            .expect("delivered")
+            .expect("edited");
+        let (write, answered) = review(author);
+        bot.do_send(write);
+        let written = answered.wait().await.expect("written");
+        let (answer, replied) = Answer::pair();
+        bot.do_send(ReplyToReview {
+            review: written.id,
+            owner: author,
+            content: serde_json::from_value(serde_json::json!("thanks")).expect("a text"),
+            answer,
+        });
+        assert!(matches!(replied.wait().await, Err(Rejection::Forbidden(_))));
+        let (answer, replied) = Answer::pair();
+        bot.do_send(ReplyToReview {
+            review: written.id,
+            owner: stranger,
+            content: serde_json::from_value(serde_json::json!("thanks")).expect("a text"),
+            answer,
+        });
+        assert!(replied.wait().await.is_ok(), "an owner replies");
     }
 }

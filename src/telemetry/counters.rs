@@ -51,9 +51,10 @@ pub fn review_changed(change: &'static str) {
     counter!("botlist_reviews_total", "change" => change).increment(1);
 }
 
-/// A webhook event of `kind` queued for delivery (durable before it is sent).
+/// A webhook event of `kind` queued for delivery by this node (its delivery is journaled with
+/// or after the change it tells of, and sent once that is durable).
 pub fn event_queued(kind: &'static str) {
-    counter!("botlist_webhook_events_total", "kind" => kind).increment(1);
+    counter!("botlist_webhook_events_queued_total", "kind" => kind).increment(1);
 }
 
 /// A catching-up vote stream rendered `votes` of history in one poll of its connection.
@@ -158,6 +159,8 @@ pub fn webhook_outcome(bot: impl std::fmt::Display, delivery: &Delivery) {
     match delivery.state {
         DeliveryState::Delivered => {
             counter!("botlist_webhook_deliveries_total", "outcome" => "delivered").increment(1);
+            // Sent: a receiver answered 2xx (counted as the answer comes, never before).
+            counter!("botlist_webhook_events_sent_total", "kind" => event).increment(1);
             tracing::info!(delivery = %id, %bot, event, attempts, status = delivery.last_status, "webhook delivered");
         }
         DeliveryState::Retrying => {

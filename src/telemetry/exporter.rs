@@ -84,8 +84,12 @@ fn describe_all() {
         "Review changes stored, by change: create, edit, reply, delete (by its author) or remove (by staff)."
     );
     describe_counter!(
-        "botlist_webhook_events_total",
-        "Webhook events queued for delivery, by kind (vote.create is counted by the webhook deliveries' own metrics as well)."
+        "botlist_webhook_events_queued_total",
+        "Webhook events queued for delivery by this node, by kind (vote.create, review.create, listing.approved, listing.denied, listing.delisted, vote.expired, webhook.test)."
+    );
+    describe_counter!(
+        "botlist_webhook_events_sent_total",
+        "Webhook events delivered, by kind: a receiver answered 2xx (a retried delivery counts once, when it succeeds)."
     );
     describe_counter!(
         "botlist_audit_entries_written_total",
@@ -204,6 +208,14 @@ fn register_all() {
     }
     for source in ["admin", "profile"] {
         counter!("botlist_votes_by_source_total", "source" => source).absolute(0);
+    }
+    for kind in crate::domain::webhook::Event::ALL {
+        for family in [
+            "botlist_webhook_events_queued_total",
+            "botlist_webhook_events_sent_total",
+        ] {
+            counter!(family, "kind" => kind.name()).absolute(0);
+        }
     }
     for decision in crate::domain::listing::ListingStatus::ALL {
         counter!("botlist_moderation_decisions_total", "decision" => decision.name()).absolute(0);

@@ -170,6 +170,7 @@ impl Outbox {
             for id in expired.iter().filter_map(|vote| vote.delivery) {
                 if let Some(delivery) = state.deliveries.get(id) {
                     self.schedule(state, delivery, false);
+                    crate::telemetry::event_queued(delivery.event().name());
                 }
             }
         }
@@ -186,6 +187,7 @@ impl Outbox {
         self.forget(&queued.given_up);
         if let Some(delivery) = state.deliveries.get(queued.delivery) {
             self.schedule(state, delivery, false);
+            crate::telemetry::event_queued(delivery.event().name());
         }
     }
 
@@ -220,6 +222,7 @@ impl Outbox {
         }
         let delivery = Delivery::queued(Uuid::new_v4(), now, kind);
         self.schedule(state, &delivery, forced);
+        crate::telemetry::event_queued(delivery.event().name());
         let record = Record::DeliverySaved {
             bot: state.listing.id,
             delivery: delivery.clone(),

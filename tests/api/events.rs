@@ -306,3 +306,74 @@ async fn the_staff_routes_decisions_are_sent_and_nothing_else_of_theirs() {
     actix_web::rt::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(received.lock().expect("lock").len(), 3);
 }
+
+/// The operator reads the delivery log of a listing in any status (issue 37 review): a delisted
+/// bot's log shows its last delivery, `listing.delisted`; a pending listing's log is read too.
+/// A test event still needs a listed bot.
+#[actix_web::test]
+async fn the_operator_reads_the_delivery_log_of_a_listing_in_any_status() {
+    let app = app().await;
+    let (url, received) = receiver().await;
+    let bot = app
+        .create_bot(
+            91,
+            json!({ "webhook_url": url, "webhook_events": ["vote.create", "listing.delisted"] }),
+        )
+        .await;
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "spam" }),
+    )
+    .await;
+    assert_eq!(types_after(&received, 1).await, ["listing.delisted"]);
+    assert_eq!(
+        app.get(&format!("/bots/{}", bot.id)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let log = format!("/admin/bots/{}/webhook/deliveries", bot.id);
+    let response = app.admin(Method::GET, &log, None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let deliveries: Value = response.json().await.expect("json");
+    let events: Vec<&str> = deliveries
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|d| d["event"].as_str())
+        .collect();
+    assert_eq!(events, ["listing.delisted"]);
+    let test = app
+        .admin(
+            Method::POST,
+            &format!("/admin/bots/{}/webhook/test", bot.id),
+            None,
+        )
+        .await;
+    assert_error(test, StatusCode::NOT_FOUND, "not_found").await;
+
+    // A pending listing, by its UUID.
+    let owner = app.create_profile(json!({ "username": "keeper" })).await;
+    let owner_token = token(&app, owner["id"].as_str().expect("id"), &["bots"]).await;
+    let submitted: Value = app
+        .request(Method::POST, "/bots", Some(&owner_token))
+        .json(&json!({
+            "platform_id": "92", "name": "Waiting", "username": "waiting",
+            "short_description": "Pending review",
+        }))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let pending = submitted["bot"]["id"].as_str().expect("id");
+    let response = app
+        .admin(
+            Method::GET,
+            &format!("/admin/bots/{pending}/webhook/deliveries"),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.json::<Value>().await.expect("json"), json!([]));
+}

@@ -20,6 +20,7 @@ mod http;
 mod isolation;
 mod limits;
 mod logs;
+mod moderation_replay;
 mod openapi;
 mod operations;
 mod people;

@@ -12,6 +12,7 @@ mod formats;
 mod hardening;
 mod history;
 mod lifecycle;
+mod metrics;
 mod ordering;
 mod ownership;
 mod people;

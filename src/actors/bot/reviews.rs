@@ -37,7 +37,7 @@ pub struct EditReview {
     pub answer: Answer<Review>,
 }
 
-/// An owner's reply, set or replaced (the owner was checked by the asker).
+/// An owner's reply, set or replaced (refused unless `owner` is one of the bot's owners).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ReplyToReview {
@@ -108,6 +108,15 @@ impl Handler<WriteReview> for BotActor {
         if let Some(why) = self.refuse_while_failed() {
             return ask.answer.refuse(why);
         }
+        // A directory's reviews are other people's word on a bot: its owners may reply to one,
+        // not write one (docs/API.md, "Reviews"). Decided here, in order with the edits that
+        // change the owners, so a profile made an owner a moment before is refused.
+        if self.state.listing.owner_ids.contains(&ask.author) {
+            return ask.answer.refuse(Rejection::Forbidden(
+                "an owner of this bot may not review it (owners answer reviews with a reply)"
+                    .into(),
+            ));
+        }
         if let Some(existing) = self.state.reviews.by_author(ask.author) {
             return ask.answer.refuse(Rejection::Conflict(format!(
                 "this profile has already reviewed this bot (review `{}`); edit or delete that one",
@@ -158,6 +167,12 @@ impl Handler<ReplyToReview> for BotActor {
     fn handle(&mut self, ask: ReplyToReview, _: &mut Self::Context) {
         if let Some(why) = self.refuse_while_failed() {
             return ask.answer.refuse(why);
+        }
+        // In order with the edits that change the owners, as a review's own check.
+        if !self.state.listing.owner_ids.contains(&ask.owner) {
+            return ask.answer.refuse(Rejection::Forbidden(
+                "this profile is not an owner of this bot".into(),
+            ));
         }
         let Some(mut review) = self.state.reviews.get(ask.review).cloned() else {
             return ask.answer.refuse(no_review(ask.review));

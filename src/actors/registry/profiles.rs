@@ -55,7 +55,10 @@ impl Handler<UpdateProfile> for Registry {
                 .ok_or_else(|| Self::not_found_profile(id))?;
             let mut updated = old.clone();
             updated.apply(patch);
-            let changes = changed_fields(old, &updated);
+            let changes = changed_fields(old, &updated)
+                .into_iter()
+                .map(api_field_name)
+                .collect();
             self.check_profile_unique(Some(&updated.username), updated.platform_id, Some(id))?;
             let acting = Acting::admin(AuditAction::ProfileUpdate);
             let record = Record::ProfileSaved(updated.clone());
@@ -210,5 +213,14 @@ impl Handler<RevokeProfileToken> for Registry {
                 (),
             ))
         })())
+    }
+}
+
+/// A stored profile's field as the API names it: the audit's changed fields are the names a
+/// reader of `PATCH /admin/users/{id}` knows (`mod`, not the stored `moderator`).
+fn api_field_name(stored: String) -> String {
+    match stored.as_str() {
+        "moderator" => "mod".into(),
+        _ => stored,
     }
 }

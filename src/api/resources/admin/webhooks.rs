@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::actors::bot::{RecentDeliveries, Redeliver, SendTest};
 use crate::api::error::{ApiError, Code};
-use crate::api::extract::{Admin, PathBot};
+use crate::api::extract::{Admin, ManagedBot, PathBot};
 use crate::api::routes::{Route, Subject};
 use crate::api::{reply, AppState};
 use crate::domain::time::Timestamp;
@@ -94,7 +94,10 @@ pub async fn send_test(
 /// How many open deliveries were given up because the bot's outbox was full.
 const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
 
-/// The bot's latest webhook deliveries.
+/// The bot's latest webhook deliveries, whatever its status: the operator sees every listing,
+/// and a delisted bot's log is where its last delivery (`listing.delisted`) and the ones it
+/// stopped show. (A test event and a redelivery still need a listed bot: a bot that is not
+/// public is sent its decisions only.)
 #[utoipa::path(
     get, path = "/admin/bots/{id}/webhook/deliveries", tag = "admin",
     responses(
@@ -102,7 +105,7 @@ const GIVEN_UP_HEADER: &str = "botlist-deliveries-given-up";
             headers(("Botlist-Deliveries-Given-Up" = u64, description = "Open deliveries given up because the outbox held 10,000"))),
     )
 )]
-pub async fn deliveries(_: Admin, PathBot(bot): PathBot) -> Result<HttpResponse, ApiError> {
+pub async fn deliveries(_: Admin, ManagedBot(bot): ManagedBot) -> Result<HttpResponse, ApiError> {
     let log = bot.ask(RecentDeliveries).await??;
     let views: Vec<DeliveryView<'_>> = log.recent.iter().map(DeliveryView::from).collect();
     let mut response = reply::ok(&views);
