@@ -421,6 +421,7 @@ fn offline_cluster(servers: String, prefix: String, lease_ttl: u64) -> ClusterSe
         max_lag: std::time::Duration::from_secs(8),
         missing: None,
         blackout: None,
+        lease_unread: false,
     }
 }
 

@@ -247,6 +247,13 @@ pub fn epoch_in(headers: Option<&async_nats::HeaderMap>) -> u64 {
         .unwrap_or(0)
 }
 
+/// The writer an epoch message names (`None` on any other message, or a value that does not
+/// read as a holder).
+pub fn writer_of(message: &jetstream::Message) -> Option<super::lease::Holder> {
+    let value = message.headers.as_ref()?.get(super::WRITER_HEADER)?;
+    serde_json::from_str(value.as_str()).ok()
+}
+
 /// Stream message `seq`, its epoch and payload, asked of the stream's leader (not a replica's
 /// copy, as a consumer or a direct get may read).
 pub async fn message_at(

@@ -37,6 +37,11 @@ pub const MIN_SERVER_VERSION: (u64, u64, u64) = (2, 10, 23);
 pub const BATCH_BYTES: usize = 1024 * 1024;
 /// The header that carries the writer's epoch on every journal message.
 pub const EPOCH_HEADER: &str = "Botlist-Epoch";
+/// The header on a writer's epoch message (the first of its epoch) that names it: the lease's
+/// holder as JSON (`node_id`, `url`), so followers applying the message know where to forward
+/// writes without waiting for their next look at the lease (docs/CLUSTER.md, "How a follower
+/// learns the writer"). Records never carry it; the record format is unchanged.
+pub const WRITER_HEADER: &str = "Botlist-Writer";
 
 /// Why cluster mode could not start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -328,6 +333,7 @@ mod tests {
             max_lag: Duration::from_secs(8),
             missing: None,
             blackout: None,
+            lease_unread: false,
         };
         let want = stream_config(&settings);
         assert!(config_differences(&want, &want).is_empty());

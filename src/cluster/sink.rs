@@ -20,7 +20,8 @@ use async_nats::jetstream::{self};
 use bytes::Bytes;
 
 use super::lease::FenceClock;
-use super::{NatsRuntime, BATCH_BYTES, EPOCH_HEADER};
+use super::lease::Holder;
+use super::{NatsRuntime, BATCH_BYTES, EPOCH_HEADER, WRITER_HEADER};
 use crate::persist::journal::{JournalError, Sink};
 
 /// The stream position the writer has reached, for `GET /cluster` and metrics.
@@ -67,24 +68,29 @@ impl Publisher for NatsPublisher {
         let js = self.js.clone();
         let subject = self.subject.clone();
         self.runtime
-            .block_on(publish(js, subject, stream_seq, epoch, payload))
+            .block_on(publish(js, subject, stream_seq, epoch, payload, None))
     }
 }
 
 /// Sends message `stream_seq` of `epoch` expecting the stream to end at `stream_seq - 1`, and
 /// waits for its ack.
+/// `writer`: on an epoch message only, the holder it names (`WRITER_HEADER`).
 pub async fn publish(
     js: jetstream::Context,
     subject: String,
     stream_seq: u64,
     epoch: u64,
     payload: Bytes,
+    writer: Option<&Holder>,
 ) -> Outcome {
-    let message = PublishMessage::build()
+    let mut message = PublishMessage::build()
         .payload(payload)
         .message_id(format!("{epoch}.{stream_seq}"))
         .expected_last_sequence(stream_seq - 1)
         .header(EPOCH_HEADER, epoch.to_string().as_str());
+    if let Some(named) = writer.and_then(|w| serde_json::to_string(w).ok()) {
+        message = message.header(WRITER_HEADER, named.as_str());
+    }
     let ack = match js.send_publish(subject, message).await {
         Ok(ack) => ack.await,
         Err(error) => Err(error),

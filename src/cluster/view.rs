@@ -41,7 +41,7 @@ pub struct ClusterView {
     pub stream_position: Arc<StreamPosition>,
     /// The stream's last sequence as last seen.
     stream_last_seq: AtomicU64,
-    writer: Mutex<Option<Holder>>,
+    writer: Mutex<KnownWriter>,
     /// The node's journal: the writer's, or the follower's whose durable sequence is the
     /// applied watermark.
     journal: std::sync::OnceLock<Journal>,
@@ -61,6 +61,29 @@ pub struct ClusterView {
             std::time::Duration,
         )>,
     >,
+}
+
+/// The writer a node forwards writes to, and where it learned it.
+#[derive(Default)]
+struct KnownWriter {
+    holder: Option<Holder>,
+    /// Bumped by every writer learned from the stream (or set by the node itself).
+    generation: u64,
+    /// The highest epoch whose writer was learned from its epoch message.
+    stream_epoch: u64,
+}
+
+impl KnownWriter {
+    fn replace(&mut self, holder: Option<Holder>) {
+        if self.holder != holder {
+            tracing::info!(
+                was = ?self.holder.as_ref().map(|w| &w.node_id),
+                now = ?holder.as_ref().map(|w| &w.node_id),
+                "the writer this node forwards to changed"
+            );
+        }
+        self.holder = holder;
+    }
 }
 
 /// How long following may fail before the node says it is not ready.
@@ -101,7 +124,7 @@ impl ClusterView {
             applied_seq: AtomicU64::new(0),
             stream_position: Arc::new(StreamPosition::default()),
             stream_last_seq: AtomicU64::new(0),
-            writer: Mutex::new(None),
+            writer: Mutex::new(KnownWriter::default()),
             journal: std::sync::OnceLock::new(),
             followed: Mutex::new(StreamMark {
                 stream_seq: 0,
@@ -168,15 +191,61 @@ impl ClusterView {
         self.publish_progress();
     }
 
+    /// This node's own claim (it took the lease), or a writer known otherwise for certain.
     pub fn set_writer(&self, writer: Option<Holder>) {
-        *self.writer.lock().unwrap_or_else(|p| p.into_inner()) = writer;
+        let mut known = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        known.generation += 1;
+        known.replace(writer);
+    }
+
+    /// Counts the writers learned from the stream (and set by [`Self::set_writer`]): a look
+    /// at the lease's bucket notes it before it asks, so that an answer that left the bucket
+    /// before a newer writer's epoch message was applied does not undo what that message said.
+    pub fn writer_generation(&self) -> u64 {
+        self.writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generation
+    }
+
+    /// What the lease's bucket answered (the authority on who holds the lease), asked when the
+    /// generation was `asked_at`; ignored when a writer was learned from the stream meanwhile
+    /// (the next look asks again). True when it was taken.
+    pub fn writer_from_bucket(&self, writer: Option<Holder>, asked_at: u64) -> bool {
+        let mut known = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if known.generation != asked_at {
+            return false;
+        }
+        known.replace(writer);
+        true
+    }
+
+    /// A writer's epoch message was applied: `holder` claimed the stream at `epoch`. Taken when
+    /// the epoch is higher than every epoch learned from the stream before (epoch messages are
+    /// applied in stream order, and epochs grow along it), so the node never goes back to an
+    /// older writer this way. True when it was taken.
+    pub fn writer_from_stream(&self, holder: Holder, epoch: u64) -> bool {
+        let mut known = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if epoch <= known.stream_epoch {
+            return false;
+        }
+        known.stream_epoch = epoch;
+        known.generation += 1;
+        known.replace(Some(holder));
+        true
     }
 
     pub fn writer(&self) -> Option<Holder> {
         self.writer
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .holder
             .clone()
+    }
+
+    /// The stream's last sequence as last seen (looked up, or told by a delivered message).
+    pub fn stream_last_seq(&self) -> u64 {
+        self.stream_last_seq.load(Ordering::Acquire)
     }
 
     /// Set once, when the node's actors start (read on every request: no lock).
@@ -334,4 +403,47 @@ pub fn count_failover() {
 pub fn count_forward_failed(after_sending: bool) {
     let outcome = if after_sending { "unknown" } else { "not_sent" };
     metrics::counter!("botlist_cluster_forward_failed_total", "outcome" => outcome).increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(name: &str) -> Holder {
+        Holder {
+            node_id: name.into(),
+            url: format!("http://{name}"),
+        }
+    }
+
+    #[test]
+    fn a_writer_learned_from_the_stream_is_undone_by_no_older_news() {
+        let view = ClusterView::new("me".into(), NodeRole::Follower);
+        let asked = view.writer_generation();
+        assert!(view.writer_from_bucket(Some(holder("a")), asked));
+        // A look at the bucket starts; the old writer's key has expired, so it answers none.
+        let asked = view.writer_generation();
+        // Meanwhile the new writer's epoch message is applied: the node knows it at once.
+        assert!(view.writer_from_stream(holder("b"), 7));
+        assert_eq!(view.writer(), Some(holder("b")));
+        // The look's answer left the bucket before the message: dropped.
+        assert!(!view.writer_from_bucket(None, asked));
+        assert_eq!(view.writer(), Some(holder("b")));
+        // An epoch message of an older (or the same) epoch, as a node catching up applies
+        // them, never goes back.
+        assert!(!view.writer_from_stream(holder("a"), 5));
+        assert!(!view.writer_from_stream(holder("a"), 7));
+        assert_eq!(view.writer(), Some(holder("b")));
+        // A look asked after the message is the authority: the key names another holder, or
+        // none.
+        let asked = view.writer_generation();
+        assert!(view.writer_from_bucket(Some(holder("c")), asked));
+        assert_eq!(view.writer(), Some(holder("c")));
+        let asked = view.writer_generation();
+        assert!(view.writer_from_bucket(None, asked));
+        assert_eq!(view.writer(), None);
+        // A newer epoch's message names its writer again.
+        assert!(view.writer_from_stream(holder("d"), 9));
+        assert_eq!(view.writer(), Some(holder("d")));
+    }
 }

@@ -27,6 +27,8 @@ pub struct ClusterSettings {
     pub missing: Option<MissingMessages>,
     /// When the writer's renewals fail on purpose (`--test-lease-blackout`, tests only).
     pub blackout: Option<Blackout>,
+    /// The follower never reads the lease's holder (`--test-lease-unread`, tests only).
+    pub lease_unread: bool,
 }
 
 /// `AFTER:FOR` in milliseconds: a window, counted from taking the lease, in which a test
@@ -118,6 +120,7 @@ impl ClusterSettings {
             max_lag: Duration::from_millis(args.max_lag_ms),
             missing: args.test_missing_messages,
             blackout: args.test_lease_blackout,
+            lease_unread: args.test_lease_unread,
         })
     }
 

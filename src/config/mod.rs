@@ -349,6 +349,13 @@ pub struct ServeArgs {
     /// NATS election"). Never in production.
     #[arg(long, env = "BOTLIST_TEST_LEASE_BLACKOUT", hide = true)]
     pub test_lease_blackout: Option<Blackout>,
+
+    /// Cluster mode, for tests of the real binary: the node never reads who holds the lease
+    /// from its bucket while it follows, so it knows a writer only from the writer's epoch
+    /// message in the stream (docs/CLUSTER.md, "How a follower learns the writer"). Never in
+    /// production.
+    #[arg(long, env = "BOTLIST_TEST_LEASE_UNREAD", hide = true)]
+    pub test_lease_unread: bool,
 }
 
 /// Where the API reference is served (`GET /docs`): no base path may be it.

@@ -12,3 +12,4 @@ mod moderation;
 mod outages;
 mod people;
 mod scenarios;
+mod writer_known;

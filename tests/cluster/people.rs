@@ -9,7 +9,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
-use super::moderation::{profile, read, same_digest, send, send_once_a_writer_is_known, seq_of};
+use super::moderation::{profile, read, same_digest, send, seq_of};
 
 /// `GET /bots/{bot}/manage` with `token` on `node`, once it has applied `seq`.
 fn manage(node: &Node, bot: &str, token: &str, seq: u64) -> StatusCode {
@@ -255,14 +255,15 @@ fn a_profile_s_vote_an_owner_s_changes_and_a_project_s_writes_through_a_follower
     for node in &survivors {
         holds_everything(node, last, &bot, &owner, tokens);
     }
-    // The vote's 12 hours hold on the new writer, asked through the other node once it knows
-    // the new writer.
+    // The vote's 12 hours hold on the new writer, asked once through the other node (which
+    // knows the new writer from its epoch message: tests/cluster/writer_known.rs).
     let other = &nodes[(new_writer + 1) % 2];
-    let (again, _) = send_once_a_writer_is_known(
+    let (again, _) = send(
         other,
         Method::POST,
         &format!("/bots/{bot}/votes"),
         &voter,
+        None,
         StatusCode::CONFLICT,
     );
     assert_eq!(again["error"]["code"], "already_voted", "{again}");

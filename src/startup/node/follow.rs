@@ -37,23 +37,17 @@ pub(super) async fn follow(
 ) {
     let mut messages: Option<Ordered> = None;
     let consumers = catchup::Consumers::new(&node.view.node_id);
-    let mut looked = Instant::now() - POLL;
-    // The stream's end as last looked up, and when a message last arrived: a consumer that
-    // delivers nothing while the stream is ahead (its server died) is replaced.
-    let mut stream_last = 0;
+    // The lease and the stream's end are looked up in a task of their own: a look that waits
+    // on NATS (up to a second per request) never holds up the message that names a new writer,
+    // and a message being applied never holds up a look.
+    let _looking = Looking(tokio::spawn(keep_looking(node.clone(), stop.clone())));
+    // When a message last arrived: a consumer that delivers nothing while the stream is ahead
+    // (its server died) is replaced.
     let mut last_message = Instant::now();
     loop {
         if *stop.borrow() {
             tracing::debug!("stopped following: the node takes the writer's role");
             return;
-        }
-        if looked.elapsed() >= POLL {
-            looked = Instant::now();
-            match look_around(&node, &stop).await {
-                None => return,
-                Some(Some(last)) => stream_last = last,
-                Some(None) => {}
-            }
         }
         let Some(reader) = messages.as_mut() else {
             messages = open_reader(&node, &applier, &consumers).await;
@@ -61,6 +55,7 @@ pub(super) async fn follow(
         };
         let next = match tokio::time::timeout(POLL, futures_util::StreamExt::next(reader)).await {
             Err(_) => {
+                let stream_last = node.view.stream_last_seq();
                 let behind = applier.lock().await.position.stream_seq < stream_last;
                 // The stream's end as last looked up may be old (looking it up fails while
                 // the consumer answers nothing): not having known itself current for a while
@@ -98,19 +93,47 @@ pub(super) async fn follow(
     }
 }
 
+/// The follower's looking task: ends with the follower (or when it stops).
+struct Looking(tokio::task::JoinHandle<()>);
+
+impl Drop for Looking {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Looks at the lease and the stream's end every `POLL` until the node stops following.
+async fn keep_looking(node: Node, stop: watch::Receiver<bool>) {
+    loop {
+        let started = Instant::now();
+        if look_around(&node, &stop).await.is_none() {
+            return;
+        }
+        tokio::time::sleep_until(started + POLL).await;
+    }
+}
+
 /// Who writes (this node is a candidate while no one does, if it may take over), and the
 /// stream's last message when it could be read. `None` once the node stops following.
 async fn look_around(node: &Node, stop: &watch::Receiver<bool>) -> Option<Option<u64>> {
     // While the bucket cannot be read (an election, a lost connection) the writer known last
-    // is still the one to forward to: only a bucket that answers says there is none.
-    let asked = tokio::time::timeout(POLL * 2, lease::current_holder(&node.store)).await;
+    // is still the one to forward to: only a bucket that answers says there is none. A
+    // writer's epoch message applied while the bucket is asked is newer than its answer.
+    let generation = node.view.writer_generation();
+    let asked = if node.cluster.lease_unread {
+        Ok(Err(ClusterError::Nats(
+            "a test's node that never reads the lease".into(),
+        )))
+    } else {
+        tokio::time::timeout(POLL * 2, lease::current_holder(&node.store)).await
+    };
     if let Ok(Ok(writer)) = asked {
         // Following a writer; a candidate while there is none and this node may take over.
         let role = match (&writer, node.cluster.role) {
             (None, Role::Auto) => NodeRole::Candidate,
             _ => NodeRole::Follower,
         };
-        node.view.set_writer(writer);
+        node.view.writer_from_bucket(writer, generation);
         if *stop.borrow() {
             return None;
         }
@@ -228,10 +251,15 @@ async fn apply(
             .await
             .map_err(Some)
     };
+    // The epoch the message was applied in: a void message (an older writer's) leaves it.
+    let current_epoch = applying.position.epoch;
     drop(applying);
     let Err(error) = applied else {
         node.view.set_stream_last_seq(stream_seq + pending);
         node.view.heard_from_stream(pending == 0);
+        if epoch == current_epoch {
+            learn_writer(node, next, epoch);
+        }
         return Applied::Next;
     };
     if let Some(ClusterError::Newer(why)) = error {
@@ -257,6 +285,20 @@ async fn apply(
         tokio::time::sleep(POLL).await;
     }
     Applied::Again
+}
+
+/// A writer's epoch message names it: this node forwards writes there from now on, without
+/// waiting for its next look at the lease (which may come a second or more later). The new
+/// writer stored this message before it acknowledged any write, so a client that saw a write
+/// of the new writer's acknowledged and sends the next through this node finds it known once
+/// this node has applied the first.
+fn learn_writer(node: &Node, message: &Message, epoch: u64) {
+    let Some(writer) = catchup::writer_of(message) else {
+        return;
+    };
+    if node.view.writer_from_stream(writer.clone(), epoch) {
+        tracing::debug!(epoch, writer = %writer.node_id, "learned the writer from its epoch message");
+    }
 }
 
 /// The most messages a skipped-ahead consumer's gap is filled with one by one; a larger gap

@@ -70,7 +70,7 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
     // A stream without a leader (a nats-server died) holds the promotion up, not ends it: it
     // retries for as long as the lease is renewed, and the renewal says when that stops.
     let promoted = tokio::select! {
-        promoted = promote(&node, &applier, &journal, epoch, fence) => promoted,
+        promoted = promote(&node, &me, &applier, &journal, epoch, fence) => promoted,
         lost = lost.recv() => Err(format!("the lease was lost: {}", lost.unwrap_or_default())),
     };
     let applied = match promoted {
@@ -192,13 +192,14 @@ async fn still_the_writer(client: &reqwest::Client, url: &str) -> bool {
 /// the writer's, fenced by `fence`. Returns the last record applied.
 async fn promote(
     node: &Node,
+    me: &Holder,
     applier: &Arc<tokio::sync::Mutex<Applier>>,
     journal: &Journal,
     epoch: u64,
     fence: Arc<FenceClock>,
 ) -> Result<u64, String> {
     // The follower stops after the message it is applying; the rest is read here.
-    let next_stream_seq = claim_slot(node, applier, epoch)
+    let next_stream_seq = claim_slot(node, me, applier, epoch)
         .await
         .map_err(|error| error.to_string())?;
     let applied = applier.lock().await.applied_seq();
@@ -242,8 +243,9 @@ async fn write(
 }
 
 /// Catches up to the stream's end and claims the next slot with this epoch's first message
-/// (no records): an older writer's message still in flight then either landed before it (and
-/// is applied here) or is refused. Returns the slot of the first record message. A stream
+/// (no records; it names this node in `WRITER_HEADER`, so followers forward writes here as
+/// soon as they apply it): an older writer's message still in flight then either landed
+/// before it (and is applied here) or is refused. Returns the slot of the first record message. A stream
 /// that cannot be read or written is tried again every 100 ms without a deadline: the caller
 /// ends the promotion when the lease is lost. (It gave up after `--publish-deadline` once:
 /// a stream whose leader and meta leader died together answered nothing for 13 s, so the
@@ -251,6 +253,7 @@ async fn write(
 /// a third node.)
 async fn claim_slot(
     node: &Node,
+    me: &Holder,
     applier: &Arc<tokio::sync::Mutex<Applier>>,
     epoch: u64,
 ) -> Result<u64, ClusterError> {
@@ -284,10 +287,13 @@ async fn claim_slot(
             continue;
         }
         let slot = applier.lock().await.position.stream_seq + 1;
-        let (js, subject) = (nats.js.clone(), cluster.subject());
+        let (js, subject, named) = (nats.js.clone(), cluster.subject(), me.clone());
+        // The message names this node: followers that apply it forward writes here at once.
         let outcome = nats
             .runtime
-            .run(sink::publish(js, subject, slot, epoch, Bytes::new()))
+            .run(async move {
+                sink::publish(js, subject, slot, epoch, Bytes::new(), Some(&named)).await
+            })
             .await;
         match outcome {
             Outcome::Stored(seq) if seq == slot => {

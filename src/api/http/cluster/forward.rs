@@ -83,8 +83,8 @@ impl From<NotForwarded> for ApiError {
     }
 }
 
-/// How long a write waits for this node to learn of a writer before it is `no_writer`: two
-/// of the node's lease look-ups.
+/// How long a write waits for this node to learn of a writer (or of another than one that
+/// refused the connection) before it is `no_writer`: two of the node's lease look-ups.
 const WRITER_WAIT: Duration = Duration::from_millis(1_200);
 
 impl Forwarder {
@@ -107,13 +107,18 @@ impl Forwarder {
         })
     }
 
-    /// The writer this node knows, or the one it learns within `WRITER_WAIT`: a node looks up
-    /// the lease every half second, so just after an election (or its own start) a write
-    /// waits that long rather than being told there is no writer while one is there.
-    async fn writer_soon(&self) -> Option<Holder> {
-        let deadline = tokio::time::Instant::now() + WRITER_WAIT;
+    /// The writer this node knows (other than `refused`, a writer that refused the
+    /// connection), or the one it learns before `deadline`: a node learns a new writer from
+    /// its epoch message or its next look at the lease, so just after an election (or its own
+    /// start) a write waits that long rather than being told there is no writer while one is
+    /// there.
+    async fn writer_soon(
+        &self,
+        refused: Option<&Holder>,
+        deadline: tokio::time::Instant,
+    ) -> Option<Holder> {
         loop {
-            if let Some(writer) = self.view.writer() {
+            if let Some(writer) = self.view.writer().filter(|w| Some(w) != refused) {
                 return Some(writer);
             }
             if tokio::time::Instant::now() >= deadline {
@@ -123,13 +128,42 @@ impl Forwarder {
         }
     }
 
-    /// Sends `request` with `body` to the writer and answers what it answered.
+    /// Sends `request` with `body` to the writer and answers what it answered. A writer that
+    /// refuses the connection (nothing was sent: it died, and this node has not yet learned
+    /// the next) is replaced by the next one this node learns within `WRITER_WAIT`.
     pub async fn forward(
         &self,
         request: &HttpRequest,
         body: Bytes,
     ) -> Result<HttpResponse, NotForwarded> {
-        let writer = self.writer_soon().await.ok_or(NotForwarded::NoWriter)?;
+        let deadline = tokio::time::Instant::now() + WRITER_WAIT;
+        let mut refused: Option<Holder> = None;
+        loop {
+            let writer = match self.writer_soon(refused.as_ref(), deadline).await {
+                Some(writer) => writer,
+                None if refused.is_some() => {
+                    let writer = refused.map(|w| w.node_id).unwrap_or_default();
+                    return Err(NotForwarded::Unreachable(format!("{writer} refused")));
+                }
+                None => return Err(NotForwarded::NoWriter),
+            };
+            match self.send(request, body.clone(), &writer).await {
+                Err(NotForwarded::Unreachable(why)) => {
+                    tracing::debug!(%why, writer = %writer.node_id, "the writer refused the connection; waiting for the next");
+                    refused = Some(writer);
+                }
+                answered => return answered,
+            }
+        }
+    }
+
+    /// One attempt to send `request` to `writer`.
+    async fn send(
+        &self,
+        request: &HttpRequest,
+        body: Bytes,
+        writer: &Holder,
+    ) -> Result<HttpResponse, NotForwarded> {
         if writer.node_id == self.view.node_id {
             return Err(NotForwarded::Promoting);
         }
