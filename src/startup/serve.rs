@@ -157,14 +157,12 @@ fn serve_api(
             // Innermost first: each `wrap` goes around all the ones before it.
             App::new()
                 .app_data(state.clone())
-                .wrap(Optional::new(cluster_on, || from_fn(cluster::consistency)))
+                .wrap(cluster::Consistency::new(cluster.clone()))
                 .wrap(Optional::new(cors_on, || {
                     http::cors(&cors_origins).unwrap_or_default()
                 }))
                 .wrap(Optional::new(cors_on, || from_fn(http::cors_refusals)))
-                .wrap(Optional::new(cluster_on, || {
-                    from_fn(cluster::forward_writes)
-                }))
+                .wrap(cluster::ForwardWrites::new(cluster.clone()))
                 .wrap(layer.clone())
                 .configure(|cfg| {
                     if let Some(cluster) = &cluster {

@@ -312,6 +312,20 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
                 .get(format!("{}/bots?min_seq=1000000000", n.base))
                 .send()
         },
+        // Among other parameters, and with its name percent-encoded: the same.
+        |n: &Node| {
+            n.client
+                .get(format!(
+                    "{}/bots?limit=5&min_seq=1000000000&sort=votes",
+                    n.base
+                ))
+                .send()
+        },
+        |n: &Node| {
+            n.client
+                .get(format!("{}/bots?limit=5&min%5Fseq=1000000000", n.base))
+                .send()
+        },
     ] {
         let started = Instant::now();
         let response = ask(&nodes[follower]).expect("sent");
@@ -331,6 +345,24 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         .send()
         .expect("sent");
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    // A read asking for nothing is answered at once, with how far the node is and how stale.
+    let plain = nodes[follower]
+        .client
+        .get(format!("{}/bots?limit=5&q=min", nodes[follower].base))
+        .send()
+        .expect("sent");
+    assert_eq!(plain.status(), StatusCode::OK);
+    for header in ["x-botlist-seq", "x-botlist-lag-ms"] {
+        let value: u64 = plain.headers()[header]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("a number");
+        assert!(
+            header != "x-botlist-seq" || value >= seq,
+            "{header}: {value}"
+        );
+    }
 
     // Step-down hands the role over: the writer exits 5 and another node writes.
     let stepped = nodes[writer]

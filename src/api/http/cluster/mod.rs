@@ -15,7 +15,7 @@ use actix_web::{web, HttpResponse};
 use crate::cluster::view::ClusterView;
 use crate::domain::ids::TokenHash;
 use forward::Forwarder;
-pub use middleware::{consistency, forward_writes};
+pub use middleware::{Consistency, ForwardWrites};
 
 pub const SEQ_HEADER: &str = "x-botlist-seq";
 pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
@@ -23,6 +23,11 @@ pub const MIN_SEQ_HEADER: &str = "x-botlist-min-seq";
 pub const LAG_HEADER: &str = "x-botlist-lag-ms";
 /// A read that sends `X-Botlist-Allow-Stale: true` is answered however far behind the node is.
 pub const ALLOW_STALE_HEADER: &str = "x-botlist-allow-stale";
+/// The names above, made once: a name made from a string on every request is parsed (and
+/// compared with every standard header's) on every request.
+const SEQ: HeaderName = HeaderName::from_static(SEQ_HEADER);
+const MIN_SEQ: HeaderName = HeaderName::from_static(MIN_SEQ_HEADER);
+const LAG: HeaderName = HeaderName::from_static(LAG_HEADER);
 /// The header a follower puts on a forwarded write.
 pub const TOKEN_HEADER: &str = "X-Botlist-Cluster-Token";
 
@@ -57,10 +62,9 @@ pub fn forwarded_by_a_node(request: &ServiceRequest) -> bool {
 
 /// `response`, saying how far this node is.
 fn with_seq(mut response: HttpResponse, view: &ClusterView) -> HttpResponse {
-    response.headers_mut().insert(
-        HeaderName::from_static(SEQ_HEADER),
-        HeaderValue::from(view.applied_seq()),
-    );
+    response
+        .headers_mut()
+        .insert(SEQ, HeaderValue::from(view.applied_seq()));
     response
 }
 
@@ -70,7 +74,7 @@ mod tests {
     use crate::cluster::view::NodeRole;
     use actix_web::test::TestRequest;
 
-    fn cluster() -> web::Data<ClusterHttp> {
+    pub(super) fn cluster() -> web::Data<ClusterHttp> {
         web::Data::new(ClusterHttp {
             view: ClusterView::new("a".into(), NodeRole::Writer),
             base_path: "/api/v1".into(),
