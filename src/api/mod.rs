@@ -134,7 +134,7 @@ pub fn metrics_listener(cfg: &mut web::ServiceConfig) {
 }
 
 /// Whether `path` is `scope` or below it.
-fn under(path: &str, scope: &str) -> bool {
+pub(crate) fn under(path: &str, scope: &str) -> bool {
     path.strip_prefix(scope)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }

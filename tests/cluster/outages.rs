@@ -306,7 +306,17 @@ impl Proxy {
 
 /// A read of the bot through `node`: (status, error code, X-Botlist-Lag-Ms).
 fn read(node: &Node, bot: &str, stale_ok: bool) -> (StatusCode, String, Option<u64>) {
-    let mut request = node.client.get(format!("{}/bots/{bot}", node.base));
+    read_url(node, &format!("{}/bots/{bot}", node.base), stale_ok)
+}
+
+/// The same bot through the classic surface (`/api`), which the released SDKs read.
+fn read_classic(node: &Node, bot: &str, stale_ok: bool) -> (StatusCode, String, Option<u64>) {
+    let classic = node.base.trim_end_matches("/v1");
+    read_url(node, &format!("{classic}/bots/{bot}"), stale_ok)
+}
+
+fn read_url(node: &Node, url: &str, stale_ok: bool) -> (StatusCode, String, Option<u64>) {
+    let mut request = node.client.get(url);
     if stale_ok {
         request = request.header("X-Botlist-Allow-Stale", "true");
     }
@@ -368,6 +378,19 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
         std::thread::sleep(Duration::from_millis(100));
     };
     eprintln!("reads refused {behind_after:?} after the cut");
+    // The classic surface is bounded alike: the released SDKs read through it.
+    let (status, code, lag) = read_classic(&nodes[2], &bot, false);
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "replica_behind")
+    );
+    assert!(lag.is_some_and(|lag| lag > 2000), "{lag:?}");
+    let (status, _, lag) = read_classic(&nodes[2], &bot, true);
+    assert_eq!(status, StatusCode::OK, "a stale classic read asked for");
+    assert!(
+        lag.is_some(),
+        "a classic read says how far behind it may be"
+    );
     let (status, _, lag) = read(&nodes[2], &bot, true);
     assert_eq!(status, StatusCode::OK, "stale reads asked for");
     assert!(lag.is_some_and(|lag| lag > 2000));

@@ -304,6 +304,7 @@ async fn start_following(node: &Node, start: Start) -> Result<Following, Cluster
     let http = web::Data::new(ClusterHttp {
         view: Arc::clone(&node.view),
         base_path: settings.base_path.clone(),
+        classic_base_path: settings.classic_base_path.clone(),
         step_down: step_down_tx,
         token: TokenHash::of(node.cluster.token.expose()),
         min_seq_wait: node.cluster.min_seq_wait,

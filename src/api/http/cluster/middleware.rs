@@ -187,7 +187,7 @@ where
                 answer: self.service.call(request),
             };
         };
-        if !crate::api::under(request.path(), &stamp.cluster.base_path) {
+        if !stamp.cluster.serves(request.path()) {
             return Consistent::Passed {
                 answer: self.service.call(request),
             };
@@ -489,6 +489,7 @@ mod tests {
         let cluster = web::Data::new(ClusterHttp {
             view,
             base_path: cluster.base_path.clone(),
+            classic_base_path: cluster.classic_base_path.clone(),
             step_down: cluster.step_down.clone(),
             token: TokenHash::of("secret"),
             forwarder: Arc::clone(&cluster.forwarder),
@@ -507,6 +508,9 @@ mod tests {
             get("/api/v1/bots?limit=5&min_seq=5"),
             get("/api/v1/bots?limit=5&min%5Fseq=4"),
             get("/api/v1/bots").insert_header((MIN_SEQ_HEADER, "5")),
+            // The classic surface too: the released SDKs read through it.
+            get("/api/bots/1"),
+            get("/api/bots?search=a&min_seq=5"),
         ] {
             let response = call_service(&app, request.to_request()).await;
             assert_eq!(response.status(), 200);

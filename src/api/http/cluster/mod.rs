@@ -35,6 +35,9 @@ pub const TOKEN_HEADER: &str = "X-Botlist-Cluster-Token";
 pub struct ClusterHttp {
     pub view: Arc<ClusterView>,
     pub base_path: String,
+    /// The classic surface's prefix (empty: none). Its reads are as stale as the base path's
+    /// and are stamped and bounded alike: the released SDKs read through it.
+    pub classic_base_path: String,
     /// Pulled by `step-down`: the node hands the lease back and exits.
     pub step_down: tokio::sync::mpsc::UnboundedSender<()>,
     /// The hash of `--cluster-token`, which nodes put on the requests they forward.
@@ -46,6 +49,15 @@ pub struct ClusterHttp {
     /// Past this lag, reads answer 503 `replica_behind` unless stale reads are allowed
     /// (`--max-lag-ms`).
     pub max_lag: Duration,
+}
+
+impl ClusterHttp {
+    /// Whether `path` is under one of the API's surfaces, whose answers say how far this node is.
+    pub fn serves(&self, path: &str) -> bool {
+        crate::api::under(path, &self.base_path)
+            || (!self.classic_base_path.is_empty()
+                && crate::api::under(path, &self.classic_base_path))
+    }
 }
 
 /// Whether another node of the cluster forwarded this request (it carries the cluster token).
@@ -78,6 +90,7 @@ mod tests {
         web::Data::new(ClusterHttp {
             view: ClusterView::new("a".into(), NodeRole::Writer),
             base_path: "/api/v1".into(),
+            classic_base_path: "/api".into(),
             step_down: tokio::sync::mpsc::unbounded_channel().0,
             token: TokenHash::of("secret"),
             min_seq_wait: Duration::from_secs(1),
