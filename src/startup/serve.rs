@@ -72,7 +72,14 @@ pub(super) fn serve(
     let address = listener.local_addr()?;
     // This application's access-log and metrics threads, which end when it stops.
     let access_log = Arc::new(telemetry::AccessLog::default());
-    let mut surfaces = vec![(settings.base_path.clone(), telemetry::Surface::Base)];
+    // The longest prefix names a request's surface: the project API lies under the base path.
+    let mut surfaces = vec![
+        (settings.base_path.clone(), telemetry::Surface::Base),
+        (
+            format!("{}/projects", settings.base_path.trim_end_matches('/')),
+            telemetry::Surface::Project,
+        ),
+    ];
     if !settings.classic_base_path.is_empty() && settings.classic_base_path != settings.base_path {
         surfaces.push((
             settings.classic_base_path.clone(),

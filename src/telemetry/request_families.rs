@@ -86,6 +86,8 @@ pub enum Surface {
     Base,
     /// `--classic-base-path`: the classic client libraries' routes and shapes.
     Classic,
+    /// `{base}/projects`: the project API of the 2026 client libraries (Bearer, problem details).
+    Project,
     /// Outside every surface: health, metrics, the reference, unmatched paths.
     None,
 }
@@ -95,6 +97,7 @@ impl Surface {
         match self {
             Surface::Base => "base",
             Surface::Classic => "classic",
+            Surface::Project => "project",
             Surface::None => "none",
         }
     }

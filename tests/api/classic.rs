@@ -773,6 +773,12 @@ async fn metrics_label_requests_by_surface() {
     app.create_bot(42, json!({})).await;
     get(&app, "/bots/42", None).await;
     app.get("/bots/42").await;
+    // The project API, without its Bearer token: a 401 problem, labelled as its own surface.
+    app.client
+        .get(format!("{}/projects/@me", app.base))
+        .send()
+        .await
+        .expect("sent");
     app.client
         .get(format!("{}/healthz", app.root))
         .send()
@@ -791,6 +797,7 @@ async fn metrics_label_requests_by_surface() {
         r#"botlist_http_requests_total{route="/api/bots/{id}",method="GET",status="200",surface="classic"} 1"#,
         r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200",surface="base"} 1"#,
         r#"botlist_http_requests_total{route="/healthz",method="GET",status="200",surface="none"} 1"#,
+        r#"botlist_http_requests_total{route="/api/v1/projects/@me",method="GET",status="401",surface="project"} 1"#,
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in {text}");
     }
