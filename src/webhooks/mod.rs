@@ -7,7 +7,6 @@
 pub mod expiry;
 pub mod guard;
 pub mod outbox;
-pub mod sign;
 pub mod wire;
 
 use std::cmp::Reverse;
@@ -17,13 +16,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
 use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::domain::ids::BotId;
 use crate::domain::time::{Clock, Timestamp};
-use crate::domain::webhook::{backoff_seconds, Attempt, Event, WebhookFormat};
+use crate::domain::webhook::{backoff_seconds, Attempt, Event, Signing, WebhookFormat};
 use crate::persist::journal::Journal;
 
 /// Attempts in flight over all receivers.
@@ -135,11 +134,12 @@ pub enum Refusal {
     NotPublic(std::net::IpAddr),
     #[error("the secret cannot be sent as a header")]
     SecretNotAHeader(#[source] reqwest::header::InvalidHeaderValue),
-    /// A `standard` delivery is never sent unsigned: its secret (one stored before the rule
-    /// was checked on every surface) is not a Standard Webhooks secret, so nothing is sent and
-    /// the delivery is given up with this reason in its log, until the secret is set anew.
+    /// A delivery is never sent without the signature its format's receivers need: its secret
+    /// (one stored before the rule was checked on every surface, e.g. a `standard` secret that
+    /// is not `whsec_` and base64) cannot make it, so nothing is sent and the delivery is given
+    /// up with this reason in its log, until the secret is set anew.
     #[error("not sent: {0}")]
-    SecretNotStandard(String),
+    SecretNotUsable(String),
 }
 
 struct Scheduled {
@@ -551,43 +551,15 @@ impl Dispatcher {
             )
             .header("X-Botlist-Event", prepared.event.name())
             .header("X-Botlist-Delivery", job.delivery.to_string());
-        match (prepared.target.format, &prepared.target.secret) {
-            (WebhookFormat::Signed, Some(secret)) => {
-                let t = self.clock.now().millis().div_euclid(1000);
-                request = request.header(
-                    "X-Botlist-Signature",
-                    sign::signature_header(secret, t, &prepared.body),
-                );
-            }
-            (WebhookFormat::Legacy, Some(secret)) => {
-                let value = HeaderValue::from_str(secret).map_err(Refusal::SecretNotAHeader)?;
-                request = request.header(AUTHORIZATION, value);
-            }
-            // Signed at send time, every attempt afresh: these receivers refuse a signature
-            // more than 30 s old.
-            (WebhookFormat::V1, Some(secret)) => {
-                let t = self.clock.now().millis().div_euclid(1000);
-                request = request.header(
-                    "x-topgg-signature",
-                    sign::signature_header(secret, t, &prepared.body),
-                );
-            }
-            (WebhookFormat::Standard, Some(secret)) => {
-                let t = self.clock.now().millis().div_euclid(1000);
-                let id = job.delivery.to_string();
-                // Checked when the secret was set; one that is not (stored before every
-                // surface checked it) refuses the attempt rather than send it unsigned.
-                let signature = standard_signature(secret, &id, t, &prepared.body)?;
-                request = request
-                    .header("webhook-signature", signature)
-                    .header("webhook-id", id)
-                    .header("webhook-timestamp", t.to_string());
-            }
-            (_, None) => {}
-        }
-        if prepared.target.format == WebhookFormat::V1 {
-            // Both 2026 receivers require it; the delivery's id correlates it with the log.
-            request = request.header("x-topgg-trace", job.delivery.to_string());
+        // Signed at send time, every attempt afresh: receivers refuse an old signature.
+        let signing = Signing {
+            secret: prepared.target.secret.as_deref(),
+            delivery: job.delivery,
+            unix_seconds: self.clock.now().millis().div_euclid(1000),
+            body: &prepared.body,
+        };
+        for (name, value) in format_headers(prepared.target.format, signing)? {
+            request = request.header(name, value);
         }
         let response = request
             .body(prepared.body.clone())
@@ -629,11 +601,21 @@ impl Dispatcher {
     }
 }
 
-/// A `standard` delivery's `webhook-signature`, or the refusal to send it at all: never
-/// unsigned for a secret that is not `whsec_` and base64.
-fn standard_signature(secret: &str, id: &str, t: i64, body: &str) -> Result<String, Refusal> {
-    let key = crate::domain::webhook::standard_key(secret).map_err(Refusal::SecretNotStandard)?;
-    Ok(sign::standard_signature(&key, id, t, body))
+/// The headers `format` signs an attempt with, or the refusal to send it at all: never without
+/// the signature its receivers need.
+fn format_headers(
+    format: WebhookFormat,
+    signing: Signing<'_>,
+) -> Result<Vec<(&'static str, HeaderValue)>, Refusal> {
+    let headers = format.headers(signing).map_err(Refusal::SecretNotUsable)?;
+    headers
+        .into_iter()
+        .map(|(name, value)| {
+            // Only a secret sent as it is (`legacy`) can fail to be a header's value.
+            let value = HeaderValue::from_str(&value).map_err(Refusal::SecretNotAHeader)?;
+            Ok((name, value))
+        })
+        .collect()
 }
 
 /// Why an attempt came to nothing.
@@ -701,14 +683,37 @@ mod tests {
 
     #[test]
     fn a_standard_delivery_with_a_secret_that_is_not_one_is_refused_not_sent_unsigned() {
+        let signing = |secret| Signing {
+            secret: Some(secret),
+            delivery: Uuid::from_u128(1),
+            unix_seconds: 1,
+            body: "{}",
+        };
         for secret in ["plain", "whsec_not base64!", "whsec_c2hvcnQ="] {
-            let refused = standard_signature(secret, "d", 1, "{}").expect_err(secret);
-            assert!(matches!(refused, Refusal::SecretNotStandard(_)), "{secret}");
+            let refused =
+                format_headers(WebhookFormat::Standard, signing(secret)).expect_err(secret);
+            assert!(matches!(refused, Refusal::SecretNotUsable(_)), "{secret}");
             assert!(refused.to_string().starts_with("not sent: "), "{refused}");
         }
-        let signed = standard_signature("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "d", 1, "{}")
-            .expect("a Standard Webhooks secret");
-        assert!(signed.starts_with("v1,"), "{signed}");
+        let signed = format_headers(
+            WebhookFormat::Standard,
+            signing("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        )
+        .expect("a Standard Webhooks secret");
+        assert_eq!(signed[0].0, "webhook-signature");
+        assert!(signed[0].1.as_bytes().starts_with(b"v1,"), "{signed:?}");
+    }
+
+    #[test]
+    fn a_legacy_secret_that_cannot_be_a_header_is_refused() {
+        let signing = Signing {
+            secret: Some("line\nbreak"),
+            delivery: Uuid::from_u128(1),
+            unix_seconds: 1,
+            body: "{}",
+        };
+        let refused = format_headers(WebhookFormat::Legacy, signing).expect_err("not a header");
+        assert!(matches!(refused, Refusal::SecretNotAHeader(_)), "{refused}");
     }
 
     fn job(n: u128, give_up_at: i64) -> Job {

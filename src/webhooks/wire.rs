@@ -1,11 +1,14 @@
 //! A delivery's bodies on the wire, beside the sender (`webhooks/mod.rs`) that sends them,
 //! rendered from what the delivery is made of each time an attempt is sent (see
-//! `domain::webhook::Delivery`): written once for every kind of event, whose implementation
-//! (`domain/webhook/events.rs`) says what each format's body holds.
+//! `domain::webhook::Delivery`): written once for every kind of event and every format. The
+//! format's implementation (`domain/webhook/formats.rs`) says which body family it sends, the
+//! kind's (`domain/webhook/events.rs`) what each family's body holds.
 
 use std::borrow::Cow;
 
-use crate::domain::webhook::{Delivery, EventKind, Head, KindVisitor, WebhookFormat};
+use crate::domain::webhook::{
+    Delivery, EventKind, FormatVisitor, Head, KindVisitor, WebhookFormat, WireFormat,
+};
 
 /// The body an attempt of `delivery` sends in this format: the same bytes every time.
 pub fn body(delivery: &Delivery, format: WebhookFormat) -> Cow<'_, str> {
@@ -26,19 +29,15 @@ impl Wire for Delivery {
         });
         match rendered {
             Ok(body) => Cow::Owned(body),
-            // Bodies of an earlier build, which knew only these two: the newer formats are
-            // sent the signed body (their signatures are still made at send time).
-            Err(bodies) => Cow::Borrowed(match format {
-                WebhookFormat::Signed | WebhookFormat::V1 | WebhookFormat::Standard => {
-                    &bodies.signed
-                }
-                WebhookFormat::Legacy => &bodies.legacy,
-            }),
+            // Bodies of an earlier build, which knew only `signed` and `legacy`: the format
+            // says which it sends (its signature is still made at send time).
+            Err(bodies) => Cow::Borrowed(format.visit(Stored(bodies))),
         }
     }
 }
 
-/// A kind's body in one format.
+/// A kind's body in one format: the kind from the delivery's content, then the format from
+/// its tag.
 struct Render {
     head: Head,
     format: WebhookFormat,
@@ -48,13 +47,35 @@ impl KindVisitor for Render {
     type Output = String;
 
     fn visit<K: EventKind>(self, kind: &K) -> String {
-        match self.format {
-            WebhookFormat::Signed => kind.signed(self.head),
-            WebhookFormat::Legacy => kind.legacy(self.head),
-            WebhookFormat::V1 => kind.v1(self.head),
-            WebhookFormat::Standard => kind.standard(self.head),
-        }
-        .to_string()
+        self.format.visit(Body {
+            kind,
+            head: self.head,
+        })
+    }
+}
+
+/// One kind's body in the format it is visited with.
+struct Body<'a, K> {
+    kind: &'a K,
+    head: Head,
+}
+
+impl<K: EventKind> FormatVisitor for Body<'_, K> {
+    type Output = String;
+
+    fn visit<F: WireFormat>(self) -> String {
+        F::body(self.kind, self.head).to_string()
+    }
+}
+
+/// Which of an earlier build's stored bodies the format it is visited with sends.
+struct Stored<'a>(&'a crate::domain::webhook::RenderedBodies);
+
+impl<'a> FormatVisitor for Stored<'a> {
+    type Output = &'a str;
+
+    fn visit<F: WireFormat>(self) -> &'a str {
+        F::stored_body(self.0)
     }
 }
 
@@ -228,6 +249,9 @@ mod rendering_tests {
         assert_eq!(read.event(), Event::VoteCreate);
         assert_eq!(read.body(WebhookFormat::Signed), SIGNED_843A63AE);
         assert_eq!(read.body(WebhookFormat::Legacy), LEGACY_843A63AE);
+        // No `v1` or `standard` body was stored then: both send the signed one.
+        assert_eq!(read.body(WebhookFormat::V1), SIGNED_843A63AE);
+        assert_eq!(read.body(WebhookFormat::Standard), SIGNED_843A63AE);
         assert_eq!(read.attempts, 2);
         assert_eq!(read.next_attempt_at, Some(Timestamp::from_millis(9)));
         assert_eq!(rmp_serde::to_vec(&read).expect("encodes"), packed);

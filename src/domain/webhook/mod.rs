@@ -1,5 +1,6 @@
-//! Webhooks' rules: the formats a receiver may ask for, one delivery and its retries, and the
-//! list of a bot's deliveries; the kinds of event, each one implementation, are `events.rs`'s.
+//! Webhooks' rules: one delivery and its retries, and the list of a bot's deliveries; the kinds
+//! of event, each one implementation, are `events.rs`'s, the wire formats a receiver may ask
+//! for, each one implementation too, `formats.rs`'s (signed with `sign.rs`).
 //! Who queues and schedules deliveries is the bot's outbox (`webhooks/outbox.rs`); their bodies
 //! on the wire are rendered by `webhooks/wire.rs`, their stored shape is
 //! `persist/codec/deliveries.rs`'s, both written once for every kind.
@@ -21,9 +22,12 @@ use super::weekend::Weight;
 
 mod events;
 mod expiry;
+mod formats;
 mod moderation;
+mod sign;
 pub use events::*;
 pub use expiry::*;
+pub use formats::*;
 pub use moderation::*;
 
 /// The bot an event is about, as the event's bodies name it.
@@ -31,98 +35,6 @@ pub use moderation::*;
 pub struct EventBot {
     pub id: BotId,
     pub platform_id: Snowflake,
-}
-
-/// How deliveries to a bot's receiver are shaped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WebhookFormat {
-    /// botlist's event, signed with HMAC-SHA256 of the secret.
-    #[default]
-    Signed,
-    /// The classic bot-list vote body, with the secret as the `Authorization` header.
-    Legacy,
-    /// What the webhook classes of @top-gg/sdk 4.0.0 and topggpy 2.0.0 verify:
-    /// `x-topgg-signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">` and `x-topgg-trace`.
-    V1,
-    /// Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`,
-    /// with a `whsec_` secret.
-    Standard,
-}
-
-/// The formats' names, as the API and files say them.
-const FORMATS: &str = "`signed`, `legacy`, `v1` or `standard`";
-
-impl WebhookFormat {
-    /// Whether `secret` is one this format's receivers can verify with: a Standard Webhooks
-    /// secret is `whsec_` and the base64 of at least 16 bytes (the key).
-    pub fn check_secret(self, secret: &str) -> Result<(), String> {
-        match self {
-            Self::Signed | Self::Legacy | Self::V1 => Ok(()),
-            Self::Standard => standard_key(secret).map(|_| ()),
-        }
-    }
-}
-
-/// The key of a Standard Webhooks secret: the base64 after `whsec_`.
-pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
-    use base64::Engine;
-    let encoded = secret
-        .strip_prefix("whsec_")
-        .ok_or("a `standard` webhook secret is `whsec_` followed by the base64 of its key")?;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|_| "the part of a `standard` webhook secret after `whsec_` is not base64")?;
-    if key.len() < 16 {
-        return Err("the key of a `standard` webhook secret must be at least 16 bytes".into());
-    }
-    Ok(key)
-}
-
-/// By name (JSON and files) or by index (MessagePack written by other encoders, never a JSON
-/// body: `"webhook_format": 0` is refused); anything else is refused in the API's words, not as
-/// a malformed document.
-impl<'de> Deserialize<'de> for WebhookFormat {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor {
-            by_index: bool,
-        }
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = WebhookFormat;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(FORMATS)
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<WebhookFormat, E> {
-                match v {
-                    "signed" => Ok(WebhookFormat::Signed),
-                    "legacy" => Ok(WebhookFormat::Legacy),
-                    "v1" => Ok(WebhookFormat::V1),
-                    "standard" => Ok(WebhookFormat::Standard),
-                    other => Err(E::custom(format!("must be {FORMATS}, got `{other}`"))),
-                }
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<WebhookFormat, E> {
-                match std::str::from_utf8(v) {
-                    Ok(text) => self.visit_str(text),
-                    Err(_) => Err(E::custom(format!("must be {FORMATS}"))),
-                }
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WebhookFormat, E> {
-                if !self.by_index {
-                    return Err(E::invalid_type(serde::de::Unexpected::Unsigned(v), &self));
-                }
-                match v {
-                    0 => Ok(WebhookFormat::Signed),
-                    1 => Ok(WebhookFormat::Legacy),
-                    2 => Ok(WebhookFormat::V1),
-                    3 => Ok(WebhookFormat::Standard),
-                    other => Err(E::custom(format!("must be {FORMATS}, got {other}"))),
-                }
-            }
-        }
-        let by_index = !deserializer.is_human_readable();
-        deserializer.deserialize_any(Visitor { by_index })
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -712,26 +624,5 @@ mod tests {
         assert!(all.update(retried.id, retried.progress()));
         assert_eq!(all.get(retried.id), Some(&retried));
         assert!(!all.update(oldest.id, oldest.progress()), "trimmed");
-    }
-}
-
-#[cfg(test)]
-mod format_tests {
-    use super::WebhookFormat;
-
-    #[test]
-    fn the_format_round_trips_through_messagepack_and_json() {
-        for format in [WebhookFormat::Signed, WebhookFormat::Legacy] {
-            let packed = rmp_serde::to_vec(&format).expect("encodes");
-            assert_eq!(
-                crate::persist::decode::<WebhookFormat>(&packed).expect("decodes"),
-                format
-            );
-            let json = serde_json::to_string(&format).expect("encodes");
-            assert_eq!(
-                serde_json::from_str::<WebhookFormat>(&json).expect("decodes"),
-                format
-            );
-        }
     }
 }
