@@ -285,6 +285,23 @@ impl Model {
         (!self.bots.is_empty()).then(|| bot % self.bots.len())
     }
 
+    /// As the server does: the needles only a reading answers are read a few candidates at a
+    /// time (here `slice`) before the page is asked for.
+    fn check_sliced(&mut self, query: &str, slice: u64) {
+        let search = Search::parse(query).expect("a valid query");
+        let mut slices = 0;
+        while !self.index.read_slice_of(&search, slice).0 {
+            slices += 1;
+            assert!(slices < 10_000, "the reading of `{query}` ends");
+        }
+        assert_eq!(
+            self.index.left_to_read(&search),
+            0,
+            "`{query}` read in full"
+        );
+        self.check(query);
+    }
+
     /// As the directory does: the first search of a new month rolls the monthly order.
     fn check(&mut self, query: &str) {
         let search = Search::parse(query).expect("a valid query");
@@ -348,6 +365,60 @@ proptest! {
             for _ in 0..*asks {
                 model.check(&pool[pick % pool.len()]);
             }
+        }
+    }
+}
+
+/// A needle with a space or punctuation of 4 bytes or more (` and `) is read a slice at a time,
+/// the server yielding between two slices, and writes land between them (`index::needles`).
+/// Needles of letters and spaces, read 1 to 3 candidates a slice, one slice after each random
+/// write, and sometimes read to the end and searched: every answer must be a scan's.
+fn spaced_query() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(0usize..12, 2..6),
+        prop::sample::select(vec![
+            "",
+            "&sort=relevance",
+            "&match=words",
+            "&category=music",
+        ]),
+    )
+        .prop_map(|(parts, rest)| {
+            let needle: String = std::iter::once(" ")
+                .chain(parts.iter().map(|i| LETTERS[*i % LETTERS.len()]))
+                .collect();
+            let encoded: String = form_urlencoded::byte_serialize(needle.as_bytes()).collect();
+            format!("q={encoded}&limit=100{rest}")
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_reading_in_slices_follows_every_write(
+        initial in prop::collection::vec(listing(), 0..40),
+        pool in prop::collection::vec(spaced_query(), 1..4),
+        ops in prop::collection::vec((op(), 0usize..4, prop::bool::weighted(0.2)), 1..150),
+        slice in 1u64..4,
+        start in 0i64..(60 * 24 * 60),
+    ) {
+        let now = Timestamp::from_millis(1_790_000_000_000).plus(Duration::minutes(start));
+        let mut model = Model::new(now);
+        for listing in initial {
+            model.apply(&Op::List(listing));
+        }
+        for (op, pick, finish) in &ops {
+            model.apply(op);
+            let query = &pool[pick % pool.len()];
+            let search = Search::parse(query).expect("a valid query");
+            model.index.read_slice_of(&search, slice);
+            if *finish {
+                model.check_sliced(query, slice);
+            }
+        }
+        for query in &pool {
+            model.check_sliced(query, slice);
         }
     }
 }

@@ -260,6 +260,18 @@ impl Directory {
         self.search_versioned(search, now).page
     }
 
+    /// Candidates a search must still read before it can be answered from sets alone
+    /// (`index::needles`): 0 for nearly every search.
+    pub fn left_to_read(&self, search: &Search) -> u64 {
+        self.index.read().left_to_read(search)
+    }
+
+    /// One slice of that reading, under a read guard of its own (writes go on between two
+    /// slices); `true` once nothing is left to read.
+    pub fn read_slice(&self, search: &Search) -> bool {
+        self.index.read().read_slice(search).0
+    }
+
     /// One page of a search, with the number of the index's state it was read from.
     pub fn search_versioned(&self, search: &Search, now: Timestamp) -> VersionedPage {
         let month = now.month();

@@ -11,6 +11,7 @@
 //! order and its page all come from the same moment.
 
 pub mod grams;
+pub mod needles;
 pub mod orders;
 mod relevance;
 mod remembered;
@@ -22,7 +23,6 @@ mod work;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use memchr::memmem::Finder;
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -31,6 +31,7 @@ use crate::domain::ids::BotId;
 use crate::domain::search::{Invites, Search, SearchPage, Sort, Work};
 use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
+use needles::NeedleCache;
 use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
 use way::Way;
@@ -665,18 +666,11 @@ impl SearchIndex {
                 Lookup::Candidates(_) if words::answers(text) => {
                     sets.push(Cow::Owned(self.words.matches(text, tally)))
                 }
-                Lookup::Candidates(grams) => match self.needles.get(text) {
-                    Some(exact) => sets.push(Cow::Owned(exact)),
-                    // A long needle is verified in full once and remembered, with other
-                    // filters or without: verifying only the candidates that pass the filters
-                    // would cost every request in proportion to its matches (a common needle
-                    // in a common category: thousands of bots at a million).
-                    None => {
-                        let exact = self.verified(grams, text, tally);
-                        self.needles.put(text, exact.clone());
-                        sets.push(Cow::Owned(exact));
-                    }
-                },
+                // Any other long needle: read, a slice at a time when the server searches
+                // (`needles.rs`), in full once and remembered, with other filters or without:
+                // reading only the candidates that pass the filters would cost every request in
+                // proportion to its matches.
+                Lookup::Candidates(_) => sets.push(Cow::Owned(self.read_in_full(text, tally).0)),
             }
         }
         sets.sort_by_key(|set| set.len());
@@ -691,35 +685,6 @@ impl SearchIndex {
             found &= set.as_ref();
         }
         Some(found)
-    }
-
-    /// Exactly the documents whose text holds `needle`, from its trigrams' bitmaps.
-    fn verified(
-        &self,
-        mut grams: Vec<Cow<'_, RoaringBitmap>>,
-        needle: &str,
-        tally: &Tally,
-    ) -> RoaringBitmap {
-        grams.sort_by_key(|set| set.len());
-        let mut grams = grams.into_iter();
-        let Some(first) = grams.next() else {
-            return RoaringBitmap::new();
-        };
-        tally.combine(&first);
-        let mut found = first.into_owned();
-        for set in grams {
-            tally.combine(&set);
-            found &= set.as_ref();
-        }
-        tally.read(found.len());
-        let finder = Finder::new(needle.as_bytes());
-        sorted_set(found.iter().filter(|doc| self.contains_text(*doc, &finder)))
-    }
-
-    /// The separator between the two fields is not UTF-8, so a needle never matches across it.
-    fn contains_text(&self, doc: u32, finder: &Finder<'_>) -> bool {
-        self.doc(doc)
-            .is_some_and(|entry| finder.find(self.texts.get(entry.text)).is_some())
     }
 
     fn doc(&self, doc: u32) -> Option<&Doc> {
@@ -773,8 +738,7 @@ impl SearchIndex {
     /// search costs what a first one does: for the benches and tests that measure the worst
     /// case, which is a search nobody asked for recently.
     pub fn forget_remembered(&self) {
-        self.needles.entries.lock().clear();
-        self.needles.classes.lock().clear();
+        self.needles.clear();
         self.remembered.clear();
     }
 
@@ -804,89 +768,6 @@ impl SearchIndex {
             words: self.words.heap_bytes(),
             distinct_grams: self.grams.distinct(),
             orders: self.orders.heap_bytes(),
-        }
-    }
-}
-
-/// The exact matches of the last few long needles searched alone. A common needle of 4 bytes or
-/// more otherwise costs a verification of every candidate on every search (tens of thousands at
-/// a million bots); front ends send the same few needles over and over. Every write that lists,
-/// edits or delists a bot re-tests it against each remembered needle under the write lock, so a
-/// remembered answer is always the answer a verification would give now.
-#[derive(Default)]
-struct NeedleCache {
-    /// Most recently used last; searches fill it under the index's read lock, hence the mutex.
-    entries: parking_lot::Mutex<Vec<(String, RoaringBitmap)>>,
-    /// The relevance classes of the last few long needles ranked by (`relevance.rs`), kept
-    /// exact the same way.
-    classes: parking_lot::Mutex<Vec<(String, relevance::NameMatches)>>,
-}
-
-impl NeedleCache {
-    const CAPACITY: usize = 32;
-
-    fn get(&self, needle: &str) -> Option<RoaringBitmap> {
-        let mut entries = self.entries.lock();
-        let at = entries.iter().position(|(n, _)| n == needle)?;
-        let entry = entries.remove(at);
-        let found = entry.1.clone();
-        entries.push(entry);
-        Some(found)
-    }
-
-    fn put(&self, needle: &str, found: RoaringBitmap) {
-        let mut entries = self.entries.lock();
-        if entries.iter().any(|(n, _)| n == needle) {
-            return;
-        }
-        if entries.len() == Self::CAPACITY {
-            entries.remove(0);
-        }
-        entries.push((needle.to_owned(), found));
-    }
-
-    fn classes(&self, needle: &str) -> Option<relevance::NameMatches> {
-        let mut entries = self.classes.lock();
-        let at = entries.iter().position(|(n, _)| n == needle)?;
-        let entry = entries.remove(at);
-        let found = entry.1.clone();
-        entries.push(entry);
-        Some(found)
-    }
-
-    fn put_classes(&self, needle: &str, found: relevance::NameMatches) {
-        let mut entries = self.classes.lock();
-        if entries.iter().any(|(n, _)| n == needle) {
-            return;
-        }
-        if entries.len() == Self::CAPACITY {
-            entries.remove(0);
-        }
-        entries.push((needle.to_owned(), found));
-    }
-
-    /// A document's text is new or changed: it matches each needle or not, afresh.
-    fn retest(&mut self, doc: u32, text: &[u8]) {
-        for (needle, found) in self.entries.get_mut().iter_mut() {
-            if memchr::memmem::find(text, needle.as_bytes()).is_some() {
-                found.insert(doc);
-            } else {
-                found.remove(doc);
-            }
-        }
-        let name = memchr::memchr(grams::SEPARATOR, text).map_or(text, |at| &text[..at]);
-        let name = std::str::from_utf8(name).unwrap_or("");
-        for (needle, found) in self.classes.get_mut().iter_mut() {
-            found.retest(doc, name, needle);
-        }
-    }
-
-    fn forget(&mut self, doc: u32) {
-        for (_, found) in self.entries.get_mut().iter_mut() {
-            found.remove(doc);
-        }
-        for (_, found) in self.classes.get_mut().iter_mut() {
-            found.forget(doc);
         }
     }
 }

@@ -52,6 +52,14 @@ impl NameMatches {
         }
     }
 
+    /// Adds the classes of another slice of documents (`needles.rs`).
+    pub fn join(&mut self, other: NameMatches) {
+        self.is |= other.is;
+        self.starts |= other.starts;
+        self.word |= other.word;
+        self.has |= other.has;
+    }
+
     pub fn forget(&mut self, doc: u32) {
         for set in [
             &mut self.is,
@@ -90,15 +98,8 @@ impl SearchIndex {
                 let exact = self.words.matches(needle, tally);
                 (!exact.is_empty()).then_some(Cow::Owned(exact))
             }
-            Lookup::Candidates(grams) => {
-                let exact = match self.needles.get(needle) {
-                    Some(exact) => exact,
-                    None => {
-                        let exact = self.verified(grams, needle, tally);
-                        self.needles.put(needle, exact.clone());
-                        exact
-                    }
-                };
+            Lookup::Candidates(_) => {
+                let exact = self.read_in_full(needle, tally).0;
                 (!exact.is_empty()).then_some(Cow::Owned(exact))
             }
         }
@@ -126,24 +127,12 @@ impl SearchIndex {
                 has: or_empty(self.grams.in_names(needle)),
             };
         }
-        let found = match self.needles.classes(q) {
-            Some(found) => found,
-            // A long alphanumeric needle: its words give the classes, exact, reading no name.
-            None if super::words::answers(q) => self.words.classes(q, tally),
-            None => {
-                let mut found = NameMatches::default();
-                if let Some(candidates) = self.grams.in_names_candidates(needle) {
-                    tally.combine(&candidates);
-                    tally.read(candidates.len());
-                    for doc in &candidates {
-                        if let Some(entry) = self.doc(doc) {
-                            found.retest(doc, self.name_of(entry.text), q);
-                        }
-                    }
-                }
-                self.needles.put_classes(q, found.clone());
-                found
-            }
+        // A long alphanumeric needle: its words give the classes, exact, reading no name; any
+        // other is read (`needles.rs`), in the same reading as its matches.
+        let found = if super::words::answers(q) {
+            self.words.classes(q, tally)
+        } else {
+            self.read_in_full(q, tally).1
         };
         Classes {
             is: Cow::Owned(found.is),

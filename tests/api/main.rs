@@ -31,6 +31,7 @@ mod reviews_replay;
 mod routing;
 mod search;
 mod search_concurrency;
+mod search_needles;
 mod search_options;
 mod staff;
 mod staff_replay;

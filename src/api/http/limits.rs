@@ -138,6 +138,18 @@ impl RateLimiter {
     }
 
     pub fn check(&self, key: RateKey) -> Decision {
+        self.take(key, 1)
+    }
+
+    /// The requests a minute a key may make: what its bucket holds when full.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Takes `requests` requests' worth from a key's bucket at once, allowed only when the
+    /// bucket holds them all now: a search that reads for as long as that many requests do
+    /// (`api::resources::needle_cost`). More than [`RateLimiter::limit`] is never allowed.
+    pub fn take(&self, key: RateKey, requests: u32) -> Decision {
         let now = self.clock.now().millis();
         let mut fresh = false;
         let decision = {
@@ -146,7 +158,7 @@ impl RateLimiter {
                 now
             });
             let start = (*tat).max(now);
-            let after = start + self.interval;
+            let after = start + self.interval * i64::from(requests);
             let allowed = after - now <= self.burst();
             if allowed {
                 *tat = after;
@@ -323,6 +335,35 @@ fn profile_key(state: &AppState, request: &ServiceRequest) -> Option<ProfileId> 
         .map(|grant| grant.profile)
 }
 
+/// A 429 for a refused decision: the project API's problem details, else `{"retry_after": N}`,
+/// with `Retry-After` and the limit's headers.
+pub fn refused(decision: &Decision, path: &str) -> HttpResponse {
+    let mut response = if super::problem::is_project_path(path) {
+        // The project API's errors are problem details, its rate limit's too.
+        super::problem::render(
+            &super::error::Code::TooManyRequests
+                .with(format!(
+                    "rate limited; retry in {} seconds",
+                    decision.retry_after
+                ))
+                .retry_after(decision.retry_after),
+        )
+    } else {
+        reply::json(
+            StatusCode::TOO_MANY_REQUESTS,
+            &RetryAfter {
+                retry_after: decision.retry_after,
+            },
+        )
+    };
+    let response_headers = response.headers_mut();
+    response_headers.insert(RETRY_AFTER, decision.retry_after.into());
+    for (name, value) in headers(decision) {
+        response_headers.insert(name, value);
+    }
+    response
+}
+
 /// A scope's rate limit ([`super::around`]): the routes of one [`Limit`].
 pub struct Limited(Limit);
 
@@ -373,35 +414,14 @@ impl Around for Limited {
         };
         let key = self.key(state, request);
         let decision = limiter.check(key);
+        // For a handler whose request costs more than one (`needle_cost`).
+        actix_web::HttpMessage::extensions_mut(request).insert(key);
         crate::telemetry::rate_key(request, key.kind(), decision.allowed);
         if decision.allowed {
             return Ok(Some(decision));
         }
         // A refused request does no other work: no handler, no body read.
-        let mut response = if super::problem::is_project_path(request.path()) {
-            // The project API's errors are problem details, its rate limit's too.
-            super::problem::render(
-                &super::error::Code::TooManyRequests
-                    .with(format!(
-                        "rate limited; retry in {} seconds",
-                        decision.retry_after
-                    ))
-                    .retry_after(decision.retry_after),
-            )
-        } else {
-            reply::json(
-                StatusCode::TOO_MANY_REQUESTS,
-                &RetryAfter {
-                    retry_after: decision.retry_after,
-                },
-            )
-        };
-        let response_headers = response.headers_mut();
-        response_headers.insert(RETRY_AFTER, decision.retry_after.into());
-        for (name, value) in headers(&decision) {
-            response_headers.insert(name, value);
-        }
-        Err(Box::new(response))
+        Err(Box::new(refused(&decision, request.path())))
     }
 
     fn after(
@@ -411,7 +431,10 @@ impl Around for Limited {
     ) -> ServiceResponse<BoxBody> {
         if let Some(decision) = decision {
             for (name, value) in headers(&decision) {
-                response.headers_mut().insert(name, value);
+                // A handler that took more from the bucket (`needle_cost`) set its own.
+                if !response.headers().contains_key(&name) {
+                    response.headers_mut().insert(name, value);
+                }
             }
         }
         response

@@ -226,6 +226,9 @@ pub async fn search(
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let search = Search::parse(request.query_string()).map_err(|e| Code::BadRequest.with(e.0))?;
+    if let Some(refused) = super::needle_cost::read(&state, &request, &search).await? {
+        return Ok(refused);
+    }
     let now = state.clock.now();
     let answer = state.directory.search_versioned(&search, now);
     let page = &answer.page;

@@ -11,6 +11,7 @@ pub mod docs;
 pub mod growth;
 pub mod health;
 pub mod history;
+pub mod needle_cost;
 pub mod owners;
 pub mod profile_votes;
 pub mod projects;

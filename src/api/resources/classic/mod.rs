@@ -85,6 +85,11 @@ pub async fn classic_search(
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let parsed = query::parse(request.query_string()).map_err(|why| Code::BadRequest.with(why))?;
+    if let Some(refused) =
+        crate::api::resources::needle_cost::read(&state, &request, &parsed.search).await?
+    {
+        return Ok(refused);
+    }
     let now = state.clock.now();
     let page = state.directory.search(&parsed.search, now);
     let mut body = Vec::with_capacity(128 + page.bots.len() * 1024);
