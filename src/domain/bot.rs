@@ -136,6 +136,13 @@ impl WebhookSettings {
                 .format
                 .check_secret(secret.as_str())
                 .map_err(|why| Rejection::Invalid(format!("webhook_secret: {why}"))),
+            None if self.url.is_some() && self.format.needs_secret() => {
+                Err(Rejection::Invalid(format!(
+                    "webhook_secret: a `{}` webhook is always signed and its receivers refuse \
+                     a delivery without a signature; set webhook_secret with it",
+                    self.format.name()
+                )))
+            }
             None => Ok(()),
         }
     }
@@ -468,10 +475,11 @@ impl BotState {
         let (status, reason) = (patch.status.take(), patch.reason.take());
         let from = self.listing.status;
         let decider = by.decider();
-        // Checked only when the edit sets one of them: a secret stored by an earlier build does
-        // not block an edit of the name.
-        let sets_secret =
-            patch.webhook_format.is_some() || matches!(patch.webhook_secret, Patch::Set(_));
+        // Checked only when the edit touches the webhook (its format, secret or URL): a secret
+        // stored by an earlier build does not block an edit of the name.
+        let sets_secret = patch.webhook_format.is_some()
+            || !matches!(patch.webhook_secret, Patch::Keep)
+            || !matches!(patch.webhook_url, Patch::Keep);
         let (mut listing, webhook) = self.edited(patch);
         if sets_secret {
             webhook.check_secret()?;

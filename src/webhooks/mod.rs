@@ -705,6 +705,24 @@ mod tests {
     }
 
     #[test]
+    fn a_v1_or_standard_delivery_without_a_secret_is_refused_not_sent_unsigned() {
+        let unsigned = Signing {
+            secret: None,
+            delivery: Uuid::from_u128(1),
+            unix_seconds: 1,
+            body: "{}",
+        };
+        for format in [WebhookFormat::V1, WebhookFormat::Standard] {
+            let refused = format_headers(format, unsigned).expect_err(format.name());
+            assert!(matches!(refused, Refusal::SecretNotUsable(_)), "{refused}");
+        }
+        for format in [WebhookFormat::Signed, WebhookFormat::Legacy] {
+            let sent = format_headers(format, unsigned).expect(format.name());
+            assert!(sent.is_empty(), "{sent:?}");
+        }
+    }
+
+    #[test]
     fn a_legacy_secret_that_cannot_be_a_header_is_refused() {
         let signing = Signing {
             secret: Some("line\nbreak"),

@@ -870,6 +870,43 @@ async fn a_standard_delivery_verifies_as_the_specification_describes() {
 }
 
 #[actix_web::test]
+async fn a_v1_or_standard_webhook_is_not_set_without_a_secret() {
+    let app = webhook_app().await;
+    let hook = receiver(&[]).await;
+    for format in ["v1", "standard"] {
+        let body = json!({"platform_id": "42", "name": "B", "username": "b",
+                          "short_description": "A bot", "webhook_url": hook.url,
+                          "webhook_format": format});
+        let response = app.admin(Method::POST, "/admin/bots", Some(&body)).await;
+        let message = assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(message.contains("webhook_secret"), "{format}: {message}");
+    }
+    // A bot without a secret cannot switch to either; nor can a v1 one drop its secret.
+    let bot = app
+        .create_bot(
+            43,
+            json!({"webhook_url": hook.url, "webhook_format": "signed"}),
+        )
+        .await;
+    let path = format!("/admin/bots/{}", bot.id);
+    for patch in [
+        json!({"webhook_format": "v1"}),
+        json!({"webhook_format": "standard"}),
+    ] {
+        let response = app.admin(Method::PATCH, &path, Some(&patch)).await;
+        assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+    }
+    let v1 = json!({"webhook_format": "v1", "webhook_secret": "s3cret"});
+    assert_eq!(
+        app.admin(Method::PATCH, &path, Some(&v1)).await.status(),
+        StatusCode::OK
+    );
+    let unset = json!({"webhook_secret": null});
+    let response = app.admin(Method::PATCH, &path, Some(&unset)).await;
+    assert_error(response, StatusCode::BAD_REQUEST, "bad_request").await;
+}
+
+#[actix_web::test]
 async fn a_standard_secret_must_be_whsec_and_base64() {
     let app = webhook_app().await;
     let hook = receiver(&[]).await;

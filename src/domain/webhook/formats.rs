@@ -62,6 +62,10 @@ pub trait WireFormat {
     /// Its index in MessagePack: its variant's place in [`WebhookFormat`] (checked when built).
     const NUMBER: u32;
 
+    /// Whether its receivers refuse every delivery that carries no signature, so a webhook
+    /// of this format may not be set without a secret (nor sent without one).
+    const NEEDS_SECRET: bool;
+
     /// Whether `secret` is one this format's receivers can verify with.
     fn check_secret(secret: &str) -> Result<(), String>;
 
@@ -82,6 +86,7 @@ pub struct SignedFormat;
 
 impl WireFormat for SignedFormat {
     const NAME: &'static str = "signed";
+    const NEEDS_SECRET: bool = false;
     const NUMBER: u32 = 0;
 
     fn check_secret(_: &str) -> Result<(), String> {
@@ -113,6 +118,7 @@ pub struct LegacyFormat;
 
 impl WireFormat for LegacyFormat {
     const NAME: &'static str = "legacy";
+    const NEEDS_SECRET: bool = false;
     const NUMBER: u32 = 1;
 
     fn check_secret(_: &str) -> Result<(), String> {
@@ -136,12 +142,13 @@ impl WireFormat for LegacyFormat {
     }
 }
 
-/// The 2026 SDKs' webhook classes: `x-topgg-signature` (the `signed` header's form) and the
-/// `x-topgg-trace` both require, signed or not.
+/// The 2026 SDKs' webhook classes: `x-topgg-signature` (the `signed` header's form), which they
+/// verify on every delivery, and the `x-topgg-trace` they read.
 pub struct V1Format;
 
 impl WireFormat for V1Format {
     const NAME: &'static str = "v1";
+    const NEEDS_SECRET: bool = true;
     const NUMBER: u32 = 2;
 
     fn check_secret(_: &str) -> Result<(), String> {
@@ -159,10 +166,11 @@ impl WireFormat for V1Format {
 
     fn headers(signing: Signing<'_>) -> Result<Vec<Header>, String> {
         let mut headers = Vec::with_capacity(2);
-        if let Some(secret) = signing.secret {
-            let value = sign::signature_header(secret, signing.unix_seconds, signing.body);
-            headers.push(("x-topgg-signature", value));
-        }
+        // Its receivers verify every delivery: one without a secret (set before every surface
+        // required one) is refused, never sent unsigned.
+        let secret = signing.secret.ok_or(NO_SECRET)?;
+        let value = sign::signature_header(secret, signing.unix_seconds, signing.body);
+        headers.push(("x-topgg-signature", value));
         // The delivery's id correlates the receiver's trace with the delivery log.
         headers.push(("x-topgg-trace", signing.delivery.to_string()));
         Ok(headers)
@@ -175,6 +183,7 @@ pub struct StandardFormat;
 
 impl WireFormat for StandardFormat {
     const NAME: &'static str = "standard";
+    const NEEDS_SECRET: bool = true;
     const NUMBER: u32 = 3;
 
     fn check_secret(secret: &str) -> Result<(), String> {
@@ -193,9 +202,7 @@ impl WireFormat for StandardFormat {
     /// A secret that is not `whsec_` and base64 (stored before every surface checked it)
     /// refuses the attempt: never sent unsigned.
     fn headers(signing: Signing<'_>) -> Result<Vec<Header>, String> {
-        let Some(secret) = signing.secret else {
-            return Ok(Vec::new());
-        };
+        let secret = signing.secret.ok_or(NO_SECRET)?;
         let key = standard_key(secret)?;
         let id = signing.delivery.to_string();
         let t = signing.unix_seconds;
@@ -207,6 +214,10 @@ impl WireFormat for StandardFormat {
         ])
     }
 }
+
+/// Why a delivery of a format whose receivers verify every delivery is not sent.
+const NO_SECRET: &str =
+    "this format's receivers verify every delivery, and no secret is set to sign it with";
 
 /// The key of a Standard Webhooks secret: the base64 after `whsec_`, at least 16 bytes.
 pub fn standard_key(secret: &str) -> Result<Vec<u8>, String> {
@@ -277,6 +288,14 @@ impl FormatVisitor for Name {
     }
 }
 
+struct NeedsSecret;
+impl FormatVisitor for NeedsSecret {
+    type Output = bool;
+    fn visit<F: WireFormat>(self) -> bool {
+        F::NEEDS_SECRET
+    }
+}
+
 struct Number;
 impl FormatVisitor for Number {
     type Output = u32;
@@ -304,6 +323,12 @@ impl FormatVisitor for Headers<'_> {
 impl WebhookFormat {
     pub fn name(self) -> &'static str {
         self.visit(Name)
+    }
+
+    /// Whether a webhook of this format must have a secret (its receivers verify every
+    /// delivery).
+    pub fn needs_secret(self) -> bool {
+        self.visit(NeedsSecret)
     }
 
     /// Its index in MessagePack.
