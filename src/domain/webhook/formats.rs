@@ -472,6 +472,7 @@ mod tests {
             [("X-Botlist-Signature", format!("t={T},v1={HEX}"))]
         );
         assert!(headers(WebhookFormat::Signed, None).is_empty());
+        assert!(!WebhookFormat::Signed.needs_secret());
     }
 
     #[test]
@@ -485,6 +486,7 @@ mod tests {
             [("Authorization", SECRET.to_owned())]
         );
         assert!(headers(WebhookFormat::Legacy, None).is_empty());
+        assert!(!WebhookFormat::Legacy.needs_secret());
     }
 
     #[test]
@@ -498,11 +500,9 @@ mod tests {
                 ("x-topgg-trace", DELIVERY.to_owned()),
             ]
         );
-        // Both 2026 receivers require the trace, signed or not.
-        assert_eq!(
-            headers(WebhookFormat::V1, None),
-            [("x-topgg-trace", DELIVERY.to_owned())]
-        );
+        // Its receivers verify every delivery: without a secret it is refused, never unsigned.
+        assert!(WebhookFormat::V1.needs_secret());
+        assert!(WebhookFormat::V1.headers(signing(None)).is_err());
     }
 
     #[test]
@@ -530,7 +530,8 @@ mod tests {
                 ("webhook-timestamp", T.to_string()),
             ]
         );
-        assert!(headers(WebhookFormat::Standard, None).is_empty());
+        assert!(WebhookFormat::Standard.needs_secret());
+        assert!(WebhookFormat::Standard.headers(signing(None)).is_err());
     }
 
     #[test]
