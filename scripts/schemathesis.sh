@@ -192,10 +192,13 @@ checks.positive_data_acceptance.expected-statuses = [200, 304, 400]
 include-path-regex = '^/api/bots/\{id\}(/(votes|stats|check))?$'
 parameters = { id = "$PLATFORM" }
 
-# The owner routes on listings the demo profile owns.
+# The owner routes on listings the demo profile owns. An edit's webhook settings have a rule
+# across fields (a \`v1\` or \`standard\` webhook needs \`webhook_secret\`, in
+# \`webhook_format\`'s description and docs/WEBHOOKS.md): a schema-valid body may be 400.
 [[operations]]
 include-name = ["GET /api/v1/bots/{id}/manage", "PATCH /api/v1/bots/{id}"]
 parameters = { id = "$OWNED_PATCH" }
+checks.positive_data_acceptance.expected-statuses = [200, 304, 400, 401, 403, 404, 409, 429]
 
 # The audit log of a listing the demo profile owns (any other is 403 to it).
 [[operations]]

@@ -186,7 +186,7 @@ pub struct NewBot {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
+    /// `signed` (default), `legacy`, `v1` or `standard`; `v1` and `standard` require `webhook_secret` (400 without one: their receivers verify every delivery), a `whsec_` one for `standard`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`
@@ -721,7 +721,7 @@ pub struct Submission {
     pub webhook_url: Option<HttpUrl>,
     #[serde(default)]
     pub webhook_secret: Option<WebhookSecret>,
-    /// `signed` (default), `legacy`, `v1` or `standard` (a `whsec_` secret)
+    /// `signed` (default), `legacy`, `v1` or `standard`; `v1` and `standard` require `webhook_secret` (400 without one: their receivers verify every delivery), a `whsec_` one for `standard`
     #[serde(default)]
     pub webhook_format: WebhookFormat,
     /// The kinds of event the webhook is sent; default `["vote.create"]`
