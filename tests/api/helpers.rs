@@ -212,6 +212,25 @@ impl TestApp {
         response.json().await.expect("json")
     }
 
+    /// Creates a profile from `body` and issues it a token of `scopes`: (its id, the token).
+    pub async fn profile_with_token(&self, body: Value, scopes: &[&str]) -> (String, String) {
+        let id = self.create_profile(body).await["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        let issued: Value = self
+            .admin(
+                Method::POST,
+                &format!("/admin/users/{id}/tokens"),
+                Some(&json!({ "scopes": scopes, "label": "prop" })),
+            )
+            .await
+            .json()
+            .await
+            .expect("json");
+        (id, issued["token"].as_str().expect("token").to_owned())
+    }
+
     /// Lists a bot from the given fields over a minimal valid record.
     pub async fn create_bot(&self, platform_id: u64, fields: Value) -> TestBot {
         let mut body = json!({

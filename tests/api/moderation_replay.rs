@@ -213,42 +213,25 @@ impl World {
     }
 }
 
-async fn profile(app: &TestApp, body: Value, scopes: &[&str]) -> (String, String) {
-    let id = app.create_profile(body).await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let issued: Value = app
-        .admin(
-            Method::POST,
-            &format!("/admin/users/{id}/tokens"),
-            Some(&json!({ "scopes": scopes, "label": "prop" })),
-        )
-        .await
-        .json()
-        .await
-        .expect("json");
-    (id, issued["token"].as_str().expect("token").to_owned())
-}
-
 async fn world(app: &TestApp) -> World {
-    let (owner, owner_token) =
-        profile(app, json!({ "username": "owner" }), &["bots", "reviews"]).await;
-    let moderator = profile(
-        app,
-        json!({ "username": "moderator", "mod": true }),
-        &["staff"],
-    )
-    .await;
-    let boss = profile(
-        app,
-        json!({ "username": "boss", "admin": true }),
-        &["staff"],
-    )
-    .await;
-    let plain = profile(app, json!({ "username": "plain" }), &["staff"]).await;
-    let first = profile(app, json!({ "username": "reviewer0" }), &["reviews"]).await;
-    let second = profile(app, json!({ "username": "reviewer1" }), &["reviews"]).await;
+    let (owner, owner_token) = app
+        .profile_with_token(json!({ "username": "owner" }), &["bots", "reviews"])
+        .await;
+    let moderator = app
+        .profile_with_token(json!({ "username": "moderator", "mod": true }), &["staff"])
+        .await;
+    let boss = app
+        .profile_with_token(json!({ "username": "boss", "admin": true }), &["staff"])
+        .await;
+    let plain = app
+        .profile_with_token(json!({ "username": "plain" }), &["staff"])
+        .await;
+    let first = app
+        .profile_with_token(json!({ "username": "reviewer0" }), &["reviews"])
+        .await;
+    let second = app
+        .profile_with_token(json!({ "username": "reviewer1" }), &["reviews"])
+        .await;
     World {
         owner,
         owner_token,

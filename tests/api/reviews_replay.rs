@@ -90,27 +90,13 @@ struct World {
     staff: [String; 3],
 }
 
-async fn token(app: &TestApp, body: Value, scopes: &[&str]) -> (String, String) {
-    let id = app.create_profile(body).await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let issued: Value = app
-        .admin(
-            Method::POST,
-            &format!("/admin/users/{id}/tokens"),
-            Some(&json!({ "scopes": scopes, "label": "prop" })),
-        )
-        .await
-        .json()
-        .await
-        .expect("json");
-    (id, issued["token"].as_str().expect("token").to_owned())
-}
-
 async fn world(app: &TestApp) -> World {
-    let (owner, owner_token) = token(app, json!({ "username": "owner" }), &["bots"]).await;
-    let (_, stranger_token) = token(app, json!({ "username": "stranger" }), &["bots"]).await;
+    let (owner, owner_token) = app
+        .profile_with_token(json!({ "username": "owner" }), &["bots"])
+        .await;
+    let (_, stranger_token) = app
+        .profile_with_token(json!({ "username": "stranger" }), &["bots"])
+        .await;
     let mut bots = Vec::new();
     for n in 0..BOTS {
         let bot = app
@@ -122,24 +108,20 @@ async fn world(app: &TestApp) -> World {
     for n in 0..REVIEWERS {
         let name = format!("reviewer{n}");
         reviewers.push(
-            token(app, json!({ "username": name }), &["reviews"])
+            app.profile_with_token(json!({ "username": name }), &["reviews"])
                 .await
                 .1,
         );
     }
-    let (moderator, mod_token) = token(
-        app,
-        json!({ "username": "moderator", "mod": true }),
-        &["staff"],
-    )
-    .await;
-    let (_, admin_token) = token(
-        app,
-        json!({ "username": "boss", "admin": true }),
-        &["staff"],
-    )
-    .await;
-    let (_, plain_token) = token(app, json!({ "username": "plain" }), &["staff"]).await;
+    let (moderator, mod_token) = app
+        .profile_with_token(json!({ "username": "moderator", "mod": true }), &["staff"])
+        .await;
+    let (_, admin_token) = app
+        .profile_with_token(json!({ "username": "boss", "admin": true }), &["staff"])
+        .await;
+    let (_, plain_token) = app
+        .profile_with_token(json!({ "username": "plain" }), &["staff"])
+        .await;
     World {
         bots,
         owner_token,
