@@ -1128,8 +1128,8 @@ mod tests {
         }
     }
 
-    #[actix_web::test]
-    async fn votes_are_published_before_the_reply() {
+    /// A bot actor on an in-memory journal and a manual clock, with what it publishes.
+    fn started() -> (Addr<BotActor>, Arc<ArcSwap<BotView>>, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
         let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
         let published = Arc::new(ArcSwap::from_pointee(state.view()));
@@ -1152,6 +1152,12 @@ mod tests {
             dispatcher,
         )
         .start();
+        (bot, published, clock)
+    }
+
+    #[actix_web::test]
+    async fn votes_are_published_before_the_reply() {
+        let (bot, published, clock) = started();
 
         // A write carries its answer; the asker awaits that, not the mailbox.
         let vote = |user| {
@@ -1200,20 +1206,7 @@ mod tests {
         use crate::domain::ids::ProfileId;
         use reviews::{ReplyToReview, WriteReview};
 
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
-        let state = BotState::create(BotId::new_random(), new_bot(), clock.now());
-        let published = Arc::new(ArcSwap::from_pointee(state.view()));
-        let directory = Arc::new(crate::actors::directory::Directory::new(clock.now()));
-        let journal = Journal::in_memory(1);
-        let dispatcher = Dispatcher::new(
-            clock.clone(),
-            journal.clone(),
-            Arc::clone(&directory),
-            std::time::Duration::from_secs(1),
-            false,
-        )
-        .expect("a client");
-        let bot = BotActor::new(state, published, directory, clock, journal, dispatcher).start();
+        let (bot, _, _) = started();
         let (author, stranger) = (ProfileId::new_random(), ProfileId::new_random());
         let owners = |ids: Vec<ProfileId>| {
             let patch = BotPatch {
