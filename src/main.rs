@@ -416,7 +416,7 @@ fn offline_cluster(servers: String, prefix: String, lease_ttl: u64) -> ClusterSe
         lease_ttl: std::time::Duration::from_secs(lease_ttl),
         token: botlist::config::Secret::from("unused"),
         role: Role::Follower,
-        publish_deadline: std::time::Duration::from_secs(10),
+        publish_deadline: std::time::Duration::from_secs(20),
         min_seq_wait: std::time::Duration::from_secs(1),
         max_lag: std::time::Duration::from_secs(8),
         missing: None,

@@ -317,8 +317,9 @@ pub struct ServeArgs {
     pub role: Role,
 
     /// Cluster mode: seconds the writer resends a batch the stream has not acknowledged before
-    /// it gives up its role.
-    #[arg(long, env = "BOTLIST_PUBLISH_DEADLINE", default_value_t = 10,
+    /// it gives up its role. Longer than two rounds of JetStream's election timeout (4-9 s at
+    /// random): an election that needs a second round must not cost the writer its role.
+    #[arg(long, env = "BOTLIST_PUBLISH_DEADLINE", default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub publish_deadline: u64,
 

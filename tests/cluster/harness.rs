@@ -268,42 +268,42 @@ impl NatsCluster {
     }
 
     /// The index of the server that leads `what`: `"meta"` (the JetStream meta group) or a
-    /// stream's name (`botlist_journal`, `KV_botlist_lease`), as the running servers say.
+    /// stream's name (`botlist_journal`, `KV_botlist_lease`), as the running servers say,
+    /// waiting up to 20 s for one to say.
     pub fn leader_of(&self, what: &str) -> Option<usize> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            for server in self.servers.iter().filter(|s| s.running()) {
-                let leader = if what == "meta" {
-                    server
-                        .jsz("")
-                        .and_then(|j| j["meta_cluster"]["leader"].as_str().map(str::to_owned))
-                } else {
-                    server.jsz("accounts=true&streams=true").and_then(|j| {
-                        j["account_details"].as_array()?.iter().find_map(|account| {
-                            account["stream_detail"]
-                                .as_array()?
-                                .iter()
-                                .find_map(|stream| {
-                                    (stream["name"] == what)
-                                        .then(|| {
-                                            stream["cluster"]["leader"].as_str().map(str::to_owned)
-                                        })
-                                        .flatten()
-                                })
-                        })
-                    })
-                };
-                if let Some(name) = leader.filter(|n| !n.is_empty()) {
-                    if let Some(i) = name.strip_prefix('n').and_then(|i| i.parse().ok()) {
-                        return Some(i);
-                    }
-                }
+            if let Some(leader) = self.leader_now(what) {
+                return Some(leader);
             }
             if Instant::now() > deadline {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// The leader of `what` the first running server names, at once; `None` while none names
+    /// one (during an election).
+    pub fn leader_now(&self, what: &str) -> Option<usize> {
+        self.servers
+            .iter()
+            .filter(|s| s.running())
+            .find_map(|server| {
+                let name = if what == "meta" {
+                    server
+                        .jsz("")
+                        .and_then(|j| j["meta_cluster"]["leader"].as_str().map(str::to_owned))
+                } else {
+                    server
+                        .jsz("accounts=true&streams=true")
+                        .and_then(|j| stream_leader(&j, what))
+                };
+                name.filter(|n| !n.is_empty())?
+                    .strip_prefix('n')?
+                    .parse()
+                    .ok()
+            })
     }
 
     /// `nats://127.0.0.1:a,nats://127.0.0.1:b,...`
@@ -722,4 +722,21 @@ pub fn writer_of(nodes: &[Node], within: Duration) -> usize {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The leader a `/jsz?accounts=true&streams=true` answer names for stream `what`.
+fn stream_leader(jsz: &Value, what: &str) -> Option<String> {
+    jsz["account_details"]
+        .as_array()?
+        .iter()
+        .find_map(|account| {
+            account["stream_detail"]
+                .as_array()?
+                .iter()
+                .find_map(|stream| {
+                    (stream["name"] == what)
+                        .then(|| stream["cluster"]["leader"].as_str().map(str::to_owned))
+                        .flatten()
+                })
+        })
 }

@@ -107,31 +107,58 @@ fn a_write_forwarded_to_a_writer_that_dies_is_answered_outcome_unknown_and_a_ret
     }
 }
 
-/// Kills the nats-server that leads `what`, waits for the first acknowledged write after it,
-/// and starts the server again; how long writes stopped.
+/// The raft groups a botlist cluster leans on: JetStream's meta group, the journal stream and
+/// the lease bucket.
+const GROUPS: [&str; 3] = ["meta", "botlist_journal", "KV_botlist_lease"];
+
+/// One kill of a nats-server: how long writes stopped, and how long NATS itself took to elect
+/// new leaders for every group the killed server led.
+struct Outage {
+    what: &'static str,
+    writes: Duration,
+    election: Duration,
+}
+
+/// Kills the nats-server that leads `what`, waits for the first acknowledged write after it
+/// (and for new leaders of the groups it led), and starts the server again.
 fn kill_the_leader_of(
-    what: &str,
+    what: &'static str,
     nats: &mut NatsCluster,
     nodes: &mut [Node],
     load: &super::load::Load,
-) -> Duration {
+) -> Outage {
     let leader = nats
         .leader_of(what)
         .unwrap_or_else(|| panic!("no server says who leads {what}"));
-    eprintln!("killing n{leader}, the leader of {what}");
+    let led: Vec<&str> = GROUPS
+        .into_iter()
+        .filter(|group| nats.leader_of(group) == Some(leader))
+        .collect();
+    eprintln!("killing n{leader}, the leader of {}", led.join(", "));
     let killed = Instant::now();
     nats.servers[leader].kill9();
-    let deadline = killed + Duration::from_secs(15);
-    let first = loop {
-        if let Some(at) = load.first_ack_after(killed) {
-            break at.duration_since(killed);
+    // NATS's own elections can take two rounds of its 4-9 s timeout; past 30 s it is a fault.
+    let deadline = killed + Duration::from_secs(30);
+    let (mut writes, mut election) = (None, None);
+    while writes.is_none() || election.is_none() {
+        writes = writes.or_else(|| load.first_ack_after(killed).map(|at| at - killed));
+        let elected = led
+            .iter()
+            .all(|group| nats.leader_now(group).is_some_and(|l| l != leader));
+        if elected && election.is_none() {
+            election = Some(killed.elapsed());
         }
-        assert!(
-            Instant::now() < deadline,
-            "no write acknowledged within 15 s of killing the leader of {what}"
-        );
+        if Instant::now() >= deadline {
+            for node in nodes.iter() {
+                eprintln!("--- {} ---\n{}", node.name, tail(&node.log(), 60));
+            }
+            for (i, server) in nats.servers.iter().enumerate() {
+                eprintln!("--- nats n{i} ---\n{}", server.log_tail());
+            }
+            panic!("30 s after killing the leader of {what}: writes again after {writes:?}, NATS elected after {election:?}");
+        }
         std::thread::sleep(Duration::from_millis(50));
-    };
+    }
     for node in nodes.iter_mut() {
         assert!(
             node.exited().is_none(),
@@ -143,7 +170,11 @@ fn kill_the_leader_of(
     // `restart` returns once the server has caught up with its peers, so the next kill is
     // again the only fault.
     nats.servers[leader].restart();
-    first
+    Outage {
+        what,
+        writes: writes.unwrap_or_default(),
+        election: election.unwrap_or_default(),
+    }
 }
 
 #[test]
@@ -162,8 +193,11 @@ fn a_nats_election_costs_seconds_and_no_node_its_role() {
     let mut outages = Vec::new();
     for what in ["botlist_journal", "KV_botlist_lease", "meta"] {
         let outage = kill_the_leader_of(what, &mut nats, &mut nodes, &load);
-        eprintln!("writes again {outage:?} after the leader of {what} died");
-        outages.push((what, outage));
+        eprintln!(
+            "writes again {:?} after the leader of {what} died (NATS elected in {:?})",
+            outage.writes, outage.election
+        );
+        outages.push(outage);
     }
     assert_eq!(
         writer_of(&nodes, Duration::from_secs(5)),
@@ -174,10 +208,17 @@ fn a_nats_election_costs_seconds_and_no_node_its_role() {
     let acked = load.finish();
     converged(&nodes, Duration::from_secs(15));
     super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
-    for (what, outage) in outages {
+    // Writes come back within 10 s, or, when NATS's own election ran past that (a second round
+    // of its randomised 4-9 s timeout), within 2 s of it: botlist adds no wait of its own.
+    for Outage {
+        what,
+        writes,
+        election,
+    } in outages
+    {
         assert!(
-            outage < Duration::from_secs(10),
-            "writes stopped for {outage:?} when the leader of {what} died"
+            writes < Duration::from_secs(10).max(election + Duration::from_secs(2)),
+            "writes stopped for {writes:?} when the leader of {what} died (NATS elected in {election:?})"
         );
     }
 }
@@ -429,4 +470,10 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
         restored.elapsed() < Duration::from_secs(15),
         "the follower got back to applying within seconds"
     );
+}
+
+/// The last `lines` lines of a log.
+fn tail(log: &str, lines: usize) -> String {
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
