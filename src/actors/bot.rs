@@ -25,7 +25,7 @@ use crate::domain::stats::StatsUpdate;
 use crate::domain::time::{Clock, Timestamp};
 use crate::domain::votes::history::{HistoryEntry, Page, PageQuery, Retention};
 use crate::domain::votes::{VoteCounts, Voter};
-use crate::domain::webhook::{Attempt, Delivery};
+use crate::domain::webhook::{Attempt, Content, Delivery, Event, ReviewCreated};
 use crate::domain::Rejection;
 use crate::persist::journal::{Durable, Journal, Publish};
 use crate::persist::state::{ApplyRecord, Record};
@@ -312,13 +312,35 @@ impl BotActor {
             Record::StatsPosted { .. }
             | Record::StatsUpdated { .. }
             | Record::MetricsBatchPosted { .. }
-            | Record::BotEdited { .. }
+            | Record::BotEdited { decision: None, .. }
             | Record::ListingClaimed { .. } => Some(self.publication(None)),
+            // A decision is told to the vote stream before the view that shows it is published
+            // (`publication` runs the stream's part first): `listing.delisted` reaches the
+            // stream before anything a delisting changes.
+            Record::BotEdited {
+                decision: Some(decision),
+                ..
+            } => {
+                let told = self.decision_event(*decision);
+                let told = self.stream_publication(told.into_iter());
+                Some(self.publication(told))
+            }
             // The vote stream is told, in record order, once durable (the view, unchanged, is
             // published again with it: once per announcement, not per vote).
             Record::VotesExpired { expired, .. } => {
                 let told = self.expiry_publication(expired);
-                Some(self.publication(Some(told)))
+                Some(self.publication(told))
+            }
+            // A review just written is told to the vote stream once durable; reviews themselves
+            // are read through the actor.
+            Record::ReviewSaved {
+                review,
+                created: true,
+                ..
+            } => {
+                let written = ReviewCreated::of(self.state.listing.event_bot(), review);
+                let told = self.stream_publication(std::iter::once(written.into()))?;
+                Some((told, Arc::new(self.state.view())))
             }
             // Commands, announcements and reviews are read through the actor, once durable.
             Record::CommandsSet { .. }
@@ -966,6 +988,18 @@ impl BotActor {
     /// it is read from the decision of the `BotEdited` record, the one record every decision
     /// journals, whoever made it (the admin API, staff's routes, an owner's edit).
     fn announce_decision(&mut self, decision: Decision) {
+        match self.decision_event(decision) {
+            Some(Content::ListingApproved(kind)) => self.queue_event(kind),
+            Some(Content::ListingDenied(kind)) => self.queue_event(kind),
+            Some(Content::ListingDelisted(kind)) => self.queue_event(kind),
+            // Back to review (the owners made that change themselves): no event.
+            _ => {}
+        }
+    }
+
+    /// The event a decision just applied makes, with the reason the listing now holds: the one
+    /// mapping from a status to its kind, for the webhook and the vote stream alike.
+    fn decision_event(&self, decision: Decision) -> Option<Content> {
         use crate::domain::webhook::{ListingApproval, ListingDelisting, ListingDenial};
         let bot = self.state.listing.event_bot();
         let reason = self
@@ -974,13 +1008,37 @@ impl BotActor {
             .reason
             .as_ref()
             .map(|r| r.as_str().to_owned());
-        match decision.to {
-            ListingStatus::Approved => self.queue_event(ListingApproval { bot, reason: None }),
-            ListingStatus::Denied => self.queue_event(ListingDenial { bot, reason }),
-            ListingStatus::Delisted => self.queue_event(ListingDelisting { bot, reason }),
-            // Back to review: the owners made that change themselves.
-            ListingStatus::Pending => {}
+        Some(match decision.to {
+            ListingStatus::Approved => ListingApproval { bot, reason: None }.into(),
+            ListingStatus::Denied => ListingDenial { bot, reason }.into(),
+            ListingStatus::Delisted => ListingDelisting { bot, reason }.into(),
+            ListingStatus::Pending => return None,
+        })
+    }
+
+    /// What the bot's live vote stream is told of `events` once their record is durable: each
+    /// whose kind is on the stream ([`EventKind::ON_STREAM`](crate::domain::webhook::EventKind))
+    /// and that the bot chose (`webhook_events`; a URL is not needed, the stream is its own
+    /// reader), in order; none when nothing is left. Run in the record's publication, so in
+    /// record order with the votes, by the writer and by a follower applying the record alike.
+    pub(super) fn stream_publication(
+        &self,
+        events: impl Iterator<Item = Content>,
+    ) -> Option<Publish> {
+        let chosen = self.state.webhook.events;
+        let told: Vec<(Event, serde_json::Value)> = events
+            .filter_map(|content| content.stream_event())
+            .filter(|(event, _)| chosen.has(*event))
+            .collect();
+        if told.is_empty() {
+            return None;
         }
+        let feed = Arc::clone(&self.feed);
+        Some(Box::new(move || {
+            for (event, data) in &told {
+                feed.publish_event(event.name(), data);
+            }
+        }))
     }
 }
 

@@ -197,6 +197,11 @@ pub enum Record {
     ReviewSaved {
         bot: BotId,
         review: Review,
+        /// The review was written by this record (not edited or replied to): what tells the
+        /// vote stream `review.create` when the writer makes it and when a follower applies it.
+        /// Left out when false, and in records of earlier builds. Last, so those still decode.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        created: bool,
     },
     /// A review deleted by its author or removed by staff (with the reason).
     ReviewRemoved {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::expiry::Stream;
 use crate::helpers::{
     assert_error, json_receiver as receiver, spawn_app_with, test_settings, TestApp,
 };
@@ -376,4 +377,101 @@ async fn the_operator_reads_the_delivery_log_of_a_listing_in_any_status() {
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.json::<Value>().await.expect("json"), json!([]));
+}
+
+/// The next stream event's name and parsed data, with no `id:` line (only votes have one).
+async fn next_on(stream: &mut Stream) -> (String, Value) {
+    let (name, data) = stream.next_event().await;
+    (name, serde_json::from_str(&data).expect("JSON"))
+}
+
+#[actix_web::test]
+async fn chosen_events_reach_the_vote_stream_in_order_with_the_votes() {
+    let app = app().await;
+    // No webhook_url: the stream is its own reader of the chosen kinds. (A pending or denied
+    // listing's token is refused, so no stream is open to see `listing.denied`.)
+    let bot = app
+        .create_bot(
+            56,
+            json!({ "webhook_events": ["vote.create", "review.create", "listing.approved", "listing.denied", "listing.delisted"] }),
+        )
+        .await;
+    let mut stream = Stream::open(&app, &bot).await;
+
+    post_review(&app, &bot.id, &reviewer(&app, "ann").await).await;
+    let (name, data) = next_on(&mut stream).await;
+    assert_eq!(name, "review.create");
+    assert_eq!(data["review"]["rating"], 4);
+    assert_eq!(data["review"]["content"], "nice");
+    assert_eq!(data["bot"]["id"], bot.id.as_str());
+    assert_eq!(data["bot"]["platform_id"], "56");
+
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "spam" }),
+    )
+    .await;
+    let (name, data) = next_on(&mut stream).await;
+    assert_eq!(name, "listing.delisted");
+    assert_eq!(data["status"], "delisted");
+    assert_eq!(data["reason"], "spam");
+
+    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    let mut stream = Stream::open(&app, &bot).await;
+    app.vote_ok(&bot.id, 7).await;
+    assert_eq!(stream.next_event().await.0, "vote");
+    // After the vote, in order.
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "again" }),
+    )
+    .await;
+    let (name, data) = next_on(&mut stream).await;
+    assert_eq!(name, "listing.delisted");
+    assert_eq!(data["reason"], "again");
+}
+
+#[actix_web::test]
+async fn listing_approved_reaches_the_vote_stream_of_a_bot_that_chose_it() {
+    let app = app().await;
+    let bot = app
+        .create_bot(
+            58,
+            json!({ "webhook_events": ["vote.create", "listing.approved"] }),
+        )
+        .await;
+    let mut stream = Stream::open(&app, &bot).await;
+    // Not chosen: the delisting is not on the stream; the approval that follows is.
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "spam" }),
+    )
+    .await;
+    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    let (name, data) = next_on(&mut stream).await;
+    assert_eq!(name, "listing.approved");
+    assert_eq!(data["status"], "approved");
+    assert_eq!(data["reason"], Value::Null);
+    assert_eq!(data["bot"]["id"], bot.id.as_str());
+}
+
+#[actix_web::test]
+async fn a_bot_that_chose_nothing_sees_none_of_them_on_its_vote_stream() {
+    let app = app().await;
+    let bot = app.create_bot(57, json!({})).await;
+    let mut stream = Stream::open(&app, &bot).await;
+    post_review(&app, &bot.id, &reviewer(&app, "ann").await).await;
+    decide(
+        &app,
+        &bot.id,
+        json!({ "status": "delisted", "reason": "spam" }),
+    )
+    .await;
+    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    // The first thing the stream is sent is the vote that came after them all.
+    app.vote_ok(&bot.id, 7).await;
+    assert_eq!(stream.next_event().await.0, "vote");
 }

@@ -286,13 +286,13 @@ async fn the_vote_stream_is_told_after_the_vote_in_order() {
 }
 
 /// A minimal reader of the bot's vote stream.
-struct Stream {
+pub(crate) struct Stream {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl Stream {
-    async fn open(app: &TestApp, bot: &TestBot) -> Stream {
+    pub(crate) async fn open(app: &TestApp, bot: &TestBot) -> Stream {
         let response = app
             .client
             .get(format!("{}/bots/{}/votes/stream", app.base, bot.id))
@@ -308,7 +308,7 @@ impl Stream {
     }
 
     /// The next event's name and data, comments passed over.
-    async fn next_event(&mut self) -> (String, String) {
+    pub(crate) async fn next_event(&mut self) -> (String, String) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();

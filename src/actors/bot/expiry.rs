@@ -73,18 +73,9 @@ impl BotActor {
     }
 
     /// What readers learn of an announcement once it is durable: each expiry, in order, on
-    /// the bot's live vote stream.
-    pub(super) fn expiry_publication(&self, expired: &[ExpiredVote]) -> Publish {
+    /// the bot's live vote stream, if the bot chose `vote.expired`.
+    pub(super) fn expiry_publication(&self, expired: &[ExpiredVote]) -> Option<Publish> {
         let bot = self.state.listing.event_bot();
-        let events: Vec<serde_json::Value> = expired
-            .iter()
-            .map(|vote| VoteExpired::of(bot, vote).data())
-            .collect();
-        let feed = std::sync::Arc::clone(&self.feed);
-        Box::new(move || {
-            for data in &events {
-                feed.publish_event("vote.expired", data);
-            }
-        })
+        self.stream_publication(expired.iter().map(|vote| VoteExpired::of(bot, vote).into()))
     }
 }

@@ -79,11 +79,13 @@ fn no_review(id: Uuid) -> Rejection {
 }
 
 impl BotActor {
-    /// Keeps `review` (its new state) and answers with it once durable.
-    fn save_review(&mut self, review: Review, answer: Answer<Review>) {
+    /// Keeps `review` (its new state; `created` when it was just written) and answers with it
+    /// once durable.
+    fn save_review(&mut self, review: Review, created: bool, answer: Answer<Review>) {
         let record = Record::ReviewSaved {
             bot: self.state.listing.id,
             review: review.clone(),
+            created,
         };
         self.apply(&record);
         self.commit_answering(record, answer, review);
@@ -134,7 +136,7 @@ impl Handler<WriteReview> for BotActor {
             reply: None,
         };
         let event = ReviewCreated::of(self.state.listing.event_bot(), &review);
-        self.save_review(review, ask.answer);
+        self.save_review(review, true, ask.answer);
         self.queue_event(event);
     }
 }
@@ -157,7 +159,7 @@ impl Handler<EditReview> for BotActor {
             review.content = content;
         }
         review.updated_at = self.clock.now();
-        self.save_review(review, ask.answer);
+        self.save_review(review, false, ask.answer);
     }
 }
 
@@ -182,7 +184,7 @@ impl Handler<ReplyToReview> for BotActor {
             content: ask.content,
             at: self.clock.now(),
         });
-        self.save_review(review, ask.answer);
+        self.save_review(review, false, ask.answer);
     }
 }
 

@@ -159,6 +159,16 @@ pub trait EventKind: Clone + Debug + PartialEq + Into<Content> + Send + Sync + '
 
     /// Whether a bot with these settings is sent this kind of event.
     fn receives(wants: &Wants) -> bool;
+
+    /// Whether the bot's live vote stream is sent this kind too (CONTRACT section 14: "a bot's
+    /// webhook (and its vote stream)"), as `event: <name>` with [`EventKind::stream_data`],
+    /// once the change is durable, when the bot's `webhook_events` names it (a URL or not).
+    /// Written for every kind, so a new kind says whether the stream carries it.
+    const ON_STREAM: bool;
+
+    /// What the stream's event carries: the webhook body's `data` (the `signed` and `standard`
+    /// formats'). Read only for a kind [`EventKind::ON_STREAM`].
+    fn stream_data(&self) -> Value;
 }
 
 /// `vote.create`: a vote at the delivery's `created_at`, with the bot's counts just after it.
@@ -287,6 +297,13 @@ impl EventKind for VoteCreated {
     fn receives(wants: &Wants) -> bool {
         wants.chose(Event::VoteCreate)
     }
+
+    /// Votes are the stream's own `vote` entries, with an id and history behind them.
+    const ON_STREAM: bool = false;
+
+    fn stream_data(&self) -> Value {
+        Value::Null
+    }
 }
 
 /// `webhook.test`: an operator's test event, naming the bot, and (for the `v1` format, whose
@@ -369,6 +386,13 @@ impl EventKind for TestEvent {
     fn receives(wants: &Wants) -> bool {
         wants.url
     }
+
+    /// An operator's check of the webhook alone.
+    const ON_STREAM: bool = false;
+
+    fn stream_data(&self) -> Value {
+        Value::Null
+    }
 }
 
 /// A delivery's id as the `v1` receivers read ids: numeric text (topggpy converts it with
@@ -449,6 +473,13 @@ macro_rules! event_kinds {
                     $(Self::$variant => $name,)+
                 }
             }
+
+            /// Whether the bot's vote stream is sent this kind ([`EventKind::ON_STREAM`]).
+            pub fn on_stream(self) -> bool {
+                match self {
+                    $(Self::$variant => <$kind as EventKind>::ON_STREAM,)+
+                }
+            }
         }
 
         /// What a delivery's bodies are made of: one arm per kind, or the bodies an earlier
@@ -470,6 +501,16 @@ macro_rules! event_kinds {
                 match self {
                     $(Self::$variant(_) => Event::$variant,)+
                     Self::Rendered(bodies) => bodies.event,
+                }
+            }
+
+            /// The stream's event for this, if its kind is on the stream: its kind and `data`.
+            pub fn stream_event(&self) -> Option<(Event, Value)> {
+                match self {
+                    $(Self::$variant(kind) if <$kind as EventKind>::ON_STREAM => {
+                        Some((Event::$variant, kind.stream_data()))
+                    })+
+                    _ => None,
                 }
             }
 

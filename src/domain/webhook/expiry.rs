@@ -126,6 +126,12 @@ impl EventKind for VoteExpired {
     fn receives(wants: &Wants) -> bool {
         wants.chose(Event::VoteExpired)
     }
+
+    const ON_STREAM: bool = true;
+
+    fn stream_data(&self) -> Value {
+        self.data()
+    }
 }
 
 /// The body of a `vote.expired` delivery in the `signed` format (the `legacy` format sends it

@@ -18,10 +18,7 @@ use crate::domain::time::Timestamp;
 
 /// The body every one of these kinds shares, per format, around its own `data`.
 fn bodies(event: Event, bot: &EventBot, head: Head, data: Value) -> [Value; 3] {
-    let named = |mut data: Value| {
-        data["bot"] = json!({ "id": bot.id, "platform_id": bot.platform_id });
-        data
-    };
+    let named = |data: Value| named(bot, data);
     let signed = json!({
         "type": event.name(),
         "id": head.id,
@@ -39,6 +36,13 @@ fn bodies(event: Event, bot: &EventBot, head: Head, data: Value) -> [Value; 3] {
         "data": named(data),
     });
     [signed, v1, standard]
+}
+
+/// The kind's own `data` with the bot it is about: the `data` of the `signed` and `standard`
+/// bodies, and of the vote stream's event.
+fn named(bot: &EventBot, mut data: Value) -> Value {
+    data["bot"] = json!({ "id": bot.id, "platform_id": bot.platform_id });
+    data
 }
 
 /// `review.create`: a review written (not an edit or a reply), as it was written.
@@ -123,6 +127,12 @@ impl EventKind for ReviewCreated {
     fn receives(wants: &Wants) -> bool {
         wants.chose(Event::ReviewCreate)
     }
+
+    const ON_STREAM: bool = true;
+
+    fn stream_data(&self) -> Value {
+        named(&self.bot, self.data())
+    }
 }
 
 /// One decision on a listing, a kind each: its status now and the reason given (none for an
@@ -178,6 +188,12 @@ macro_rules! listing_decision {
 
             fn receives(wants: &Wants) -> bool {
                 wants.chose(Event::$event)
+            }
+
+            const ON_STREAM: bool = true;
+
+            fn stream_data(&self) -> Value {
+                named(&self.bot, self.data())
             }
         }
     };

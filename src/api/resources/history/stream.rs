@@ -32,6 +32,9 @@ use crate::telemetry;
 /// then live ones. A reader too slow for the votes is sent an `overflow` event and the stream
 /// ends; it reconnects with its last id. Past the bot's limit of open streams (5 unless the
 /// operator sets `--max-streams-per-bot`) the answer is 429 with `Retry-After`, as for a rate limit.
+/// The events the bot chose with `webhook_events` besides votes (`vote.expired`,
+/// `review.create`, `listing.approved`, `listing.denied`, `listing.delisted`) come too, as
+/// `event: <kind>` with the webhook body's `data` and no `id`, live only, in order with the votes.
 #[utoipa::path(
     get, path = "/bots/{id}/votes/stream", tag = "votes",
     params(
@@ -68,7 +71,15 @@ pub(super) fn stream_events(get: &mut Operation) {
             "event",
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .enum_values(Some(["vote", "overflow"])),
+                // The events a bot may choose that the stream carries too: the table says which.
+                .enum_values(Some(
+                    ["vote", "overflow"].into_iter().chain(
+                        crate::domain::webhook::Event::ALL
+                            .iter()
+                            .filter(|event| event.on_stream())
+                            .map(|event| event.name()),
+                    ),
+                )),
         )
         .property(
             "id",
