@@ -1,6 +1,7 @@
 //! Issue 40, point 7: a seeded random schedule of faults under steady writes. One fault at a
 //! time, with recovery between: kill -9, SIGSTOP (then SIGCONT) or restart of a botlist node,
-//! kill -9 of a nats-server (the meta leader among them) and its restart. At the end every
+//! kill -9 of a nats-server (the meta leader among them) and its restart, SIGSTOP of a
+//! nats-server for 1-9 s (then SIGCONT). At the end every
 //! acknowledged vote is on every node, digests are equal, no vote answered as not stored
 //! (`no_writer`, `unavailable`) is anywhere, and no stretch without a 2xx lasted longer than the
 //! bound. `BOTLIST_CHAOS_SEED` replays a schedule (the seed is printed); `BOTLIST_CHAOS_SECS`
@@ -191,7 +192,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
 
     let end = Instant::now() + Duration::from_secs(seconds);
     while Instant::now() < end {
-        let fault = rng.below(5);
+        let fault = rng.below(6);
         let node = rng.below(3) as usize;
         match fault {
             0 => {
@@ -212,6 +213,13 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                 nodes[node].signal("TERM");
                 let _ = nodes[node].wait_exit(Duration::from_secs(15));
                 restart(&mut nodes, node, &bases);
+            }
+            5 => {
+                let pause = 1 + rng.below(9);
+                eprintln!("chaos: SIGSTOP nats-server n{node} for {pause} s");
+                nats.servers[node].signal("STOP");
+                std::thread::sleep(Duration::from_secs(pause));
+                nats.servers[node].signal("CONT");
             }
             _ => {
                 let server = if fault == 3 {
