@@ -1,10 +1,13 @@
 //! Issue 40, point 7: a seeded random schedule of faults under steady writes. One fault at a
 //! time, with recovery between: kill -9, SIGSTOP (then SIGCONT) or restart of a botlist node,
-//! kill -9 of a nats-server (the meta leader among them) and its restart. At the end every
+//! kill -9 of a nats-server (the meta leader among them) and its restart, SIGSTOP of a
+//! nats-server for 1-9 s (then SIGCONT). At the end every
 //! acknowledged vote is on every node, digests are equal, no vote answered as not stored
 //! (`no_writer`, `unavailable`) is anywhere, and no stretch without a 2xx lasted longer than the
 //! bound. `BOTLIST_CHAOS_SEED` replays a schedule (the seed is printed); `BOTLIST_CHAOS_SECS`
-//! sets how long it runs (120 by default, as in CI).
+//! sets how long it runs (120 by default, as in CI). Each client votes on one bot until it has
+//! sent [`PER_BOT`] votes, then on the next of its own: a bot's voters are read in full at the
+//! end, and a listing holds a bounded number, so the run can last as long as asked.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +23,16 @@ use super::scenarios::converged;
 
 /// The longest a client may go without a 2xx (points 1 and 2 of issue 40).
 const BOUND: Duration = Duration::from_secs(10);
+
+/// Votes sent to one bot before its client moves to the next: under what one listing of
+/// voters holds (about 900), counting votes whose answer was lost (they may be stored).
+const PER_BOT: u64 = 800;
+
+/// Clients voting at once, each on its own bots.
+const CLIENTS: usize = 4;
+
+/// The pause between a client's votes.
+const PACE: Duration = Duration::from_millis(150);
 
 /// A small, seeded generator (xorshift): the schedule must replay from its seed.
 struct Rng(u64);
@@ -39,7 +52,7 @@ impl Rng {
 
 #[derive(Default)]
 struct Outcomes {
-    /// (bot index, user): answered 2xx.
+    /// (index in the bots, user): answered 2xx.
     acked: Vec<(usize, u64)>,
     /// Answered as not stored.
     refused: Vec<(usize, u64)>,
@@ -47,21 +60,24 @@ struct Outcomes {
     times: Vec<Instant>,
 }
 
+/// Client `i` votes on bots `i`, `i + CLIENTS`, `i + 2 * CLIENTS`, ... in turn.
 fn clients(
     bots: &[(String, String)],
     bases: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     outcomes: Arc<Mutex<Outcomes>>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    bots.iter()
-        .enumerate()
-        .map(|(i, (bot, _))| {
-            let (bot, bases, stop, outcomes) = (
-                bot.clone(),
-                Arc::clone(&bases),
-                Arc::clone(&stop),
-                Arc::clone(&outcomes),
-            );
+    (0..CLIENTS)
+        .map(|i| {
+            let mine: Vec<(usize, String)> = bots
+                .iter()
+                .enumerate()
+                .skip(i)
+                .step_by(CLIENTS)
+                .map(|(b, (bot, _))| (b, bot.clone()))
+                .collect();
+            let (bases, stop, outcomes) =
+                (Arc::clone(&bases), Arc::clone(&stop), Arc::clone(&outcomes));
             std::thread::spawn(move || {
                 let client = Client::builder()
                     .timeout(Duration::from_secs(20))
@@ -69,8 +85,12 @@ fn clients(
                     .expect("client");
                 let mut user = 600_000_000_000_000_000u64 + (i as u64) * 1_000_000;
                 let mut turn = i;
-                let mut sent = 0;
-                while !stop.load(Ordering::Relaxed) && sent < 880 {
+                let mut sent = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let Some((b, bot)) = mine.get((sent / PER_BOT) as usize) else {
+                        eprintln!("chaos: client {i} voted on all its bots; it stops");
+                        break;
+                    };
                     user += 1;
                     turn += 1;
                     let base = {
@@ -85,22 +105,23 @@ fn clients(
                         )
                         .send();
                     let mut outcomes = outcomes.lock().unwrap_or_else(|p| p.into_inner());
+                    // Counted sent whatever came back: a vote without an answer may be stored.
+                    sent += 1;
                     if let Ok(response) = answer {
-                        sent += 1;
                         let status = response.status();
                         let body: Value = response.json().unwrap_or(Value::Null);
                         let code = body["error"]["code"].as_str().unwrap_or("");
                         if status.is_success() {
-                            outcomes.acked.push((i, user));
+                            outcomes.acked.push((*b, user));
                             outcomes.times.push(Instant::now());
                         } else if status == StatusCode::SERVICE_UNAVAILABLE
                             && (code == "no_writer" || code == "unavailable")
                         {
-                            outcomes.refused.push((i, user));
+                            outcomes.refused.push((*b, user));
                         }
                     }
                     drop(outcomes);
-                    std::thread::sleep(Duration::from_millis(150));
+                    std::thread::sleep(PACE);
                 }
             })
         })
@@ -151,7 +172,10 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         .map(|i| Node::start_default_lease(&format!("node{i}"), &urls))
         .collect();
     writer_of(&nodes, Duration::from_secs(40));
-    let bots: Vec<(String, String)> = (0..4)
+    // Enough bots for every client to vote at its pace for the whole run and a minute more
+    // (the last fault and its recovery overrun the end).
+    let per_client = ((seconds + 60) * 1000 / PACE.as_millis() as u64).div_ceil(PER_BOT);
+    let bots: Vec<(String, String)> = (0..CLIENTS * per_client as usize)
         .map(|i| nodes[i % 3].create_bot(700 + i as u64))
         .collect();
     let bases = Arc::new(Mutex::new(
@@ -168,7 +192,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
 
     let end = Instant::now() + Duration::from_secs(seconds);
     while Instant::now() < end {
-        let fault = rng.below(5);
+        let fault = rng.below(6);
         let node = rng.below(3) as usize;
         match fault {
             0 => {
@@ -189,6 +213,13 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                 nodes[node].signal("TERM");
                 let _ = nodes[node].wait_exit(Duration::from_secs(15));
                 restart(&mut nodes, node, &bases);
+            }
+            5 => {
+                let pause = 1 + rng.below(9);
+                eprintln!("chaos: SIGSTOP nats-server n{node} for {pause} s");
+                nats.servers[node].signal("STOP");
+                std::thread::sleep(Duration::from_secs(pause));
+                nats.servers[node].signal("CONT");
             }
             _ => {
                 let server = if fault == 3 {

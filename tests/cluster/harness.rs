@@ -108,6 +108,17 @@ impl NatsServer {
         lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the running server: a server that hangs, where
+    /// `kill9` is one that died.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -271,6 +271,22 @@ fn every_node_answers_forwards_and_tells_its_sequence() {
         .parse()
         .expect("a number");
     assert!(seq >= 2, "the vote is the second record at least: {seq}");
+    // The writer shows its lease: the TTL it was given (the harness's `--lease-ttl 3`) and a
+    // renewal within it (it renews at a third of the TTL and could not have written otherwise).
+    // The others (`candidate` while a writer holds the lease, or `follower`) never held it
+    // and show neither.
+    let status = nodes[writer].status().expect("GET /cluster");
+    assert_eq!(status["lease_ttl_ms"], 3000, "{status}");
+    let renewed = status["lease_renewed_ms_ago"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("lease_renewed_ms_ago is a number: {status}"));
+    assert!(renewed < 3000, "renewed {renewed} ms ago: {status}");
+    for node in [&nodes[follower], &nodes[(writer + 2) % 3], &lone] {
+        let status = node.status().expect("GET /cluster");
+        assert_ne!(status["role"], "writer", "{status}");
+        assert!(status["lease_ttl_ms"].is_null(), "{status}");
+        assert!(status["lease_renewed_ms_ago"].is_null(), "{status}");
+    }
     // The lone follower follows the stream too, and shows what it applied.
     let listed = lone
         .client
