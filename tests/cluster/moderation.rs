@@ -185,7 +185,18 @@ fn staff_writes_through_a_follower_reach_every_node_with_their_entries_and_survi
     };
     let approved = submit("801");
     let denied = submit("802");
-    let (listed, _) = follower.create_bot(803);
+    let (listed, listed_token) = follower.create_bot(803);
+    // The events a bot chose reach its vote stream on a node that only applies them (CONTRACT
+    // section 14): the other follower's stream, while the writes go through the first.
+    send(
+        follower,
+        Method::PATCH,
+        &format!("/admin/bots/{listed}"),
+        ADMIN,
+        Some(json!({ "webhook_events": ["vote.create", "review.create", "listing.delisted"] })),
+        StatusCode::OK,
+    );
+    let streamed = stream_events(&nodes[(writer + 2) % 3], &listed, &listed_token);
 
     let staff_post = |path: &str, body: Value| {
         send(
@@ -204,10 +215,25 @@ fn staff_writes_through_a_follower_reach_every_node_with_their_entries_and_survi
         &format!("/staff/bots/{denied}/deny"),
         json!({ "reason": "no description" }),
     );
+    send(
+        follower,
+        Method::POST,
+        &format!("/bots/{listed}/reviews"),
+        &reviewer,
+        Some(json!({ "rating": 5, "content": "streamed" })),
+        StatusCode::CREATED,
+    );
     staff_post(
         &format!("/staff/bots/{listed}/delist"),
         json!({ "reason": "spam" }),
     );
+    let first = streamed.recv_timeout(Duration::from_secs(10));
+    let second = streamed.recv_timeout(Duration::from_secs(10));
+    let (review_event, delisted_event) = (first.expect("review.create"), second.expect("delisted"));
+    assert_eq!(review_event.0, "review.create", "{review_event:?}");
+    assert_eq!(review_event.1["review"]["rating"], 5, "{review_event:?}");
+    assert_eq!(delisted_event.0, "listing.delisted", "{delisted_event:?}");
+    assert_eq!(delisted_event.1["reason"], "spam", "{delisted_event:?}");
     staff_post(
         &format!("/staff/users/{voter}/vote-ban"),
         json!({ "reason": "vote ring" }),
@@ -329,6 +355,46 @@ fn staff_writes_through_a_follower_reach_every_node_with_their_entries_and_survi
     let mut everyone = survivors.clone();
     everyone.push(&restarted);
     same_digest(&everyone, lifted);
+}
+
+/// Opens the bot's vote stream on `node`: each named event (`event:` line) but votes arrives on
+/// the channel with its data.
+fn stream_events(
+    node: &Node,
+    bot: &str,
+    token: &str,
+) -> std::sync::mpsc::Receiver<(String, Value)> {
+    use std::io::BufRead;
+    let client = reqwest::blocking::Client::builder()
+        .timeout(None)
+        .build()
+        .expect("client");
+    let response = client
+        .get(format!("{}/bots/{bot}/votes/stream", node.base))
+        .header("Authorization", token)
+        .send()
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    let (events, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut name = None;
+        for line in std::io::BufReader::new(response)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(value) = line.strip_prefix("event:") {
+                name = Some(value.trim().to_owned()).filter(|n| n != "vote");
+            } else if let Some(data) = line.strip_prefix("data:") {
+                let data = serde_json::from_str(data.trim()).unwrap_or(Value::Null);
+                if let Some(name) = name.take() {
+                    if events.send((name, data)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    received
 }
 
 /// Each voter's `vote.expired` deliveries: the distinct delivery ids (one per announcement)
