@@ -73,6 +73,14 @@ async fn post_review(app: &TestApp, bot: &str, token: &str) {
     assert_eq!(response.status(), StatusCode::CREATED);
 }
 
+/// A review, a delisting and an approval: an event of each kind a listed bot may choose
+/// beyond votes (`listing.denied` needs a pending listing).
+async fn review_delist_and_approve(app: &TestApp, bot: &str) {
+    post_review(app, bot, &reviewer(app, "ann").await).await;
+    decide(app, bot, json!({ "status": "delisted", "reason": "spam" })).await;
+    decide(app, bot, json!({ "status": "approved" })).await;
+}
+
 async fn decide(app: &TestApp, bot: &str, body: Value) {
     let response = app
         .admin(Method::PATCH, &format!("/admin/bots/{bot}"), Some(&body))
@@ -90,14 +98,7 @@ async fn a_bot_that_chose_nothing_is_sent_votes_only() {
     let app = app().await;
     let (url, received) = receiver().await;
     let bot = app.create_bot(1, json!({ "webhook_url": url })).await;
-    post_review(&app, &bot.id, &reviewer(&app, "ann").await).await;
-    decide(
-        &app,
-        &bot.id,
-        json!({ "status": "delisted", "reason": "spam" }),
-    )
-    .await;
-    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    review_delist_and_approve(&app, &bot.id).await;
     app.vote_ok(&bot.id, 7).await;
     assert_eq!(types_after(&received, 1).await, ["vote.create"]);
     // Nothing else comes: the review and the decisions were queued before the vote.
@@ -463,14 +464,7 @@ async fn a_bot_that_chose_nothing_sees_none_of_them_on_its_vote_stream() {
     let app = app().await;
     let bot = app.create_bot(57, json!({})).await;
     let mut stream = Stream::open(&app, &bot).await;
-    post_review(&app, &bot.id, &reviewer(&app, "ann").await).await;
-    decide(
-        &app,
-        &bot.id,
-        json!({ "status": "delisted", "reason": "spam" }),
-    )
-    .await;
-    decide(&app, &bot.id, json!({ "status": "approved" })).await;
+    review_delist_and_approve(&app, &bot.id).await;
     // The first thing the stream is sent is the vote that came after them all.
     app.vote_ok(&bot.id, 7).await;
     assert_eq!(stream.next_event().await.0, "vote");

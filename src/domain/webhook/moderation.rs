@@ -18,12 +18,11 @@ use crate::domain::time::Timestamp;
 
 /// The body every one of these kinds shares, per format, around its own `data`.
 fn bodies(event: Event, bot: &EventBot, head: Head, data: Value) -> [Value; 3] {
-    let named = |data: Value| named(bot, data);
     let signed = json!({
         "type": event.name(),
         "id": head.id,
         "created_at": head.created_at,
-        "data": named(data.clone()),
+        "data": named(bot, data.clone()),
     });
     let mut v1_data = data.clone();
     v1_data["id"] = json!(numeric_id(head.id));
@@ -33,7 +32,7 @@ fn bodies(event: Event, bot: &EventBot, head: Head, data: Value) -> [Value; 3] {
     let standard = json!({
         "type": event.name(),
         "timestamp": head.created_at,
-        "data": named(data),
+        "data": named(bot, data),
     });
     [signed, v1, standard]
 }
