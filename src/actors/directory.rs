@@ -272,6 +272,15 @@ impl Directory {
         self.index.read().read_slice(search).0
     }
 
+    /// The index's version as a search at `now` would read it; `None` when the month turned
+    /// since the last search, which changes every page (the search rolls the month first).
+    pub fn version_at(&self, now: Timestamp) -> Option<u64> {
+        let index = self.index.read();
+        // Under the read guard: a change takes its version with the write guard, so the
+        // number read here names the state every search under this guard sees.
+        (index.month() == now.month()).then(|| self.index_version.load(Ordering::Acquire))
+    }
+
     /// One page of a search, with the number of the index's state it was read from.
     pub fn search_versioned(&self, search: &Search, now: Timestamp) -> VersionedPage {
         let month = now.month();

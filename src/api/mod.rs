@@ -54,6 +54,8 @@ pub struct AppState {
     pub access_log: Arc<crate::telemetry::AccessLog>,
     /// Whether the journal takes writes (`GET /readyz`).
     pub journal_health: Arc<dyn health::JournalHealth>,
+    /// Search answers kept for the index's current version.
+    pub search_pages: resources::search_pages::SearchPages,
 }
 
 /// Every route the resource modules declare.

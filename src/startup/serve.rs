@@ -126,6 +126,7 @@ pub(super) fn serve(
             journal: started.journal.clone(),
             data_dir: settings.data_dir.clone(),
         }),
+        search_pages: Default::default(),
     });
     let metrics = match settings.metrics_bind {
         Some(bind) => Some(serve_metrics(bind, state.clone())?),

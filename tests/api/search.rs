@@ -1308,3 +1308,85 @@ async fn listing_and_delisting_are_seen_by_the_very_next_search() {
     let page = search(&app, "limit=0").await;
     assert_eq!(page.total, 1);
 }
+
+/// The same URL, asked again after each kind of change: a page is kept for the index's state
+/// it was read from, so every change (a vote, a server count, an edit, a removal, a new month)
+/// must show at once, and the old validator must no longer match.
+#[actix_web::test]
+async fn a_page_asked_again_shows_every_change_made_since_it_was_first_answered() {
+    let app = spawn_app().await;
+    let last_instant = Utc
+        .with_ymd_and_hms(2026, 11, 30, 23, 59, 59)
+        .single()
+        .expect("date");
+    app.clock.set(Timestamp::from_datetime(last_instant));
+    let first = named(&app, 1, "First Bot", "one").await;
+    let second = named(&app, 2, "Second Bot", "two").await;
+    give_votes(&app, &first, 1, 100).await;
+    const URL: &str = "/bots?sort=monthly_votes";
+
+    // The validator of the answer as it is now; asked twice, the second from the kept page.
+    async fn answer(app: &TestApp) -> (Value, String) {
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let response = app.get(URL).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            let etag = response.headers()["etag"]
+                .to_str()
+                .expect("ascii")
+                .to_string();
+            let body: Value = response.json().await.expect("json");
+            seen.push((body, etag));
+        }
+        assert_eq!(seen[0], seen[1], "a page asked again is the same answer");
+        seen.remove(0)
+    }
+    let (before, mut etag) = answer(&app).await;
+    assert_eq!(before["results"][0]["id"], first.id);
+    assert_eq!(before["results"][0]["monthly_vote_count"], 1);
+    assert_eq!(
+        app.revalidate(URL, &etag).await.status(),
+        StatusCode::NOT_MODIFIED
+    );
+
+    fn changed(etag: &mut String, new_etag: String, what: &str) {
+        assert_ne!(&new_etag, etag, "{what}: a new validator");
+        *etag = new_etag;
+    }
+
+    give_votes(&app, &second, 2, 200).await;
+    let (body, new_etag) = answer(&app).await;
+    assert_eq!(
+        body["results"][0]["id"], second.id,
+        "a vote reorders the page"
+    );
+    assert_eq!(body["results"][0]["monthly_vote_count"], 2);
+    changed(&mut etag, new_etag, "a vote");
+
+    app.post_stats(&first, 1234).await;
+    let (body, new_etag) = answer(&app).await;
+    assert_eq!(body["results"][1]["server_count"], 1234);
+    changed(&mut etag, new_etag, "a server count");
+
+    patch_bot(&app, &first, json!({ "name": "Renamed Bot" })).await;
+    let (body, new_etag) = answer(&app).await;
+    assert_eq!(body["results"][1]["name"], "Renamed Bot");
+    changed(&mut etag, new_etag, "an edit");
+
+    app.clock.advance(Duration::seconds(1));
+    let (body, new_etag) = answer(&app).await;
+    assert_eq!(
+        (
+            &body["results"][0]["monthly_vote_count"],
+            &body["results"][1]["monthly_vote_count"]
+        ),
+        (&json!(0), &json!(0)),
+        "a new month with no write"
+    );
+    changed(&mut etag, new_etag, "a new month");
+
+    delist(&app, &second).await;
+    let (body, new_etag) = answer(&app).await;
+    assert_eq!(body["total"], 1, "a removal");
+    changed(&mut etag, new_etag, "a removal");
+}

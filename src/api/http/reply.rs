@@ -55,6 +55,14 @@ pub fn tagged_json(body: Vec<u8>, etag: &str) -> HttpResponse {
     response.body(body)
 }
 
+/// [`tagged_json`] for a body that is shared (a kept answer) rather than made for this request.
+pub fn tagged_shared_json(body: bytes::Bytes, etag: HeaderValue) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8)))
+        .insert_header((ETAG, etag))
+        .body(body)
+}
+
 /// A 200 with `body` as JSON and its strong validator (see [`tagged_json`]).
 pub fn tagged<T: Serialize + ?Sized>(body: &T, etag: &str) -> HttpResponse {
     let mut response = ok(body);

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -225,11 +226,22 @@ pub async fn search(
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let search = Search::parse(request.query_string()).map_err(|e| Code::BadRequest.with(e.0))?;
+    let query = request.query_string();
+    let now = state.clock.now();
+    // Only answers that were 200 are kept, so a kept one needs no parsing: the same query
+    // parses the same way, and the needle it names was read when it was answered.
+    if let Some(page) =
+        (state.directory.version_at(now)).and_then(|version| state.search_pages.get(query, version))
+    {
+        return Ok(reply::tagged_shared_json(
+            page.body.clone(),
+            page.etag.clone(),
+        ));
+    }
+    let search = Search::parse(query).map_err(|e| Code::BadRequest.with(e.0))?;
     if let Some(refused) = super::needle_cost::read(&state, &request, &search).await? {
         return Ok(refused);
     }
-    let now = state.clock.now();
     let answer = state.directory.search_versioned(&search, now);
     let page = &answer.page;
     // The bytes `BotList`'s serializer writes, assembled from each bot's rendering.
@@ -258,10 +270,15 @@ pub async fn search(
         body.extend_from_slice(digits.format(value).as_bytes());
     }
     body.push(b'}');
-    Ok(reply::tagged_json(
-        body,
-        &answer.etag(request.query_string()),
-    ))
+    let etag = answer.etag(query);
+    let Ok(etag) = HeaderValue::from_str(&etag) else {
+        return Ok(reply::tagged_json(body, &etag));
+    };
+    let body = bytes::Bytes::from(body);
+    state
+        .search_pages
+        .keep(query, answer.version, body.clone(), etag.clone());
+    Ok(reply::tagged_shared_json(body, etag))
 }
 
 /// One bot's public record.

@@ -16,6 +16,7 @@ pub mod owners;
 pub mod profile_votes;
 pub mod projects;
 pub mod reviews;
+pub mod search_pages;
 pub mod staff;
 pub mod stats;
 pub mod suggest;
