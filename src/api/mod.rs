@@ -7,8 +7,8 @@ pub mod resources;
 
 // The paths the rest of the crate, the tests and the benchmarks name.
 pub use http::{
-    admin_failures, around, cluster, compress, connection, error, extract, guard, layer, limits,
-    openapi, reply, routes,
+    admin_failures, around, cluster, compress, connection, error, extract, guard, kept, layer,
+    limits, openapi, reply, routes,
 };
 pub use resources::{
     admin, badge, bots, classic, docs, growth, health, history, owners, profile_votes, staff,
@@ -54,8 +54,11 @@ pub struct AppState {
     pub access_log: Arc<crate::telemetry::AccessLog>,
     /// Whether the journal takes writes (`GET /readyz`).
     pub journal_health: Arc<dyn health::JournalHealth>,
-    /// Search answers kept for the index's current version.
-    pub search_pages: resources::search_pages::SearchPages,
+    /// Search pages kept for the index's current version, by query string.
+    pub search_pages: http::kept::Kept<u64>,
+    /// Badges kept for their bot's current listing and value, by URL (the validator is the
+    /// badge's ETag).
+    pub badges: http::kept::Kept<String>,
 }
 
 /// Every route the resource modules declare.

@@ -127,6 +127,7 @@ pub(super) fn serve(
             data_dir: settings.data_dir.clone(),
         }),
         search_pages: Default::default(),
+        badges: Default::default(),
     });
     let metrics = match settings.metrics_bind {
         Some(bind) => Some(serve_metrics(bind, state.clone())?),

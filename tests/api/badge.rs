@@ -241,3 +241,38 @@ async fn bad_options_are_400_naming_the_parameter_and_unknown_bots_or_kinds_404(
     )
     .await;
 }
+
+/// A badge is drawn once and kept for its URL while what it shows stays the same: asked twice
+/// it is the same bytes; another label, another kind or a changed count is drawn anew.
+#[actix_web::test]
+async fn a_kept_badge_answers_only_its_own_url_and_only_until_what_it_shows_changes() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let plain = format!("/bots/{}/badge/votes.svg", bot.id);
+    let labelled = format!("{plain}?label=ballots&color=red");
+    for _ in 0..2 {
+        assert_eq!(texts(&badge(&app, &plain).await.1), ["votes", "0"]);
+        assert_eq!(texts(&badge(&app, &labelled).await.1), ["ballots", "0"]);
+        let (_, svg) = badge(&app, &format!("/bots/{}/badge/servers.svg", bot.id)).await;
+        assert_eq!(texts(&svg), ["servers", "n/a"]);
+    }
+    app.vote_ok(&bot.id, 7).await;
+    for _ in 0..2 {
+        assert_eq!(texts(&badge(&app, &plain).await.1), ["votes", "1"]);
+        let (_, svg) = badge(&app, &labelled).await;
+        assert_eq!(texts(&svg), ["ballots", "1"]);
+        assert!(svg.contains("#e05d44"), "red: {svg}");
+    }
+    let renamed = app
+        .admin(
+            reqwest::Method::PATCH,
+            &format!("/admin/bots/{}", bot.id),
+            Some(&json!({"name": "Renamed Bot"})),
+        )
+        .await;
+    assert_eq!(renamed.status(), StatusCode::OK);
+    assert_eq!(
+        title(&badge(&app, &plain).await.1),
+        "Renamed Bot · votes: 1"
+    );
+}

@@ -12,6 +12,7 @@ pub mod connection;
 pub mod error;
 pub mod extract;
 pub mod guard;
+pub mod kept;
 pub mod layer;
 pub mod limits;
 pub mod openapi;

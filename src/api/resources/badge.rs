@@ -2,6 +2,7 @@
 
 use actix_web::http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
 
 use super::bots::find_bot;
 use crate::api::http::error::{ApiError, Code};
@@ -99,18 +100,6 @@ pub async fn get_badge(
         BadgeKind::Votes => metric(view.vote_count),
         BadgeKind::MonthlyVotes => metric(view.monthly.at(state.clock.now())),
     };
-    let label = options
-        .label
-        .as_deref()
-        .unwrap_or_else(|| kind.default_label());
-    let svg = Badge {
-        label,
-        value: &value,
-        color: &options.color,
-        style: options.style,
-        title: view.listing.name.as_str(),
-    }
-    .render();
     // What the drawing is made of: the listing (its name is the title), the kind and its
     // value; the label, colour and style are the URL's own. No hash of the bytes.
     let etag = format!(
@@ -119,6 +108,36 @@ pub async fn get_badge(
         view.listing.rendered().digest(),
         kind.default_label().replace(' ', "_"),
     );
+    // The URL names the bot, the kind and the options; the ETag everything else the drawing
+    // shows. A URL whose options were refused never reaches this point, so is never kept.
+    let url = request
+        .uri()
+        .path_and_query()
+        .map_or("", |url| url.as_str());
+    let (svg, etag) = match state.badges.get(url, &etag) {
+        Some(kept) => (kept.body.clone(), kept.etag.clone()),
+        None => {
+            let label = options
+                .label
+                .as_deref()
+                .unwrap_or_else(|| kind.default_label());
+            let svg = Bytes::from(
+                Badge {
+                    label,
+                    value: &value,
+                    color: &options.color,
+                    style: options.style,
+                    title: view.listing.name.as_str(),
+                }
+                .render(),
+            );
+            let Ok(header) = HeaderValue::from_str(&etag) else {
+                return Err(Code::Internal.with("a badge's validator is not a header value".into()));
+            };
+            state.badges.keep(url, etag, svg.clone(), header.clone());
+            (svg, header)
+        }
+    };
     Ok(HttpResponse::Ok()
         .insert_header((ETAG, etag))
         .insert_header((CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")))

@@ -230,8 +230,8 @@ pub async fn search(
     let now = state.clock.now();
     // Only answers that were 200 are kept, so a kept one needs no parsing: the same query
     // parses the same way, and the needle it names was read when it was answered.
-    if let Some(page) =
-        (state.directory.version_at(now)).and_then(|version| state.search_pages.get(query, version))
+    if let Some(page) = (state.directory.version_at(now))
+        .and_then(|version| state.search_pages.get(query, &version))
     {
         return Ok(reply::tagged_shared_json(
             page.body.clone(),

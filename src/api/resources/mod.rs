@@ -16,7 +16,6 @@ pub mod owners;
 pub mod profile_votes;
 pub mod projects;
 pub mod reviews;
-pub mod search_pages;
 pub mod staff;
 pub mod stats;
 pub mod suggest;
