@@ -7,7 +7,7 @@
 //! CPU read at once). So the reading is cut into slices of [`SLICE`] candidates in document
 //! order, each done under its own read guard of the index; the server yields to its other
 //! requests between two slices (`api::resources::needle_cost`), and the client pays a rate-limit
-//! token a slice (docs/PERFORMANCE.md, "Needles with a space or punctuation").
+//! token for every [`PAID_READ`] candidates (docs/PERFORMANCE.md, "Needles with a space or punctuation").
 //!
 //! An entry remembers how far its reading has come (`next`): the documents below are verified,
 //! and every write that lists, edits or delists one of them re-tests it under the write lock,
@@ -26,10 +26,15 @@ use super::work::Tally;
 use super::SearchIndex;
 use crate::domain::search::Search;
 
-/// Candidates read in one slice. At a million bots a candidate costs 150 to 350 ns to read
-/// (more when the machine is loaded), so a slice stays within the 5 ms a request may cost
-/// before it yields (issue 39), its bitmap intersection included.
-pub const SLICE: u64 = 8_192;
+/// Candidates read in one slice. At a million bots a candidate costs 150 to 350 ns to read on
+/// a quiet machine, and a slice of 8,192 with its bitmap intersection took 5.2 to 6.1 ms of
+/// CPU on a loaded one (`cargo bench --bench worst`, 2026-11-29): half that keeps a step
+/// within the 5 ms a request may cost before it yields (issue 39).
+pub const SLICE: u64 = 4_096;
+
+/// Candidates a client pays one request of its rate-limit bucket for: two slices, so the
+/// price of a needle did not change when the slice was halved.
+pub const PAID_READ: u64 = 2 * SLICE;
 
 /// Needles remembered, read in full or in part.
 const CAPACITY: usize = 32;

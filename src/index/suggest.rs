@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::grams::{add_doc, key, Lookup, MAX_GRAM};
 use super::orders::Place;
+use super::way;
 use super::work::Tally;
 use super::SearchIndex;
 use crate::domain::bot::BotView;
@@ -148,39 +149,68 @@ impl SearchIndex {
             }
         };
         if self.walk_is_cheaper(limit, candidates.len()) {
-            self.by_votes()
-                .inspect(|_| tally.visit(1))
-                .map(|place| place.3)
-                .filter(|doc| candidates.contains(*doc) && keep(*doc))
-                .take(limit)
-                .collect()
-        } else {
-            tally.read(candidates.len());
-            let mut ranked: Vec<(u64, u128, u32)> = candidates
-                .iter()
-                .filter_map(|doc| {
-                    let entry = self.doc(doc)?;
-                    Some((u64::MAX - entry.votes, entry.id, doc))
-                })
-                .collect();
-            if long {
-                // Checked in rank order, only until the answer is full: a long `q` reads
-                // about `limit` names, not every candidate's.
-                ranked.sort_unstable();
-                return ranked
-                    .into_iter()
-                    .map(|r| r.2)
-                    .filter(|doc| keep(*doc))
-                    .take(limit)
-                    .collect();
+            if let Some(found) = self.walk_suggestions(limit, &candidates, &keep, tally) {
+                return found;
             }
-            if limit < ranked.len() {
-                ranked.select_nth_unstable(limit - 1);
-                ranked.truncate(limit);
-            }
-            ranked.sort_unstable();
-            ranked.into_iter().map(|r| r.2).collect()
         }
+        tally.read(candidates.len());
+        let mut ranked: Vec<(u64, u128, u32)> = candidates
+            .iter()
+            .filter_map(|doc| {
+                let entry = self.doc(doc)?;
+                Some((u64::MAX - entry.votes, entry.id, doc))
+            })
+            .collect();
+        if long {
+            // Checked in rank order, only until the answer is full: a long `q` reads
+            // about `limit` names, not every candidate's.
+            ranked.sort_unstable();
+            return ranked
+                .into_iter()
+                .map(|r| r.2)
+                .filter(|doc| keep(*doc))
+                .take(limit)
+                .collect();
+        }
+        if limit < ranked.len() {
+            ranked.select_nth_unstable(limit - 1);
+            ranked.truncate(limit);
+        }
+        ranked.sort_unstable();
+        ranked.into_iter().map(|r| r.2).collect()
+    }
+
+    /// The walk of the votes order, if it finds the answer within what ranking the candidates
+    /// would cost: the walk's estimate assumes the candidates are spread over the order and
+    /// all kept, but a long `q`'s are only its trigrams' (`wizard wizard` has 2,457 at
+    /// 1,000,000 bots and no name starts with it, so a walk read the whole order: 40 ms), and
+    /// a short `q`'s may all sit at the order's end. `None`: ranking must answer instead.
+    fn walk_suggestions(
+        &self,
+        limit: usize,
+        candidates: &RoaringBitmap,
+        keep: &impl Fn(u32) -> bool,
+        tally: &Tally,
+    ) -> Option<Vec<u32>> {
+        let listed = self.by_bot.len() as u64;
+        let expected = way::walk_steps(limit as u64, listed, candidates.len());
+        let ranking = candidates.len() * way::RANK_READ_NS / way::WALK_STEP_NS;
+        let budget = (2 * expected).max(ranking) + 64;
+        let mut found = Vec::with_capacity(limit);
+        for (visited, place) in self.by_votes().enumerate() {
+            if visited as u64 >= budget {
+                return None;
+            }
+            tally.visit(1);
+            let doc = place.3;
+            if candidates.contains(doc) && keep(doc) {
+                found.push(doc);
+                if found.len() == limit {
+                    break;
+                }
+            }
+        }
+        Some(found)
     }
 
     /// The votes order by `vote_count` alone: its featured and other places, each already by

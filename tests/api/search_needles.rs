@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use botlist::domain::text::fold_case;
-use botlist::index::needles::SLICE;
+use botlist::index::needles::PAID_READ;
 
 use crate::helpers::{assert_error, spawn_app_with, test_settings, TestApp};
 
@@ -114,13 +114,13 @@ async fn spaced_needles_answer_as_a_scan_of_the_directory_would() {
     }
 }
 
-/// More than [`SLICE`] bots hold ` and `: its reading is two slices, two requests' worth.
+/// More than [`PAID_READ`] bots hold ` and `: its reading is two requests' worth.
 #[actix_web::test]
 async fn a_reading_is_paid_a_request_a_slice_refused_when_the_bucket_cannot_hold_it() {
     let mut settings = test_settings();
     settings.rate_limit = 2;
     let app = spawn_app_with(settings).await;
-    let bots = SLICE + 100;
+    let bots = PAID_READ + 100;
     for batch in (1..=bots).collect::<Vec<u64>>().chunks(64) {
         join_all(batch.iter().map(|n| {
             app.create_bot(

@@ -4,8 +4,8 @@
 //! The reading is cut into slices of [`SLICE`] candidates, each within the 5 ms a request may
 //! cost before it yields (issue 39); between two slices the handler yields, so the worker's
 //! other requests go on. The number of candidates is known before any is read, so the client
-//! pays up front: one request from its rate-limit bucket per slice (the first slice is the
-//! request itself). A reading larger than the bucket can ever hold is refused with 400 and what
+//! pays up front: one request from its rate-limit bucket for every [`PAID_READ`] candidates
+//! (the first of them is the request itself). A reading larger than the bucket can ever hold is refused with 400 and what
 //! to do instead; one the bucket cannot pay now is a 429 like the limiter's own. A needle read
 //! once is remembered, so its repeats cost what any search does (docs/API.md, "Needles with a
 //! space or punctuation").
@@ -16,7 +16,7 @@ use crate::api::http::error::{ApiError, Code};
 use crate::api::http::limits::{refused, RateKey};
 use crate::api::AppState;
 use crate::domain::search::Search;
-use crate::index::needles::SLICE;
+use crate::index::needles::{PAID_READ, SLICE};
 
 /// Reads what the search needs read, a slice at a time, once the client has paid for it.
 /// `Ok(Some(..))` is the 429 to answer instead; `Err` the 400 of a reading too large to pay.
@@ -29,16 +29,16 @@ pub async fn read(
     if left == 0 {
         return Ok(None);
     }
-    let slices = left.div_ceil(SLICE);
+    let price = left.div_ceil(PAID_READ);
     let key = request.extensions().get::<RateKey>().copied();
     if let (Some(limiter), Some(key)) = (&state.limiter, key) {
         let limit = u64::from(limiter.limit());
-        if slices > limit {
-            return Err(Code::BadRequest.with(too_large(left, slices, limit)));
+        if price > limit {
+            return Err(Code::BadRequest.with(too_large(left, price, limit)));
         }
-        if slices > 1 {
-            // The request itself paid for the first slice.
-            let decision = limiter.take(key, (slices - 1) as u32);
+        if price > 1 {
+            // The request itself paid for the first share.
+            let decision = limiter.take(key, (price - 1) as u32);
             if !decision.allowed {
                 return Ok(Some(refused(&decision, request.path())));
             }
@@ -50,11 +50,11 @@ pub async fn read(
     Ok(None)
 }
 
-fn too_large(left: u64, slices: u64, limit: u64) -> String {
+fn too_large(left: u64, price: u64, limit: u64) -> String {
     format!(
         "q: a needle of 4 or more characters with a space or punctuation is found by reading \
          every bot that holds all of its 3-character pieces; this one needs {left} read, as \
-         much as {slices} requests, more than the {limit} a minute this server allows a \
+         much as {price} requests, more than the {limit} a minute this server allows a \
          client; make q longer or rarer, or use match=words (each word of q, in any order)"
     )
 }
