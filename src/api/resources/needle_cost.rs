@@ -1,14 +1,14 @@
 //! What a search pays for a needle that only a reading of texts answers (`index::needles`): a
 //! `q` of 4 bytes or more holding a space or punctuation (` and `, `wizard `), not read before.
 //!
-//! The reading is cut into slices of [`SLICE`] candidates, each within the 5 ms a request may
-//! cost before it yields (issue 39); between two slices the handler yields, so the worker's
-//! other requests go on. The number of candidates is known before any is read, so the client
-//! pays up front: one request from its rate-limit bucket for every [`PAID_READ`] candidates
-//! (the first of them is the request itself). A reading larger than the bucket can ever hold is refused with 400 and what
-//! to do instead; one the bucket cannot pay now is a 429 like the limiter's own. A needle read
-//! once is remembered, so its repeats cost what any search does (docs/API.md, "Needles with a
-//! space or punctuation").
+//! The reading is cut into slices of [`SLICE`](crate::index::needles::SLICE) candidates, each
+//! within the 5 ms a request may cost before it yields (issue 39); between two slices the
+//! handler yields, so the worker's other requests go on. The number of candidates is known
+//! before any is read, so the client pays up front: one request from its rate-limit bucket for
+//! every [`PAID_READ`] candidates (the first of them is the request itself). A reading larger
+//! than the bucket can ever hold is refused with 400 and what to do instead; one the bucket
+//! cannot pay now is a 429 like the limiter's own. A needle read once is remembered, so its
+//! repeats cost what any search does (docs/API.md, "Needles with a space or punctuation").
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
@@ -16,7 +16,7 @@ use crate::api::http::error::{ApiError, Code};
 use crate::api::http::limits::{refused, RateKey};
 use crate::api::AppState;
 use crate::domain::search::Search;
-use crate::index::needles::{PAID_READ, SLICE};
+use crate::index::needles::PAID_READ;
 
 /// Reads what the search needs read, a slice at a time, once the client has paid for it.
 /// `Ok(Some(..))` is the 429 to answer instead; `Err` the 400 of a reading too large to pay.
