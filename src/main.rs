@@ -422,6 +422,7 @@ fn offline_cluster(servers: String, prefix: String, lease_ttl: u64) -> ClusterSe
         missing: None,
         blackout: None,
         lease_unread: false,
+        max_consumers: None,
     }
 }
 

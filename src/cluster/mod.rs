@@ -220,6 +220,7 @@ pub fn stream_config(settings: &ClusterSettings) -> stream::Config {
         duplicate_window: Duration::from_secs(120),
         deny_delete: true,
         allow_direct: true,
+        max_consumers: settings.max_consumers.unwrap_or(-1),
         ..Default::default()
     }
 }
@@ -334,6 +335,7 @@ mod tests {
             missing: None,
             blackout: None,
             lease_unread: false,
+            max_consumers: None,
         };
         let want = stream_config(&settings);
         assert!(config_differences(&want, &want).is_empty());

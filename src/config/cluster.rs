@@ -29,6 +29,9 @@ pub struct ClusterSettings {
     pub blackout: Option<Blackout>,
     /// The follower never reads the lease's holder (`--test-lease-unread`, tests only).
     pub lease_unread: bool,
+    /// The consumers the stream allows when this node creates it (`--test-max-consumers`,
+    /// tests only; JetStream's default otherwise).
+    pub max_consumers: Option<i32>,
 }
 
 /// `AFTER:FOR` in milliseconds: a window, counted from taking the lease, in which a test
@@ -121,6 +124,7 @@ impl ClusterSettings {
             missing: args.test_missing_messages,
             blackout: args.test_lease_blackout,
             lease_unread: args.test_lease_unread,
+            max_consumers: args.test_max_consumers,
         })
     }
 

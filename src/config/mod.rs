@@ -357,6 +357,12 @@ pub struct ServeArgs {
     /// production.
     #[arg(long, env = "BOTLIST_TEST_LEASE_UNREAD", hide = true)]
     pub test_lease_unread: bool,
+
+    /// Cluster mode, for tests of the real binary: the stream this node creates allows only
+    /// this many consumers, so a test can reach JetStream's consumer limit (10026) for real
+    /// (docs/CLUSTER.md, "Followers"). Never in production.
+    #[arg(long, env = "BOTLIST_TEST_MAX_CONSUMERS", hide = true)]
+    pub test_max_consumers: Option<i32>,
 }
 
 /// Where the API reference is served (`GET /docs`): no base path may be it.

@@ -479,3 +479,136 @@ fn a_follower_whose_consumer_never_gets_some_messages_reads_them_from_the_leader
         .expect("json");
     assert_eq!(info["vote_count"], 12, "{info}");
 }
+
+/// What the test asks of JetStream directly (as an operator's `nats` tool would).
+mod jetstream_client {
+    use std::time::Duration;
+
+    use async_nats::jetstream::{self, consumer::pull};
+    use futures_util::StreamExt;
+
+    pub fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    /// The only stream on the servers and the names of its consumers.
+    pub async fn consumers(js: &jetstream::Context) -> (String, Vec<String>) {
+        let mut streams = js.stream_names();
+        let name = streams.next().await.expect("a stream").expect("its name");
+        let stream = js.get_stream(&name).await.expect("the stream");
+        let mut names = stream.consumer_names();
+        let mut out = Vec::new();
+        while let Some(consumer) = names.next().await {
+            out.push(consumer.expect("a consumer's name"));
+        }
+        (name, out)
+    }
+
+    /// Makes a consumer named `name` that outlives the test (a leaked one); its error.
+    pub async fn leak(js: &jetstream::Context, stream: &str, name: &str) -> Result<(), String> {
+        let stream = js.get_stream(stream).await.map_err(|e| e.to_string())?;
+        stream
+            .create_consumer(pull::Config {
+                name: Some(name.to_string()),
+                inactive_threshold: Duration::from_secs(600),
+                ..Default::default()
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    pub async fn delete(js: &jetstream::Context, stream: &str, name: &str) {
+        let stream = js.get_stream(stream).await.expect("the stream");
+        let _ = stream.delete_consumer(name).await;
+    }
+}
+
+#[test]
+fn a_follower_whose_leaked_consumers_reach_the_streams_limit_deletes_them_and_follows_again() {
+    let Some(binary) = nats_or_skip(
+        "a_follower_whose_leaked_consumers_reach_the_streams_limit_deletes_them_and_follows_again",
+    ) else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let urls = nats.urls();
+    let limit = ["--test-max-consumers", "4"];
+    let writer = Node::start("node0", &urls, &limit);
+    writer_of(std::slice::from_ref(&writer), Duration::from_secs(30));
+    let follower = Node::start("node1", &urls, &["--role", "follower", limit[0], limit[1]]);
+    let nodes = [writer, follower];
+    let (bot, _) = nodes[0].create_bot(41);
+    let mut user = 410_000_000_000_000_000u64;
+    let mut last = 0;
+    for _ in 0..5 {
+        user += 1;
+        last = vote(&nodes[0], &bot, user);
+    }
+    assert_eq!(converged(&nodes, Duration::from_secs(20)), last);
+
+    // While the follower is stopped its consumer goes, and consumers named as this follower
+    // names its own fill the stream's limit, as consumers whose creation timed out during a
+    // JetStream election would (stopped, it cannot take the freed place first).
+    let runtime = jetstream_client::runtime();
+    let client = runtime
+        .block_on(async_nats::connect(urls.split(',').next().expect("a url")))
+        .expect("connected to NATS");
+    // The context is made inside the runtime, which it needs.
+    let js = runtime.block_on(async { async_nats::jetstream::new(client) });
+    let (stream, names) = runtime.block_on(jetstream_client::consumers(&js));
+    let current = names
+        .iter()
+        .find(|n| n.starts_with("botlist_node1_"))
+        .unwrap_or_else(|| panic!("the follower's consumer among {names:?}"))
+        .clone();
+    let prefix = current[..current.rfind('_').expect("a serial") + 1].to_string();
+    nodes[1].signal("STOP");
+    runtime.block_on(jetstream_client::delete(&js, &stream, &current));
+    let mut leaked = 0;
+    let full = loop {
+        let name = format!("{prefix}leak{leaked}");
+        match runtime.block_on(jetstream_client::leak(&js, &stream, &name)) {
+            Ok(()) => leaked += 1,
+            Err(error) => break error,
+        }
+        assert!(leaked < 10, "the stream's limit of 4 consumers holds");
+    };
+    assert!(full.contains("10026"), "{full}");
+    nodes[1].signal("CONT");
+
+    // Writes go on; the follower notices its consumer is gone, deletes its leaked ones, makes
+    // another under the limit and applies again within seconds.
+    let since = Instant::now();
+    for _ in 0..5 {
+        user += 1;
+        last = vote(&nodes[0], &bot, user);
+    }
+    assert_eq!(
+        converged(&nodes, Duration::from_secs(15)),
+        last,
+        "{}",
+        nodes[1].log()
+    );
+    println!(
+        "the follower applied again {:?} after its consumer went",
+        since.elapsed()
+    );
+    let (status, _) = nodes[1].readiness().expect("readiness");
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        nodes[1]
+            .log()
+            .contains("deleted the stream consumers this node made before"),
+        "{}",
+        nodes[1].log()
+    );
+    let (_, left) = runtime.block_on(jetstream_client::consumers(&js));
+    assert!(
+        left.iter().all(|n| !n.contains("leak")),
+        "the leaked consumers are gone: {left:?}"
+    );
+}
