@@ -106,7 +106,7 @@ impl InlineVoter<'_> {
                 .map_err(|why| E::custom(format!("username: {why}")))?,
             avatar: self
                 .avatar
-                .map(|url| HttpUrl::parse(url.into_owned()))
+                .map(|url| HttpUrl::from_stored(url.into_owned()))
                 .transpose()
                 .map_err(|why| E::custom(format!("avatar: {why}")))?,
         })
