@@ -29,6 +29,18 @@ fn texts(svg: &str) -> Vec<String> {
         .collect()
 }
 
+/// Renames the bot through the admin API: the name is the badge's title.
+async fn rename(app: &TestApp, bot: &str, name: &str) {
+    let renamed = app
+        .admin(
+            reqwest::Method::PATCH,
+            &format!("/admin/bots/{bot}"),
+            Some(&json!({ "name": name })),
+        )
+        .await;
+    assert_eq!(renamed.status(), StatusCode::OK);
+}
+
 fn width(svg: &str) -> u64 {
     let document = roxmltree::Document::parse(svg).expect("well-formed XML");
     document
@@ -166,14 +178,7 @@ async fn an_etag_answers_304_until_the_count_changes() {
         .to_str()
         .expect("ascii")
         .to_owned();
-    let renamed = app
-        .admin(
-            reqwest::Method::PATCH,
-            &format!("/admin/bots/{}", bot.id),
-            Some(&json!({"name": "Renamed Bot"})),
-        )
-        .await;
-    assert_eq!(renamed.status(), StatusCode::OK);
+    rename(&app, &bot.id, "Renamed Bot").await;
     let after = app.revalidate(&path, &etag).await;
     assert_eq!(after.status(), StatusCode::OK);
     assert!(after.text().await.expect("a body").contains("Renamed Bot"));
@@ -263,14 +268,7 @@ async fn a_kept_badge_answers_only_its_own_url_and_only_until_what_it_shows_chan
         assert_eq!(texts(&svg), ["ballots", "1"]);
         assert!(svg.contains("#e05d44"), "red: {svg}");
     }
-    let renamed = app
-        .admin(
-            reqwest::Method::PATCH,
-            &format!("/admin/bots/{}", bot.id),
-            Some(&json!({"name": "Renamed Bot"})),
-        )
-        .await;
-    assert_eq!(renamed.status(), StatusCode::OK);
+    rename(&app, &bot.id, "Renamed Bot").await;
     assert_eq!(
         title(&badge(&app, &plain).await.1),
         "Renamed Bot · votes: 1"

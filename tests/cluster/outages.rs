@@ -177,6 +177,23 @@ fn kill_the_leader_of(
     }
 }
 
+/// The longest time without an acknowledged write over the next `window`, sampled every 20 ms
+/// (any client's 2xx counts: each client votes through one node, so a client of a dead node
+/// waits for its own timeout whatever the cluster does).
+fn longest_stretch_without_a_write(load: &super::load::Load, window: Duration) -> Duration {
+    let start = Instant::now();
+    let mut last = start;
+    let mut longest = Duration::ZERO;
+    while start.elapsed() < window {
+        std::thread::sleep(Duration::from_millis(20));
+        if let Some(at) = load.first_ack_after(last) {
+            last = at;
+        }
+        longest = longest.max(last.elapsed());
+    }
+    longest
+}
+
 #[test]
 fn a_nats_election_costs_seconds_and_no_node_its_role() {
     let Some(binary) = nats_or_skip("a_nats_election_costs_seconds_and_no_node_its_role") else {
@@ -199,6 +216,30 @@ fn a_nats_election_costs_seconds_and_no_node_its_role() {
         );
         outages.push(outage);
     }
+    // The failures writes need not wait for at all: a botlist follower, and a nats-server
+    // that leads none of the groups (when one does; JetStream may give each server one).
+    let follower = (0..nodes.len()).find(|i| *i != writer).unwrap_or_default();
+    eprintln!("killing node{follower}, a follower");
+    nodes[follower].kill9();
+    let stretch = longest_stretch_without_a_write(&load, Duration::from_secs(5));
+    eprintln!("longest stretch without a write after a follower's kill -9: {stretch:?}");
+    let stopped = nodes.remove(follower);
+    nodes.insert(follower, Node::start_in_dir_of(stopped));
+    load.set_base(follower, &nodes[follower].base);
+    let mut stretches = vec![("a botlist follower", stretch)];
+    let idle = (0..nats.servers.len())
+        .find(|i| GROUPS.iter().all(|group| nats.leader_of(group) != Some(*i)));
+    match idle {
+        Some(idle) => {
+            eprintln!("killing n{idle}, which leads no group");
+            nats.servers[idle].kill9();
+            let stretch = longest_stretch_without_a_write(&load, Duration::from_secs(5));
+            eprintln!("longest stretch without a write after the kill -9 of a nats-server leading nothing: {stretch:?}");
+            nats.servers[idle].restart();
+            stretches.push(("a nats-server leading nothing", stretch));
+        }
+        None => eprintln!("every nats-server leads a group: no idle one to kill"),
+    }
     assert_eq!(
         writer_of(&nodes, Duration::from_secs(5)),
         writer,
@@ -208,6 +249,12 @@ fn a_nats_election_costs_seconds_and_no_node_its_role() {
     let acked = load.finish();
     converged(&nodes, Duration::from_secs(15));
     super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
+    for (what, stretch) in stretches {
+        assert!(
+            stretch < Duration::from_secs(10),
+            "writes stopped for {stretch:?} after the kill -9 of {what}"
+        );
+    }
     // Writes come back within 10 s, or, when NATS's own election ran past that (a second round
     // of its randomised 4-9 s timeout), within 2 s of it: botlist adds no wait of its own.
     for Outage {
