@@ -7,7 +7,8 @@
 //! CPU read at once). So the reading is cut into slices of [`SLICE`] candidates in document
 //! order, each done under its own read guard of the index; the server yields to its other
 //! requests between two slices (`api::resources::needle_cost`), and the client pays a rate-limit
-//! token for every [`PAID_READ`] candidates (docs/PERFORMANCE.md, "Needles with a space or punctuation").
+//! token for every [`PAID_READ`] candidates (docs/PERFORMANCE.md, "Needles with a space or
+//! punctuation").
 //!
 //! An entry remembers how far its reading has come (`next`): the documents below are verified,
 //! and every write that lists, edits or delists one of them re-tests it under the write lock,
