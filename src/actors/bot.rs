@@ -717,29 +717,49 @@ impl Handler<ReadHistoryPage> for BotActor {
     }
 }
 
-/// The bot's server counts and votes over time, as far as they are durable, and the number of
-/// the last record they include: the bot's state at that record gives exactly these points
-/// (`None` once the journal has failed and refused changes are left out).
+/// The bot's server counts and votes over time, as far as they are durable.
 #[derive(Message, Clone, Copy)]
-#[rtype(result = "Result<(Vec<crate::domain::growth::Point>, Option<u64>), Rejection>")]
+#[rtype(result = "Result<GrowthAnswer, Rejection>")]
 pub struct GrowthPoints {
     pub interval: crate::domain::growth::Interval,
     pub from: Timestamp,
     pub to: Timestamp,
 }
 
+/// [`GrowthPoints`]' answer.
+pub struct GrowthAnswer {
+    pub points: Vec<crate::domain::growth::Point>,
+    /// The number of the last record the points include: the bot's state at that record gives
+    /// exactly these points (`None` once the journal has failed and refused changes are left
+    /// out).
+    pub seq: Option<u64>,
+    /// The history's count of changes the points were read at, to compare with a view's
+    /// [`BotView::growth_changes`] (meaningful only with `seq`).
+    pub changes: u64,
+}
+
 impl Handler<GrowthPoints> for BotActor {
-    type Result =
-        ResponseFuture<Result<(Vec<crate::domain::growth::Point>, Option<u64>), Rejection>>;
+    type Result = ResponseFuture<Result<GrowthAnswer, Rejection>>;
 
     fn handle(&mut self, ask: GrowthPoints, ctx: &mut Self::Context) -> Self::Result {
         let mut points = self.state.growth.points(ask.interval, ask.from, ask.to);
+        let changes = self.state.growth.changes();
         if self.acknowledged().is_some() {
             self.leave_out_refused_growth(&mut points, ask.interval);
-            return Box::pin(async move { Ok((points, None)) });
+            let answer = GrowthAnswer {
+                points,
+                seq: None,
+                changes,
+            };
+            return Box::pin(async move { Ok(answer) });
         }
-        let seq = self.state.last_seq;
-        self.when_seen_durable((points, Some(seq)), ask, ctx)
+        let seq = Some(self.state.last_seq);
+        let answer = GrowthAnswer {
+            points,
+            seq,
+            changes,
+        };
+        self.when_seen_durable(answer, ask, ctx)
     }
 }
 

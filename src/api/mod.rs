@@ -59,6 +59,8 @@ pub struct AppState {
     /// Badges kept for their bot's current listing and value, by URL (the validator is the
     /// badge's ETag).
     pub badges: http::kept::Kept<String>,
+    /// Growth histories kept for their bot's current history and range, by URL.
+    pub growth_pages: http::kept::Kept<resources::growth::Mark>,
 }
 
 /// Every route the resource modules declare.

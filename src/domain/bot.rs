@@ -549,6 +549,7 @@ impl BotState {
             server_count: self.server_count,
             updated_at: self.updated_at,
             checks: Arc::clone(self.votes.window.published()),
+            growth_changes: self.growth.changes(),
         }
     }
 }
@@ -565,6 +566,10 @@ pub struct BotView {
     /// Who has an active vote, as far as it is durable: read by `GET /bots/:id/check` without
     /// asking the actor, written only by the actor's publications.
     pub checks: Arc<PublishedChecks>,
+    /// The growth history's count of changes when this view was made (see
+    /// [`Growth::changes`](crate::domain::growth::Growth::changes)): a history answer kept at
+    /// this count shows what this view's state holds.
+    pub growth_changes: u64,
 }
 
 impl BotView {

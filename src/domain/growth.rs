@@ -71,7 +71,7 @@ pub struct Point {
 
 /// What the history holds for one bot. Entries are sorted by hour; those before `horizon` are
 /// at the start of their day and stand for the whole day.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Growth {
     /// `(hour, count)`: the last count posted in that hour (or day), where it changed.
     counts: Vec<(u32, u64)>,
@@ -79,11 +79,26 @@ pub struct Growth {
     votes: Vec<(u32, u32)>,
     /// Entries before this hour are daily. Moves forward with the newest record's time only.
     horizon: u32,
+    /// How many posts and votes this process has applied to the history: a number that moves
+    /// whenever the points may have, so an answer rendered from the history can be kept until
+    /// it does (`GET /bots/:id/stats/history`). Not stored: it means nothing to another process.
+    #[serde(skip)]
+    changes: u64,
 }
+
+/// Two histories are equal when they hold the same points, however many changes made them.
+impl PartialEq for Growth {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.counts, &self.votes, self.horizon) == (&other.counts, &other.votes, other.horizon)
+    }
+}
+
+impl Eq for Growth {}
 
 impl Growth {
     /// A stats post at `at` left the bot's count at `count`.
     pub fn post(&mut self, at: Timestamp, count: u64) {
+        self.changes += 1;
         let hour = hour_of(at);
         self.compact(hour);
         let slot = self.slot(hour);
@@ -106,6 +121,7 @@ impl Growth {
 
     /// A vote of `weight` was taken at `at`.
     pub fn vote(&mut self, at: Timestamp, weight: u32) {
+        self.changes += 1;
         let hour = hour_of(at);
         self.compact(hour);
         let slot = self.slot(hour);
@@ -168,6 +184,17 @@ impl Growth {
             }
         }
         self.votes = votes;
+    }
+
+    /// The posts and votes applied so far in this process (see the field).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Takes the place of `before` (a bot's state rebuilt from the disk): its count of changes
+    /// goes on past `before`'s, so no answer kept from `before` is taken for one of this.
+    pub fn replaces(&mut self, before: &Growth) {
+        self.changes = before.changes + 1;
     }
 
     /// The first hour still kept hour by hour.

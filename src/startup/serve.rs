@@ -128,6 +128,7 @@ pub(super) fn serve(
         }),
         search_pages: Default::default(),
         badges: Default::default(),
+        growth_pages: Default::default(),
     });
     let metrics = match settings.metrics_bind {
         Some(bind) => Some(serve_metrics(bind, state.clone())?),

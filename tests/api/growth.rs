@@ -1,7 +1,7 @@
 //! `GET /bots/:id/stats/history`: server counts and votes per UTC hour or day.
 
 use chrono::Duration;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::{assert_error, spawn_app, test_settings, TestApp, TestBot};
@@ -270,4 +270,53 @@ async fn bad_input_is_400_naming_the_parameter() {
         "not_found",
     )
     .await;
+}
+
+/// The last point of the default (daily) history of the bot listed as platform id 42.
+async fn today(app: &TestApp) -> (String, Option<u64>, u64) {
+    let days = points(&history(app, "42", "").await);
+    assert_eq!(days.len(), 30);
+    days[29].clone()
+}
+
+#[actix_web::test]
+async fn a_kept_history_shows_every_change_the_clocks_day_and_a_bot_listed_again() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let day = "2026-11-15T00:00:00.000Z";
+    // Each answer is asked twice: the second is the kept one.
+    for _ in 0..2 {
+        assert_eq!(today(&app).await, point(day, None, 0));
+    }
+    post(&app, &bot, 5).await;
+    for _ in 0..2 {
+        assert_eq!(today(&app).await, point(day, Some(5), 0));
+    }
+    app.vote_ok(&bot.id, 1).await;
+    for _ in 0..2 {
+        assert_eq!(today(&app).await, point(day, Some(5), 1));
+    }
+    // The same URL means another range on the next day.
+    app.clock.advance(Duration::days(1));
+    for _ in 0..2 {
+        assert_eq!(
+            today(&app).await,
+            point("2026-11-16T00:00:00.000Z", Some(5), 0)
+        );
+    }
+    // A bot listed again under the same platform id has made as many changes to a history of
+    // its own: the URL is the same, the answer is not.
+    let deleted = app
+        .admin(Method::DELETE, &format!("/admin/bots/{}", bot.id), None)
+        .await;
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let again = app.create_bot(42, json!({})).await;
+    post(&app, &again, 9).await;
+    app.vote_ok(&again.id, 2).await;
+    for _ in 0..2 {
+        assert_eq!(
+            today(&app).await,
+            point("2026-11-16T00:00:00.000Z", Some(9), 1)
+        );
+    }
 }

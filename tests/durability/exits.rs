@@ -619,6 +619,40 @@ fn a_disk_that_comes_back_is_seen_by_the_probe_and_the_process_takes_writes_agai
     assert_eq!(again.vote_count(&bot), 3);
 }
 
+/// A growth history kept while the disk was fine is not answered for the state rebuilt when it
+/// comes back: the rebuilt history counts its changes from the snapshot on, so a count it
+/// reaches again means other points (here: 1 vote kept, 3 durable when the disk is back).
+#[test]
+fn a_growth_history_kept_before_the_disk_failed_is_not_shown_for_the_state_rebuilt_after() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faults = tempfile::tempdir().expect("temp dir");
+    let switch = faults.path().join("disk-full");
+    let fault = format!("fail-while-exists:enospc:{}", switch.display());
+    let server = Server::start(dir.path(), &["--inject-journal-fault", &fault]);
+    let (bot, _) = server.create_bot(5);
+    let votes = || -> u64 {
+        let (status, body) = server.get(&format!("/bots/{bot}/stats/history?interval=day"), None);
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let points = body["points"].as_array().expect("points");
+        points.iter().filter_map(|p| p["votes"].as_u64()).sum()
+    };
+    assert_eq!(server.vote(&bot, 1), StatusCode::CREATED);
+    assert_eq!(votes(), 1, "kept at the history's first change");
+    assert_eq!(server.vote(&bot, 2), StatusCode::CREATED);
+    server.snapshot();
+    assert_eq!(server.vote(&bot, 3), StatusCode::CREATED);
+
+    std::fs::write(&switch, b"").expect("the disk fills");
+    assert_eq!(server.vote(&bot, 4), StatusCode::SERVICE_UNAVAILABLE);
+    std::fs::remove_file(&switch).expect("the disk has room again");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !server.log().contains("the journal takes writes again") {
+        assert!(Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(votes(), 3, "the durable votes, not the kept answer");
+}
+
 /// The registry's writes are refused before they apply while the journal is failed, and are
 /// taken again in the same process once the disk is back. Twice in one process, each time
 /// with another write in the batch that failed (applied by the registry, then refused):

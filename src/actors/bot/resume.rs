@@ -32,6 +32,8 @@ impl Handler<TakeDurableState> for BotActor {
         if let Err(why) = state.votes.attach(&taken.voters) {
             tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
         }
+        // Answers kept from the history are told apart by its count of changes: it goes on.
+        state.growth.replaces(&self.state.growth);
         self.state = state;
         self.refused = false;
         self.unacked.clear();

@@ -1,6 +1,11 @@
 //! `GET /bots/:id/stats/history`: a bot's server count and votes per UTC hour or day.
 
+use std::sync::{Arc, Weak};
+
+use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest, HttpResponse};
+use arc_swap::ArcSwap;
+use bytes::Bytes;
 use chrono::{DateTime, Duration};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -10,6 +15,7 @@ use crate::actors::bot::GrowthPoints;
 use crate::api::http::error::{ApiError, Code};
 use crate::api::http::routes::{Limit, Route, Subject};
 use crate::api::{http::reply, AppState};
+use crate::domain::bot::BotView;
 use crate::domain::growth::{Interval, HOURLY_DAYS, MAX_POINTS};
 use crate::domain::query::pairs;
 use crate::domain::time::Timestamp;
@@ -164,7 +170,28 @@ pub async fn get_growth(
     let asked = Asked::parse(request.query_string(), state.clock.now())
         .map_err(|why| Code::BadRequest.with(why))?;
     let bot = find_bot(&state, &id)?;
-    let (points, seq) = bot
+    // The URL names the bot and the range; the clock moves the range a default leaves open,
+    // and the bot's published view says how far its history has changed, durably.
+    let url = request
+        .uri()
+        .path_and_query()
+        .map_or("", |url| url.as_str());
+    let read_at = |changes| Mark {
+        bot: Arc::downgrade(&bot.view),
+        changes,
+        from: asked.from.millis(),
+        to: asked.to.millis(),
+    };
+    if let Some(kept) = state
+        .growth_pages
+        .get(url, &read_at(bot.view().growth_changes))
+    {
+        return Ok(reply::tagged_shared_json(
+            kept.body.clone(),
+            kept.etag.clone(),
+        ));
+    }
+    let answer = bot
         .ask(GrowthPoints {
             interval: asked.interval,
             from: asked.from,
@@ -173,7 +200,8 @@ pub async fn get_growth(
         .await??;
     let history = GrowthHistory {
         interval: asked.interval.name(),
-        points: points
+        points: answer
+            .points
             .into_iter()
             .map(|p| GrowthPoint {
                 at: p.at,
@@ -182,10 +210,10 @@ pub async fn get_growth(
             })
             .collect(),
     };
-    let Some(seq) = seq else {
+    let Some(seq) = answer.seq else {
         // The journal has failed: the answer leaves refused changes out, and no number names
         // it; the `ETag` layer tags it from its bytes, as it does the answers of routes that
-        // make no validator of their own.
+        // make no validator of their own. Nothing is kept.
         return Ok(reply::ok(&history));
     };
     // What the answer is made of: the bot's state at its last record, and the range asked.
@@ -196,5 +224,30 @@ pub async fn get_growth(
         asked.from.millis(),
         asked.to.millis(),
     );
-    Ok(reply::tagged(&history, &etag))
+    let (Ok(body), Ok(etag)) = (serde_json::to_vec(&history), HeaderValue::from_str(&etag)) else {
+        return Ok(reply::tagged(&history, &etag));
+    };
+    let body = Bytes::from(body);
+    state
+        .growth_pages
+        .keep(url, read_at(answer.changes), body.clone(), etag.clone());
+    Ok(reply::tagged_shared_json(body, etag))
+}
+
+/// What a kept answer was read at: the bot (its actor's published view, so a bot listed again
+/// under the same id is another), its history's count of changes, and the range the URL meant
+/// then. An answer is kept only once the state it was read from is durable, and a view shows
+/// a count only once the change that made it is durable: equal marks, equal bytes.
+pub struct Mark {
+    bot: Weak<ArcSwap<BotView>>,
+    changes: u64,
+    from: i64,
+    to: i64,
+}
+
+impl PartialEq for Mark {
+    fn eq(&self, other: &Self) -> bool {
+        Weak::ptr_eq(&self.bot, &other.bot)
+            && (self.changes, self.from, self.to) == (other.changes, other.from, other.to)
+    }
 }
