@@ -331,22 +331,23 @@ impl BotActor {
                 let told = self.expiry_publication(expired);
                 Some(self.publication(told))
             }
-            // A review just written is told to the vote stream once durable; reviews themselves
-            // are read through the actor.
+            // A review just written is told to the vote stream once durable, with the view
+            // that counts it (`GET /projects/@me` reads the view's review figures); the
+            // reviews themselves are read through the actor.
             Record::ReviewSaved {
                 review,
                 created: true,
                 ..
             } => {
                 let written = ReviewCreated::of(self.state.listing.event_bot(), review);
-                let told = self.stream_publication(std::iter::once(written.into()))?;
-                Some((told, Arc::new(self.state.view())))
+                let told = self.stream_publication(std::iter::once(written.into()));
+                Some(self.publication(told))
             }
-            // Commands, announcements and reviews are read through the actor, once durable.
-            Record::CommandsSet { .. }
-            | Record::AnnouncementPosted { .. }
-            | Record::ReviewSaved { .. }
-            | Record::ReviewRemoved { .. } => None,
+            Record::ReviewSaved { .. } | Record::ReviewRemoved { .. } => {
+                Some(self.publication(None))
+            }
+            // Commands and announcements are read through the actor, once durable.
+            Record::CommandsSet { .. } | Record::AnnouncementPosted { .. } => None,
             // Deliveries are not shown to readers of the bot.
             Record::DeliverySaved { .. }
             | Record::DeliveryProgressed { .. }

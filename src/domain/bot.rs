@@ -550,6 +550,7 @@ impl BotState {
             updated_at: self.updated_at,
             checks: Arc::clone(self.votes.window.published()),
             growth_changes: self.growth.changes(),
+            reviews: self.reviews.figures(),
         }
     }
 }
@@ -570,6 +571,8 @@ pub struct BotView {
     /// [`Growth::changes`](crate::domain::growth::Growth::changes)): a history answer kept at
     /// this count shows what this view's state holds.
     pub growth_changes: u64,
+    /// Its reviews' count and sum of ratings, as far as they are durable.
+    pub reviews: crate::domain::reviews::ReviewFigures,
 }
 
 impl BotView {

@@ -209,6 +209,21 @@ impl Cursor {
 type NewestKey = (Reverse<Timestamp>, Uuid);
 type RatingKey = (Reverse<u8>, Reverse<Timestamp>, Uuid);
 
+/// A bot's count of reviews and the sum of their ratings, as a view shows them to readers
+/// that do not ask the actor (`GET /projects/@me`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReviewFigures {
+    pub count: u64,
+    pub sum: u64,
+}
+
+impl ReviewFigures {
+    /// The average rating; `None` without reviews.
+    pub fn average(self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 / self.count as f64)
+    }
+}
+
 /// A bot's reviews, with both orders and the sum of the ratings kept as they change.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reviews {
@@ -249,7 +264,15 @@ impl Reviews {
 
     /// The average rating; `None` without reviews.
     pub fn average(&self) -> Option<f64> {
-        (self.count() > 0).then(|| self.sum as f64 / self.count() as f64)
+        self.figures().average()
+    }
+
+    /// How many reviews and the sum of their ratings: what a view publishes.
+    pub fn figures(&self) -> ReviewFigures {
+        ReviewFigures {
+            count: self.count(),
+            sum: self.sum,
+        }
     }
 
     /// Keeps a review (new, or its new state): the one change besides removal.

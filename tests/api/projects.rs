@@ -82,6 +82,7 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
         })
     );
     // Its reviews' average (out of 5) and count, as `GET /bots/:id/reviews` gives them.
+    let mut written_by = Vec::new();
     for (name, rating) in [("ann", 5), ("bob", 2)] {
         let profile = app.create_profile(json!({ "username": name })).await;
         let issued: Value = app
@@ -108,6 +109,9 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
             .await
             .expect("sent");
         assert_eq!(written.status(), StatusCode::CREATED);
+        let written: Value = written.json().await.expect("json");
+        let token = issued["token"].as_str().expect("token").to_owned();
+        written_by.push((token, written["id"].as_str().expect("id").to_owned()));
     }
     let project: Value = get(&app, "/projects/@me", &bot)
         .await
@@ -128,6 +132,35 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
         (&project["review_score"], &project["review_count"]),
         (&listed["rating"], &listed["count"])
     );
+    // An edit and a deletion change the figures too.
+    let figures = || async {
+        let project: Value = get(&app, "/projects/@me", &bot)
+            .await
+            .json()
+            .await
+            .expect("json");
+        (
+            project["review_score"].clone(),
+            project["review_count"].clone(),
+        )
+    };
+    let (ann, bob) = (&written_by[0], &written_by[1]);
+    let path = |id: &str| format!("/bots/{}/reviews/{id}", bot.id);
+    let edited = app
+        .request(Method::PATCH, &path(&ann.1), Some(&ann.0))
+        .json(&json!({ "rating": 4 }))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(edited.status(), StatusCode::OK);
+    assert_eq!(figures().await, (json!(3.0), json!(2)));
+    let deleted = app
+        .request(Method::DELETE, &path(&bob.1), Some(&bob.0))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(figures().await, (json!(4.0), json!(1)));
 }
 
 #[actix_web::test]

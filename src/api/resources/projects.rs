@@ -18,8 +18,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::actors::bot::{
-    PostAnnouncement, PostMetricsBatch, PostStats, ReadProject, ReadReviews, SetCommands,
-    VotesFrom, VotesInOrder,
+    PostAnnouncement, PostMetricsBatch, PostStats, ReadProject, SetCommands, VotesFrom,
+    VotesInOrder,
 };
 use crate::actors::directory::BotHandle;
 use crate::actors::registry::BotUpdatesItself;
@@ -156,15 +156,9 @@ pub async fn get_self(
     request: HttpRequest,
 ) -> Result<HttpResponse, Problem> {
     let bot = authorised(&state, &request)?;
-    // The figures only: no review is read.
-    let reviews = bot
-        .ask(ReadReviews {
-            sort: Default::default(),
-            after: None,
-            limit: 0,
-        })
-        .await??;
+    // The review figures are the view's: published, like the rest of it, once durable.
     let view = bot.view();
+    let reviews = view.reviews;
     let listing = &view.listing;
     Ok(reply::ok(&Project {
         id: listing.platform_id,
@@ -175,7 +169,7 @@ pub async fn get_self(
         tags: &listing.tags,
         votes: view.monthly.at(state.clock.now()),
         votes_total: view.vote_count,
-        review_score: reviews.average.unwrap_or(0.0),
+        review_score: reviews.average().unwrap_or(0.0),
         review_count: reviews.count,
     }))
 }
