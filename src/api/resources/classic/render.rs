@@ -17,8 +17,10 @@ use crate::domain::time::Timestamp;
 const DISCRIMINATOR: &str = "0";
 
 /// Declares the classic bot's fields: each row is a [`BotField`], its name in the classic
-/// shape (and in `fields=`) and its value (`None` leaves it out). Parsing `fields=`, the order
-/// of the output and the rendering are all made from the rows, so a field is one row.
+/// shape (and in `fields=`) and its value, anything serde serializes (`None` leaves it out).
+/// Parsing `fields=`, the order of the output and the rendering are all made from the rows, so
+/// a field is one row. Each value is written straight into the answer, never built as a
+/// `serde_json::Value` first (an allocation or more a field, 23 fields a bot).
 macro_rules! classic_bot_fields {
     ($ctx:ident; $( $field:ident = $name:literal => $value:expr; )*) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,9 +38,11 @@ macro_rules! classic_bot_fields {
                 }
             }
 
-            fn value(self, $ctx: &Context<'_>) -> Option<Value> {
+            /// Writes `"name":value` to `out` (after a comma unless `first`); `false`, writing
+            /// nothing, for a field the bot leaves out.
+            fn write(self, $ctx: &Context<'_>, first: bool, out: &mut Vec<u8>) -> bool {
                 match self {
-                    $(Self::$field => $value,)*
+                    $(Self::$field => write_field(out, first, $name, $value),)*
                 }
             }
         }
@@ -52,53 +56,63 @@ pub struct Context<'a> {
     pub now: Timestamp,
 }
 
-fn text(value: impl AsRef<str>) -> Option<Value> {
-    Some(Value::String(value.as_ref().to_owned()))
-}
-
-fn optional<T: Serialize>(value: Option<&T>) -> Option<Value> {
-    Some(value.map_or(Value::Null, |value| json(value)))
+fn write_field<T: Serialize>(out: &mut Vec<u8>, first: bool, name: &str, value: Option<T>) -> bool {
+    let Some(value) = value else {
+        return false;
+    };
+    if !first {
+        out.push(b',');
+    }
+    out.push(b'"');
+    // Names are plain ASCII literals: nothing to escape.
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    if serde_json::to_writer(&mut *out, &value).is_err() {
+        // Our own types always serialize; told without internals, the answer stays JSON.
+        tracing::error!(field = name, "a classic field did not serialize");
+        out.extend_from_slice(b"null");
+    }
+    true
 }
 
 fn json<T: Serialize + ?Sized>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// The empty text the classic shape has where botlist keeps nothing.
+const EMPTY: &str = "";
+
 classic_bot_fields! {
     ctx;
-    Id = "id" => Some(json(&ctx.bot.listing.platform_id));
-    Username = "username" => Some(json(&ctx.bot.listing.username));
-    Discriminator = "discriminator" => text(DISCRIMINATOR);
-    Avatar = "avatar" => optional(ctx.bot.listing.avatar.as_ref());
-    DefAvatar = "defAvatar" => text("");
-    Lib = "lib" => text("");
-    Prefix = "prefix" => Some(ctx.bot.listing.prefix.as_ref().map_or_else(empty, json));
-    Shortdesc = "shortdesc" => Some(json(&ctx.bot.listing.short_description));
-    Longdesc = "longdesc" => Some(ctx.bot.listing.long_description.as_ref().map_or_else(empty, json));
-    Tags = "tags" => Some(json(&ctx.bot.listing.tags));
-    Website = "website" => optional(ctx.bot.listing.website_url.as_ref());
-    Support = "support" => optional(ctx.bot.listing.support_server_url.as_ref());
-    Github = "github" => optional(ctx.bot.listing.github_url.as_ref());
-    Owners = "owners" => Some(json(&owners(ctx)));
-    Guilds = "guilds" => Some(Value::Array(Vec::new()));
-    Invite = "invite" => optional(ctx.bot.listing.invite_url.as_ref());
-    Date = "date" => Some(json(&ctx.bot.listing.created_at));
-    CertifiedBot = "certifiedBot" => Some(Value::Bool(ctx.bot.listing.certified));
-    Vanity = "vanity" => Some(Value::Null);
-    Points = "points" => Some(ctx.bot.vote_count.into());
-    MonthlyPoints = "monthlyPoints" => Some(ctx.bot.monthly.at(ctx.now).into());
-    Donatebotguildid = "donatebotguildid" => text("");
-    ServerCount = "server_count" => ctx.bot.server_count.map(|count| count.get().into());
+    Id = "id" => Some(&ctx.bot.listing.platform_id);
+    Username = "username" => Some(&ctx.bot.listing.username);
+    Discriminator = "discriminator" => Some(DISCRIMINATOR);
+    Avatar = "avatar" => Some(&ctx.bot.listing.avatar);
+    DefAvatar = "defAvatar" => Some(EMPTY);
+    Lib = "lib" => Some(EMPTY);
+    Prefix = "prefix" => Some(ctx.bot.listing.prefix.as_ref().map_or(EMPTY, |p| p.as_str()));
+    Shortdesc = "shortdesc" => Some(&ctx.bot.listing.short_description);
+    Longdesc = "longdesc" => Some(ctx.bot.listing.long_description.as_ref().map_or(EMPTY, |d| d.as_str()));
+    Tags = "tags" => Some(&ctx.bot.listing.tags);
+    Website = "website" => Some(&ctx.bot.listing.website_url);
+    Support = "support" => Some(&ctx.bot.listing.support_server_url);
+    Github = "github" => Some(&ctx.bot.listing.github_url);
+    Owners = "owners" => Some(owners(ctx));
+    Guilds = "guilds" => Some([(); 0]);
+    Invite = "invite" => Some(&ctx.bot.listing.invite_url);
+    Date = "date" => Some(&ctx.bot.listing.created_at);
+    CertifiedBot = "certifiedBot" => Some(ctx.bot.listing.certified);
+    Vanity = "vanity" => Some(());
+    Points = "points" => Some(ctx.bot.vote_count);
+    MonthlyPoints = "monthlyPoints" => Some(ctx.bot.monthly.at(ctx.now));
+    Donatebotguildid = "donatebotguildid" => Some(EMPTY);
+    ServerCount = "server_count" => ctx.bot.server_count.map(|count| count.get());
 }
 
 impl BotField {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|field| field.name() == name)
     }
-}
-
-fn empty() -> Value {
-    Value::String(String::new())
 }
 
 /// The owners' platform ids, in the listing's order: a profile without one is left out, since
@@ -118,17 +132,9 @@ pub fn write_bot(ctx: &Context<'_>, fields: Option<&[BotField]>, out: &mut Vec<u
     out.push(b'{');
     let mut first = true;
     for field in fields.unwrap_or(&BotField::ALL) {
-        let Some(value) = field.value(ctx) else {
-            continue;
-        };
-        if !first {
-            out.push(b',');
+        if field.write(ctx, first, out) {
+            first = false;
         }
-        first = false;
-        // Names are plain ASCII and values serde_json's own: neither fails to write.
-        let _ = serde_json::to_writer(&mut *out, field.name());
-        out.push(b':');
-        let _ = serde_json::to_writer(&mut *out, &value);
     }
     out.push(b'}');
 }
