@@ -11,6 +11,7 @@
 //! order and its page all come from the same moment.
 
 pub mod grams;
+mod keys;
 pub mod needles;
 pub mod orders;
 mod relevance;
@@ -31,6 +32,7 @@ use crate::domain::ids::BotId;
 use crate::domain::search::{Invites, Search, SearchPage, Sort, Work};
 use crate::domain::time::Month;
 use grams::{add_doc, grams_of, searched_text, Grams, Lookup};
+use keys::Keys;
 use needles::NeedleCache;
 use orders::{place, rank, Orders, Place};
 use remembered::{Candidates, Changed, Remembered};
@@ -64,19 +66,19 @@ fn vote_bucket_floor(bucket: usize) -> u64 {
     (16 + mantissa as u64) << (length - 5)
 }
 
+/// A listed document; its id and ranks are in [`Keys`].
 struct Doc {
     view: Arc<BotView>,
-    id: u128,
-    /// Kept here, beside the ranks, so the `votes` filter reads no view.
+    /// Kept here so the `votes` filter reads no view.
     votes: u64,
     /// Where the searched text is in the arena.
     text: TextSpan,
-    /// The rank of this document in each order, as it was inserted there.
-    ranks: [u64; Sort::ALL.len()],
 }
 
 pub struct SearchIndex {
     docs: Vec<Option<Doc>>,
+    /// Each document's id and its rank in each order, as inserted there.
+    keys: Keys,
     /// Numbers of delisted documents, handed out again before new ones.
     free: Vec<u32>,
     by_bot: HashMap<BotId, u32>,
@@ -142,6 +144,7 @@ impl SearchIndex {
     pub fn new(month: Month) -> Self {
         Self {
             docs: Vec::new(),
+            keys: Keys::default(),
             free: Vec::new(),
             by_bot: HashMap::default(),
             tags: HashMap::default(),
@@ -235,6 +238,7 @@ impl SearchIndex {
         }
         let ranks = self.ranks_of(&view);
         let id_bits = id.as_u128();
+        self.keys.set(doc, id_bits, ranks);
         for sort in Sort::ALL {
             self.orders
                 .insert(sort, place(ranks[sort.position()], id_bits, doc));
@@ -250,9 +254,7 @@ impl SearchIndex {
         let entry = Doc {
             votes: view.vote_count,
             view,
-            id: id_bits,
             text: self.texts.push(text),
-            ranks,
         };
         match self.docs.get_mut(doc as usize) {
             Some(slot) => *slot = Some(entry),
@@ -306,19 +308,20 @@ impl SearchIndex {
             }
         }
         let ranks = self.ranks_of(&view);
+        let id = self.keys.id(doc);
         for sort in Sort::ALL {
             let i = sort.position();
-            if ranks[i] != old.ranks[i] {
-                self.orders.remove(sort, &place(old.ranks[i], old.id, doc));
-                self.orders.insert(sort, place(ranks[i], old.id, doc));
+            let was = self.keys.rank(i, doc);
+            if ranks[i] != was {
+                self.orders.remove(sort, &place(was, id, doc));
+                self.orders.insert(sort, place(ranks[i], id, doc));
+                self.keys.set_rank(i, doc, ranks[i]);
             }
         }
         self.docs[doc as usize] = Some(Doc {
             votes: view.vote_count,
             view,
-            id: old.id,
             text,
-            ranks,
         });
         if self.texts.stale > self.texts.bytes.len() / 2 {
             self.compact_texts();
@@ -345,8 +348,9 @@ impl SearchIndex {
             return;
         };
         for sort in Sort::ALL {
-            self.orders
-                .remove(sort, &place(old.ranks[sort.position()], old.id, doc));
+            if let Some(place) = self.keys.place(sort.position(), doc) {
+                self.orders.remove(sort, &place);
+            }
         }
         self.index_filters(doc, &old.view, false);
         self.word_starts
@@ -371,12 +375,13 @@ impl SearchIndex {
             let i = sort.position();
             let mut changed = false;
             let mut places = Vec::with_capacity(self.by_bot.len());
-            for (doc, slot) in self.docs.iter_mut().enumerate() {
+            for (doc, slot) in self.docs.iter().enumerate() {
                 if let Some(entry) = slot {
+                    let doc = doc as u32;
                     let rank = rank_of(sort, &entry.view, month);
-                    changed |= rank != entry.ranks[i];
-                    entry.ranks[i] = rank;
-                    places.push(place(rank, entry.id, doc as u32));
+                    changed |= rank != self.keys.rank(i, doc);
+                    self.keys.set_rank(i, doc, rank);
+                    places.extend(self.keys.place(i, doc));
                 }
             }
             if changed {
@@ -599,13 +604,8 @@ impl SearchIndex {
     ) -> Vec<u32> {
         tally.read(set.len());
         let i = sort.position();
-        let places: Vec<Place> = set
-            .iter()
-            .filter_map(|doc| {
-                let entry = self.docs.get(doc as usize)?.as_ref()?;
-                Some(place(entry.ranks[i], entry.id, doc))
-            })
-            .collect();
+        let mut places: Vec<Place> = Vec::with_capacity(set.len() as usize);
+        places.extend(set.iter().filter_map(|doc| self.keys.place(i, doc)));
         page_of(places, start, end, |p| p.3)
     }
 
@@ -758,6 +758,7 @@ impl SearchIndex {
             .sum();
         IndexMemory {
             documents: self.docs.capacity() * std::mem::size_of::<Option<Doc>>()
+                + self.keys.heap_bytes()
                 + self.by_bot.capacity() * (std::mem::size_of::<(BotId, u32)>() + 1)
                 + self.texts.bytes.capacity(),
             filters: bitmaps(&self.tags)

@@ -158,7 +158,7 @@ impl SearchIndex {
             .iter()
             .filter_map(|doc| {
                 let entry = self.doc(doc)?;
-                Some((u64::MAX - entry.votes, entry.id, doc))
+                Some((u64::MAX - entry.votes, self.keys.id(doc), doc))
             })
             .collect();
         if long {

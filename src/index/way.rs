@@ -9,27 +9,26 @@
 //!
 //! The way chosen costs at most the two estimates' geometric mean; by the dearest costs
 //! measured, a page ending at `end` costs at most `√(WALK_STEP_NS × RANK_READ_NS × end ×
-//! N)` nanoseconds whatever `|C|` is ([`page_bound_ns`]): 11 ms for the deepest filtered page
-//! (`end` = 10,000) at 1,000,000 bots, over the 5 ms of issue 39 (docs/SEARCH.md says what is
-//! left).
+//! N)` nanoseconds whatever `|C|` is ([`page_bound_ns`]): 4.6 ms for the deepest filtered
+//! page (`end` = 10,000) at 1,000,000 bots, under the 5 ms of issue 39.
 //!
-//! Measured in release at 1,000,000 bots, 2026-11-28, load 2.5 to 4.5
+//! Measured in release at 1,000,000 bots, 2026-11-29 03:49 UTC, load 3 to 4
 //! (`BOTLIST_BENCH_WAYS=1 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst`,
-//! docs/PERFORMANCE.md "Walk or rank"): a place walked costs 12 to 18 ns when the candidates
-//! are a dense bitmap (a tenth of the directory or more: a bit test) and 42 to 51 ns when they
-//! are sparse (a twentieth: a binary search in an array container); a document ranked costs 85
-//! to 150 ns in large sets and 180 to 238 ns in sets of 50,000 to 100,000 (a cache miss each).
-//! The medians of the two are 17 and 179 ns (a ratio of 10.4); in sparse sets of the size where
-//! the choice is close (about 30,000 to 60,000 at the deepest page), 48 and 220 (4.6).
+//! docs/PERFORMANCE.md "Walk or rank"): a place walked costs 7 to 14 ns when the candidates are
+//! a dense bitmap (a tenth of the directory or more: a bit test) and 26 to 31 ns when they are
+//! sparse (a twentieth: a binary search in an array container); a document ranked costs 11 to
+//! 24 ns in sets of 275,000 to 600,000, 32 to 59 ns in one of 100,000 and 54 to 67 ns in one
+//! of 56,000. A ranking reads each candidate's keys from columns in document order
+//! (`keys.rs`); when it read them from each document's entry, a document cost 40 to 87 ns in
+//! the same run (180 to 238 ns on 2026-11-28), a cache miss each.
 
 /// The dearest measured cost of a place walked (a sparse candidate set), in nanoseconds. The
-/// choice uses the ratio of the two costs of sparse sets, 4.6, because that is where it is
-/// close: at 1,000,000 bots every set dense enough for the cheaper walk (a sixteenth of the
-/// directory or more) is walked by that ratio too at any page end up to 10,000.
-pub const WALK_STEP_NS: u64 = 52;
+/// choice uses the ratio of the two dearest costs, which are those of sparse sets, where the
+/// choice is close.
+pub const WALK_STEP_NS: u64 = 31;
 
-/// The dearest measured cost of a document ranked (a set of about 50,000), in nanoseconds.
-pub const RANK_READ_NS: u64 = 240;
+/// The dearest measured cost of a document ranked (a set of about 56,000), in nanoseconds.
+pub const RANK_READ_NS: u64 = 67;
 
 /// The way a page of a candidate set is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,9 +77,9 @@ mod tests {
     use crate::domain::search::MAX_FILTERED_END;
 
     const MILLION: u64 = 1_000_000;
-    /// What docs/PERFORMANCE.md claims for the deepest filtered page at 1,000,000 bots: 11.2
-    /// ms, over the 5 ms of issue 39 (docs/SEARCH.md, "What a search may cost").
-    const DEEPEST_PAGE_NS: u64 = 11_200_000;
+    /// What docs/PERFORMANCE.md claims for the deepest filtered page at 1,000,000 bots: 4.6
+    /// ms, under the 5 ms of issue 39 (docs/SEARCH.md, "What a search may cost").
+    const DEEPEST_PAGE_NS: u64 = 4_600_000;
 
     /// Candidate counts to try at `listed`: every one up to a thousand, then about 1,000 a
     /// doubling, and every count within 64 of the crossover of each end.
