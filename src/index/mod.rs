@@ -505,11 +505,49 @@ impl SearchIndex {
         end: usize,
         tally: &Tally,
     ) -> Vec<u32> {
-        if self.walk_is_cheaper(end, c.found.len()) {
-            self.walk(sort, start, end, |doc| c.found.contains(doc), tally)
-        } else {
-            self.ranked_page(sort, c, start, end, tally)
+        let candidates = c.found.len();
+        if self.walk_is_cheaper(end, candidates) {
+            // The walk's estimate assumes the candidates are spread over the order; a set
+            // gathered at its far end (a tag only the oldest bots carry, `sort=newest`) would
+            // have the walk read nearly all of it. It stops at what ranking costs, and ranks.
+            let budget = way::walk_budget(candidates);
+            let keep = |doc| c.found.contains(doc);
+            if let Some(page) = self.walk_within(sort, start, end, keep, budget, tally) {
+                return page;
+            }
         }
+        self.ranked_page(sort, c, start, end, tally)
+    }
+
+    /// [`SearchIndex::walk`] that gives up (`None`) after visiting `budget` places.
+    fn walk_within(
+        &self,
+        sort: Sort,
+        start: usize,
+        end: usize,
+        keep: impl Fn(u32) -> bool,
+        budget: u64,
+        tally: &Tally,
+    ) -> Option<Vec<u32>> {
+        let mut page = Vec::with_capacity(end - start);
+        let mut kept = 0;
+        for (visited, place) in self.orders.iter(sort).enumerate() {
+            if visited as u64 >= budget {
+                return None;
+            }
+            tally.visit(1);
+            if !keep(place.3) {
+                continue;
+            }
+            if kept >= start {
+                page.push(place.3);
+                if page.len() == end - start {
+                    break;
+                }
+            }
+            kept += 1;
+        }
+        Some(page)
     }
 
     /// The page of a filtered search found the way asked, not the way chosen, with the work it

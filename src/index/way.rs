@@ -64,6 +64,14 @@ pub fn choose(end: u64, listed: u64, candidates: u64) -> Way {
     }
 }
 
+/// How many places a walk of `candidates` may visit before it stops and they are ranked: as
+/// many as ranking them costs. A walk is chosen for costing less than that when the candidates
+/// are spread over the order, so only a set gathered at the order's far end reaches it; the
+/// page then costs at most twice its ranking.
+pub fn walk_budget(candidates: u64) -> u64 {
+    candidates.max(1) * RANK_READ_NS / WALK_STEP_NS
+}
+
 /// What the chosen way may cost at the dearest measured costs, whatever the number of
 /// candidates: the two estimates' geometric mean, the same for every `|C|`.
 pub fn page_bound_ns(end: u64, listed: u64) -> u64 {
