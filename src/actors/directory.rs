@@ -351,17 +351,31 @@ impl Directory {
             self.hidden.insert(handle.id, handle);
             self.requeue(None, &view);
         }
-        {
-            let mut index = self.write_index();
-            if index.is_empty() {
-                let views = bots.iter().map(|(handle, _)| handle.view()).collect();
-                *index = SearchIndex::build(index.month(), views);
-            } else {
-                for (handle, _) in &bots {
-                    index.insert(handle.view());
-                }
+        let mut index = self.write_index();
+        if index.is_empty() {
+            let views: Vec<_> = bots.iter().map(|(handle, _)| handle.view()).collect();
+            let month = index.month();
+            // A start: the bots are filed in the maps on this thread while the index is built
+            // on others, where this thread waited for the build's slowest part before. Nothing
+            // reads the directory yet, and the index stays locked until it is whole.
+            std::thread::scope(|scope| {
+                let built = scope.spawn(move || SearchIndex::build(month, views));
+                self.file_listed(bots);
+                *index = built
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            });
+        } else {
+            for (handle, _) in &bots {
+                index.insert(handle.view());
             }
+            drop(index);
+            self.file_listed(bots);
         }
+    }
+
+    /// Files listed bots in the directory's maps and the moderation queue.
+    fn file_listed(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
         for (handle, token) in bots {
             let view = handle.view();
             self.bot_tokens.insert(handle.id, token);

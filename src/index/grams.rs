@@ -115,6 +115,13 @@ pub fn add_doc(bitmap: &mut RoaringBitmap, doc: u32) {
     bitmap.insert(doc);
 }
 
+/// A set from documents given in ascending order, each appended without a search.
+pub fn ascending_set(docs: &[u32]) -> RoaringBitmap {
+    let docs = docs.iter().copied();
+    // Ascending and distinct wherever this is called; collected in any order all the same.
+    RoaringBitmap::from_sorted_iter(docs.clone()).unwrap_or_else(|_| docs.collect())
+}
+
 /// What the gram index can say about a needle.
 pub enum Lookup<'a> {
     /// Exactly the documents that contain the needle.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap;
 
-use super::grams::{add_doc, key, Lookup, MAX_GRAM};
+use super::grams::{add_doc, ascending_set, key, Lookup, MAX_GRAM};
 use super::orders::Place;
 use super::way;
 use super::work::Tally;
@@ -62,6 +62,16 @@ impl WordStarts {
     pub fn add(&mut self, doc: u32, name: &str) {
         for k in word_start_keys(name) {
             add_doc(self.bitmaps.entry(k).or_default(), doc);
+        }
+    }
+
+    /// From each key's documents in ascending order (the build of a whole index).
+    pub fn from_ascending(keys: FxHashMap<u32, Vec<u32>>) -> Self {
+        Self {
+            bitmaps: keys
+                .into_iter()
+                .map(|(key, docs)| (key, ascending_set(&docs)))
+                .collect(),
         }
     }
 
