@@ -647,14 +647,9 @@ impl SearchIndex {
         keep: impl Fn(u32) -> bool,
         tally: &Tally,
     ) -> Vec<u32> {
-        self.orders
-            .iter(sort)
-            .inspect(|_| tally.visit(1))
-            .map(|place| place.3)
-            .filter(|doc| keep(*doc))
-            .skip(start)
-            .take(end - start)
-            .collect()
+        // No budget: it never gives up.
+        self.walk_within(sort, start, end, keep, u64::MAX, tally)
+            .unwrap_or_default()
     }
 
     /// A page of candidates too few to walk the order for: from their ranking kept by
