@@ -42,6 +42,12 @@ impl VersionedPage {
     /// A strong validator of an answer made from this page and `query` alone: the index's
     /// state and the query say what the body is, with no need to hash it.
     pub fn etag(&self, query: &str) -> String {
+        self.etag_beside(query, None)
+    }
+
+    /// [`Self::etag`] for an answer that also shows what another counter names (the classic
+    /// search: the profiles' version, `Directory::profiles_version`).
+    pub fn etag_beside(&self, query: &str, other: Option<u64>) -> String {
         use std::hash::{Hash, Hasher};
         // The query only keeps answers to different URLs apart; the version is what changes.
         let mut hasher = rustc_hash::FxHasher::default();
@@ -51,6 +57,10 @@ impl VersionedPage {
         push_hex(&mut tag, self.seed.into(), 16);
         tag.push('-');
         push_hex(&mut tag, self.version.into(), 0);
+        if let Some(other) = other {
+            tag.push('.');
+            push_hex(&mut tag, other.into(), 0);
+        }
         tag.push('-');
         push_hex(&mut tag, hasher.finish().into(), 16);
         tag.push('"');
@@ -154,6 +164,11 @@ pub struct Directory {
     /// holding the read guard sees the number of the very state it reads. With
     /// `validator_seed`, it names a search's answer for its `ETag`.
     index_version: AtomicU64,
+    /// Counts the profiles' publications, each after its maps were written: a reader that
+    /// reads a number sees at least the profiles it names. The classic search shows owners by
+    /// their profiles' platform ids, so its kept pages are valid for this and the index's
+    /// version together.
+    profiles_version: AtomicU64,
     /// Drawn once per directory, so that numbers counted again after a restart name nothing
     /// a client saw before it.
     validator_seed: u64,
@@ -180,6 +195,7 @@ impl Directory {
             profile_platform_ids: ByKey::default(),
             index: RwLock::new(SearchIndex::new(now.month())),
             index_version: AtomicU64::new(0),
+            profiles_version: AtomicU64::new(0),
             validator_seed: validator_seed(now),
             vote_history_retention: Default::default(),
             weekend: Default::default(),
@@ -279,6 +295,11 @@ impl Directory {
         // Under the read guard: a change takes its version with the write guard, so the
         // number read here names the state every search under this guard sees.
         (index.month() == now.month()).then(|| self.index_version.load(Ordering::Acquire))
+    }
+
+    /// How many times the profiles have been published (see the field).
+    pub fn profiles_version(&self) -> u64 {
+        self.profiles_version.load(Ordering::Acquire)
     }
 
     /// One page of a search, with the number of the index's state it was read from.
@@ -554,6 +575,7 @@ impl Directory {
         if let Some(platform_id) = platform_id {
             self.profile_platform_ids.insert(platform_id, id);
         }
+        self.profiles_version.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(super) fn publish_profile_deleted(&self, id: ProfileId) {
@@ -563,6 +585,7 @@ impl Directory {
             }
             self.unlink_platform_id(id, old.platform_id);
         }
+        self.profiles_version.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Forgets a platform id the profile `id` held, unless another profile took it since.

@@ -56,6 +56,9 @@ pub struct AppState {
     pub journal_health: Arc<dyn health::JournalHealth>,
     /// Search pages kept for the index's current version, by query string.
     pub search_pages: http::kept::Kept<u64>,
+    /// Classic search pages kept for the index's and the profiles' current versions, by query
+    /// string (a classic bot names its owners by their profiles).
+    pub classic_pages: http::kept::Kept<(u64, u64)>,
     /// Badges kept for their bot's current listing and value, by URL (the validator is the
     /// badge's ETag).
     pub badges: http::kept::Kept<String>,

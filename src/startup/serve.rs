@@ -127,6 +127,7 @@ pub(super) fn serve(
             data_dir: settings.data_dir.clone(),
         }),
         search_pages: Default::default(),
+        classic_pages: Default::default(),
         badges: Default::default(),
         growth_pages: Default::default(),
     });

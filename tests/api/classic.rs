@@ -518,6 +518,77 @@ async fn classic_reads_carry_an_etag_and_answer_304() {
     }
 }
 
+/// A classic search page is kept while nothing it shows changes: each change to its bots (a
+/// stats post, a vote) or to their owners' profiles (a platform id linked, changed, unlinked) shows
+/// at once, under a new ETag.
+#[actix_web::test]
+async fn a_kept_classic_search_page_shows_every_change_to_its_bots_and_their_owners() {
+    let app = spawn_app().await;
+    let (bot, linked, unlinked) = full_bot(&app).await;
+    let path = "/bots?fields=id,owners,server_count,points";
+    let read = |expected: Value| {
+        let app = &app;
+        async move {
+            let response = get(app, path, None).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            let tag = response.headers().get("etag").expect("an ETag").clone();
+            let body: Value = response.json().await.expect("json");
+            assert_eq!(body["results"][0], expected, "{body}");
+            tag
+        }
+    };
+    // A bot with no count posted has no `server_count` field.
+    let shown = |owners: Value, servers: Value, points: u64| {
+        let mut bot = json!({ "id": "700000000000000001", "owners": owners, "points": points });
+        if !servers.is_null() {
+            bot["server_count"] = servers;
+        }
+        bot
+    };
+    let first = read(shown(json!(["300000000000000001"]), Value::Null, 2)).await;
+    assert_eq!(
+        read(shown(json!(["300000000000000001"]), Value::Null, 2)).await,
+        first
+    );
+
+    let relink = |profile: &Value, platform_id: Value| {
+        let id = profile["id"].as_str().expect("id").to_owned();
+        let app = &app;
+        async move {
+            let response = app
+                .admin(
+                    Method::PATCH,
+                    &format!("/admin/users/{id}"),
+                    Some(&json!({ "platform_id": platform_id })),
+                )
+                .await;
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+    };
+    relink(&unlinked, json!("300000000000000002")).await;
+    let both = read(shown(
+        json!(["300000000000000002", "300000000000000001"]),
+        Value::Null,
+        2,
+    ))
+    .await;
+    assert_ne!(both, first);
+    relink(&linked, json!("300000000000000003")).await;
+    read(shown(
+        json!(["300000000000000002", "300000000000000003"]),
+        Value::Null,
+        2,
+    ))
+    .await;
+    relink(&unlinked, Value::Null).await;
+    read(shown(json!(["300000000000000003"]), Value::Null, 2)).await;
+
+    app.post_stats(&bot, 77).await;
+    read(shown(json!(["300000000000000003"]), json!(77), 2)).await;
+    app.vote_ok(&bot.id, 13).await;
+    read(shown(json!(["300000000000000003"]), json!(77), 3)).await;
+}
+
 #[actix_web::test]
 async fn a_method_a_classic_path_lacks_is_405_with_allow() {
     let app = spawn_app().await;

@@ -163,6 +163,74 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
     assert_eq!(figures().await, (json!(4.0), json!(1)));
 }
 
+/// A review-scoped token of a new profile, and a review written with it.
+async fn review(app: &TestApp, bot: &TestBot, token: &str, rating: u8) -> Response {
+    app.request(
+        Method::POST,
+        &format!("/bots/{}/reviews", bot.id),
+        Some(token),
+    )
+    .json(&json!({ "rating": rating, "content": "" }))
+    .send()
+    .await
+    .expect("sent")
+}
+
+async fn reviews_token(app: &TestApp, name: &str) -> String {
+    let profile = app.create_profile(json!({ "username": name })).await;
+    let issued: Value = app
+        .admin(
+            Method::POST,
+            &format!(
+                "/admin/users/{}/tokens",
+                profile["id"].as_str().expect("id")
+            ),
+            Some(&json!({ "scopes": ["reviews"], "label": "test" })),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    issued["token"].as_str().expect("token").to_owned()
+}
+
+/// `@me` reads its review figures from the bot's published view, so while the journal has
+/// failed it still answers, with the durable reviews only (docs/API.md, `/projects/@me`).
+#[actix_web::test]
+async fn get_self_shows_the_durable_reviews_while_the_journal_has_failed() {
+    use botlist::persist::journal::JournalFault;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let switch = dir.path().join("disk-full");
+    let mut settings = test_settings();
+    settings.data_dir = Some(dir.path().join("data"));
+    // ENOSPC once the file exists: the disk fills after the first review.
+    settings.journal_fault = JournalFault::FailWhileExists(switch.clone(), 28);
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let bot = app
+        .create_bot(218109768489992193, json!({ "name": "Miki" }))
+        .await;
+    let (ann, bob) = (
+        reviews_token(&app, "ann").await,
+        reviews_token(&app, "bob").await,
+    );
+    assert_eq!(
+        review(&app, &bot, &ann, 5).await.status(),
+        StatusCode::CREATED
+    );
+    std::fs::write(&switch, b"").expect("the switch is made");
+    let refused = review(&app, &bot, &bob, 1).await;
+    assert!(refused.status().is_server_error(), "{}", refused.status());
+
+    let response = get(&app, "/projects/@me", &bot).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let project: Value = response.json().await.expect("json");
+    assert_eq!(
+        (&project["review_score"], &project["review_count"]),
+        (&json!(5.0), &json!(1)),
+        "{project}"
+    );
+}
+
 #[actix_web::test]
 async fn every_project_route_takes_a_bearer_token_and_answers_problems() {
     let app = spawn_app().await;

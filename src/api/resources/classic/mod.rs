@@ -10,6 +10,7 @@ pub mod render;
 
 use std::borrow::Cow;
 
+use actix_web::http::header::HeaderValue;
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -84,14 +85,54 @@ pub async fn classic_search(
     state: web::Data<AppState>,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let parsed = query::parse(request.query_string()).map_err(|why| Code::BadRequest.with(why))?;
+    let query = request.query_string();
+    let now = state.clock.now();
+    // Read before the page, so a kept page is never newer than what its numbers name (see
+    // `Directory::profiles_version`). Only 200s are kept: the same query parses the same way.
+    let profiles = state.directory.profiles_version();
+    if let Some(page) = (state.directory.version_at(now))
+        .and_then(|version| state.classic_pages.get(query, &(version, profiles)))
+    {
+        return Ok(reply::tagged_shared_json(
+            page.body.clone(),
+            page.etag.clone(),
+        ));
+    }
+    let parsed = query::parse(query).map_err(|why| Code::BadRequest.with(why))?;
     if let Some(refused) =
         crate::api::resources::needle_cost::read(&state, &request, &parsed.search).await?
     {
         return Ok(refused);
     }
-    let now = state.clock.now();
-    let page = state.directory.search(&parsed.search, now);
+    let answer = state.directory.search_versioned(&parsed.search, now);
+    let body = page_body(&state, &parsed, &answer.page, now);
+    // A profile published while the page was written may or may not show in it: such a page
+    // is neither kept nor tagged from the numbers (the layer hashes its body instead).
+    if state.directory.profiles_version() != profiles {
+        return Ok(reply::json_bytes(body));
+    }
+    let etag = answer.etag_beside(query, Some(profiles));
+    let Ok(etag) = HeaderValue::from_str(&etag) else {
+        return Ok(reply::json_bytes(body));
+    };
+    let body = bytes::Bytes::from(body);
+    state.classic_pages.keep(
+        query,
+        (answer.version, profiles),
+        body.clone(),
+        etag.clone(),
+    );
+    Ok(reply::tagged_shared_json(body, etag))
+}
+
+/// The classic page's bytes: each bot in the classic shape (the fields asked for), then the
+/// page's counts.
+fn page_body(
+    state: &AppState,
+    parsed: &query::ClassicSearch,
+    page: &crate::domain::search::SearchPage,
+    now: crate::domain::time::Timestamp,
+) -> Vec<u8> {
     let mut body = Vec::with_capacity(128 + page.bots.len() * 1024);
     body.extend_from_slice(b"{\"results\":[");
     for (i, bot) in page.bots.iter().enumerate() {
@@ -116,7 +157,7 @@ pub async fn classic_search(
         body.extend_from_slice(digits.format(value).as_bytes());
     }
     body.push(b'}');
-    Ok(reply::json_bytes(body))
+    body
 }
 
 /// The classic `search` parameter, for the OpenAPI document: empty (or only whitespace: the
