@@ -399,7 +399,10 @@ async fn serve_replicated(
     cluster: ClusterSettings,
     clock: Arc<dyn Clock>,
 ) -> ExitCode {
-    match node::run(settings, cluster, clock).await {
+    // The state is loaded as a single node's is (`serve`): heaps grown in large steps until
+    // the node's application is built, then the serving settings.
+    grow_heaps_in_large_steps();
+    match node::run(settings, cluster, clock, free_small_blocks_at_once).await {
         Ended::Stopped => ExitCode::SUCCESS,
         Ended::Demoted(why) => {
             eprintln!(

@@ -395,8 +395,12 @@ impl Directory {
         }
     }
 
-    /// Files listed bots in the directory's maps and the moderation queue.
+    /// Files listed bots in the directory's maps and the moderation queue. Each is queued
+    /// under its status as [`Self::requeue`] would queue a listed bot, all under one lock and
+    /// each status's set built from its sorted keys at once (a bot at a time, with a lock, two
+    /// lookups and a removal each, was a tenth of the starting thread's work at a start).
     fn file_listed(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
+        let mut queued: HashMap<ListingStatus, Vec<(Timestamp, BotId)>> = HashMap::new();
         for (handle, token) in bots {
             let view = handle.view();
             self.bot_tokens.insert(handle.id, token);
@@ -404,8 +408,17 @@ impl Directory {
                 .insert(view.listing.platform_id, handle.id);
             self.tokens.insert(token, handle.id);
             self.bots.insert(handle.id, handle);
-            self.requeue(None, &view);
+            queued
+                .entry(view.listing.status)
+                .or_default()
+                .push((view.listing.created_at, view.listing.id));
         }
+        let mut by_status = self.by_status.lock();
+        for (status, keys) in queued {
+            let mut keys: BTreeSet<_> = keys.into_iter().collect();
+            by_status.entry(status).or_default().append(&mut keys);
+        }
+        Self::gauge(&by_status);
     }
 
     /// Publishes a bot's new state: the view its readers load, its place in the index, and

@@ -562,8 +562,9 @@ fn bin<'a>(rd: &mut &'a [u8]) -> Result<&'a [u8], String> {
 fn decode_parts(payload: &[u8]) -> Result<SavedState, SnapshotError> {
     let parts = Parts::find(payload).map_err(undecodable)?;
     let profiles: Vec<Profile> = super::decode(parts.profiles).map_err(undecodable)?;
-    let voters = Arc::new(VoterTable::new());
-    let numbers = number_voters(&parts.voters, &voters)?;
+    let decoded = decode_voters(&parts.voters)?;
+    let voters = Arc::new(VoterTable::with_capacity(decoded.len()));
+    let numbers = file_voters(decoded, &voters)?;
     let bots = in_parallel(&parts.bots, |share| {
         share
             .iter()
@@ -598,18 +599,31 @@ fn decode_audit(parts: &[&[u8]]) -> Result<AuditEntries, SnapshotError> {
     Ok(entries)
 }
 
-/// Numbers the voters of a snapshot's table in the state's table: the numbers given in a row
-/// first (so that at a start, when that table is empty, a ring's or a history's number in the
-/// snapshot is the state's), then each voter filed in the table's index, both on every core.
+/// Decodes a snapshot's voter table and numbers its voters in `table` (see [`file_voters`]).
+#[cfg(test)]
 fn number_voters(parts: &[&[u8]], table: &VoterTable) -> Result<SnapshotNumbers, SnapshotError> {
-    let voters = in_parallel(parts, |share| {
+    file_voters(decode_voters(parts)?, table)
+}
+
+/// A snapshot's voter table, in order, decoded on every core.
+fn decode_voters(parts: &[&[u8]]) -> Result<Vec<Arc<Voter>>, SnapshotError> {
+    in_parallel(parts, |share| {
         let mut voters = Vec::new();
         for part in share {
             let part: Vec<Voter> = super::decode(part).map_err(undecodable)?;
             voters.extend(part.into_iter().map(Arc::new));
         }
         Ok(voters)
-    })?;
+    })
+}
+
+/// Numbers the voters of a snapshot's table in the state's table: the numbers given in a row
+/// first (so that at a start, when that table is empty, a ring's or a history's number in the
+/// snapshot is the state's), then each voter filed in the table's index, on every core.
+fn file_voters(
+    voters: Vec<Arc<Voter>>,
+    table: &VoterTable,
+) -> Result<SnapshotNumbers, SnapshotError> {
     let base = table.reserve(&voters);
     let too_many = || undecodable("more voters than a table holds");
     let runs = voters

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use actix::dev::channel::{channel, AddressReceiver};
 use actix::prelude::*;
 use arc_swap::ArcSwap;
 
@@ -41,6 +42,54 @@ impl BotSpawner {
         self.next = self.next.wrapping_add(1);
         BotActor::start_in_arbiter(arbiter, move |_| actor)
     }
+
+    /// Starts an actor for each of `items`, spread round robin as [`Self::spawn`] spreads
+    /// them, each made by `make` on the thread it runs on. Every address is made here, at
+    /// once; each arbiter gets its whole share in one message and builds and starts its actors
+    /// itself, while this thread goes on. `start_in_arbiter` sent one message a bot, each a
+    /// task of its own and a wake-up of the arbiter, and built every actor on this thread: at
+    /// a start of 100,000 bots the starting thread spent about half a second on it alone
+    /// (docs/PERFORMANCE.md, "Start-up and snapshots"). `items` is taken as an iterator so
+    /// that each (large) state is moved once, into its arbiter's share.
+    pub(super) fn spawn_all<T, F>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = T>,
+        make: F,
+    ) -> Vec<Addr<BotActor>>
+    where
+        T: Send + 'static,
+        F: Fn(T) -> BotActor + Clone + Send + 'static,
+    {
+        if self.arbiters.is_empty() {
+            return items.map(|item| make(item).start()).collect();
+        }
+        let count = self.arbiters.len();
+        let mut shares: Vec<Vec<(AddressReceiver<BotActor>, T)>> = (0..count)
+            .map(|_| Vec::with_capacity(items.len() / count + 1))
+            .collect();
+        let addrs = items
+            .map(|item| {
+                // actix's own first capacity (`start_in_arbiter`'s); `started` sets the bot's.
+                let (tx, rx) = channel(16);
+                shares[self.next % count].push((rx, item));
+                self.next = self.next.wrapping_add(1);
+                Addr::new(tx)
+            })
+            .collect();
+        for (arbiter, share) in self.arbiters.iter().zip(shares) {
+            if share.is_empty() {
+                continue;
+            }
+            let make = make.clone();
+            arbiter.spawn_fn(move || {
+                for (rx, item) in share {
+                    let ctx = Context::with_receiver(rx);
+                    actix::spawn(ctx.into_future(make(item)));
+                }
+            });
+        }
+        addrs
+    }
 }
 
 /// A bot as the registry stores it apart from the bot's own state. Entries change as soon as
@@ -72,6 +121,12 @@ impl PlatformIds {
         self.owner.insert(platform_id, bot);
     }
 
+    /// Room for `more` claims without growing the maps one doubling at a time (a start).
+    pub(super) fn reserve(&mut self, more: usize) {
+        self.owner.reserve(more);
+        self.of_bot.reserve(more);
+    }
+
     pub(super) fn release(&mut self, bot: BotId) {
         if let Some(old) = self.of_bot.remove(&bot) {
             self.owner.remove(&old);
@@ -100,6 +155,49 @@ pub(super) struct BotStarter {
 }
 
 impl BotStarter {
+    /// Starts the actors of many bots at once (a loaded state): the registry's entries at
+    /// once, the actors built and started on their arbiters meanwhile (see
+    /// [`BotSpawner::spawn_all`]).
+    pub(super) fn start_all(
+        &mut self,
+        bots: impl ExactSizeIterator<Item = (BotState, TokenHash)>,
+    ) -> Vec<Entry> {
+        let mut entries = Vec::with_capacity(bots.len());
+        let voters = &self.voters;
+        let actors = bots.map(|(mut state, token)| {
+            if let Err(why) = state.votes.attach(voters) {
+                tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
+            }
+            let id = state.listing.id;
+            let owners = state.listing.owner_ids.clone();
+            let view = Arc::new(ArcSwap::from_pointee(state.view()));
+            entries.push((id, Arc::clone(&view), token, owners));
+            (state, view)
+        });
+        let directory = Arc::clone(&self.directory) as Arc<dyn Publications>;
+        let (clock, journal) = (Arc::clone(&self.clock), self.journal.clone());
+        let dispatcher = Arc::clone(&self.dispatcher);
+        let addrs = self.spawner.spawn_all(actors, move |(state, view)| {
+            BotActor::new(
+                state,
+                view,
+                Arc::clone(&directory),
+                Arc::clone(&clock),
+                journal.clone(),
+                Arc::clone(&dispatcher),
+            )
+        });
+        entries
+            .into_iter()
+            .zip(addrs)
+            .map(|((id, view, token, owners), addr)| Entry {
+                handle: Arc::new(BotHandle { id, addr, view }),
+                token,
+                owners,
+            })
+            .collect()
+    }
+
     pub(super) fn start(&mut self, mut state: BotState, token: TokenHash) -> Entry {
         // A recovered bot has joined already (a pointer compare); a new one has no voters.
         if let Err(why) = state.votes.attach(&self.voters) {

@@ -37,16 +37,22 @@ impl Handler<LoadState> for Registry {
             self.book.profiles.insert(profile.id, profile);
         }
         crate::telemetry::profiles_listed(self.book.profiles.len());
-        // What was recovered is durable already: it is published at once, as one batch.
-        let listed: Vec<_> = state
-            .bots
+        // What was recovered is durable already: it is published at once, as one batch. The
+        // actors are built and started on their arbiters while the index is built here.
+        self.book.bots.reserve(state.bots.len());
+        self.bot_platform_ids.reserve(state.bots.len());
+        let bots = state.bots.into_iter().map(|StoredBot { state, token }| {
+            let (id, platform_id) = (state.listing.id, state.listing.platform_id);
+            self.bot_platform_ids.claim(id, platform_id);
+            (state, token)
+        });
+        let listed: Vec<_> = self
+            .starter
+            .start_all(bots)
             .into_iter()
-            .map(|StoredBot { state, token }| {
-                let (id, platform_id) = (state.listing.id, state.listing.platform_id);
-                self.bot_platform_ids.claim(id, platform_id);
-                let entry = self.starter.start(state, token);
-                let handle = Arc::clone(&entry.handle);
-                self.book.bots.insert(id, entry);
+            .map(|entry| {
+                let (handle, token) = (Arc::clone(&entry.handle), entry.token);
+                self.book.bots.insert(handle.id, entry);
                 (handle, token)
             })
             .collect();

@@ -33,6 +33,16 @@ impl VoterTable {
         }
     }
 
+    /// An empty table with room for `voters` in its index: a snapshot's table is filed from
+    /// two threads at once, and each growth of a shard rehashed it under the shard's lock
+    /// while the other thread waited for it (a start of 100,000 bots files about a million).
+    pub fn with_capacity(voters: usize) -> Self {
+        Self {
+            voters: RwLock::new(Numbered::default()),
+            numbers: DashMap::with_capacity_and_hasher(voters, FxBuildHasher),
+        }
+    }
+
     /// The number of this voter (with this name and avatar), given one if new.
     pub fn number(&self, voter: &Voter) -> u32 {
         let hash = voter_hash(voter);

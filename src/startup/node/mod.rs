@@ -74,8 +74,15 @@ struct Node {
     view: Arc<ClusterView>,
 }
 
-pub async fn run(settings: Settings, cluster: ClusterSettings, clock: Arc<dyn Clock>) -> Ended {
-    match run_inner(settings, cluster, clock).await {
+/// Runs a cluster node until its role ends. `loaded` is called once, when the state is loaded and the node's application built (the
+/// binary puts its allocator back to its serving settings there, as a single node does).
+pub async fn run(
+    settings: Settings,
+    cluster: ClusterSettings,
+    clock: Arc<dyn Clock>,
+    loaded: fn(),
+) -> Ended {
+    match run_inner(settings, cluster, clock, loaded).await {
         Ok(ended) => ended,
         Err(ClusterError::Refused(why)) => Ended::Refused(why),
         Err(ClusterError::Newer(why)) => Ended::Newer(why),
@@ -88,6 +95,7 @@ async fn run_inner(
     settings: Settings,
     cluster: ClusterSettings,
     clock: Arc<dyn Clock>,
+    loaded: fn(),
 ) -> Result<Ended, ClusterError> {
     // Before anything sets a gauge (the catch-up at start sets the epoch and sequences).
     crate::telemetry::install_metrics();
@@ -138,6 +146,7 @@ async fn run_inner(
         snapshot_store,
     };
     let following = start_following(&node, start).await?;
+    loaded();
     tracing::info!(
         seq = applied,
         "caught up; serving reads and following the stream"
