@@ -10,6 +10,9 @@
 //!       (one listed case, searched 200 times as a first search: for `perf record`)
 //!   BOTLIST_BENCH_WAYS=1 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst
 //!       (what one step of a walk and one ranked document cost: `index/way.rs`)
+//!   BOTLIST_BENCH_GATHERED=1 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst
+//!       (a filter only the oldest bots match, paged from the newest: a set gathered at the
+//!       far end of its order, which the generated directory never holds)
 //!
 //! Each search is done as the server does it: a needle that only a reading of texts answers is
 //! read a slice at a time, yielding between slices (`index::needles`); the CPU and work shown
@@ -38,6 +41,11 @@ fn sizes() -> Vec<usize> {
 }
 
 fn build(bots: usize) -> SearchIndex {
+    build_with(bots, |_| {})
+}
+
+/// [`build`], with the generated views changed before they are indexed.
+fn build_with(bots: usize, change: impl FnOnce(&mut Vec<Arc<BotView>>)) -> SearchIndex {
     let now = Timestamp::from_millis(1_795_000_000_000);
     let generated = demo::build(
         now,
@@ -59,6 +67,8 @@ fn build(bots: usize) -> SearchIndex {
             Arc::new(state.view())
         })
         .collect();
+    let mut views = views;
+    change(&mut views);
     let started = std::time::Instant::now();
     let index = SearchIndex::build(now.month(), views);
     println!(
@@ -370,10 +380,48 @@ fn ways() {
     }
 }
 
+/// A language only the oldest `gathered` bots speak (every other bot has none), asked newest
+/// first at each page end a filter allows: the sort's order holds every candidate at its far
+/// end. The CPU and work of each page (first search, least of three).
+fn gathered() {
+    for bots in sizes() {
+        for share in [1, 10, 30, 60] {
+            let gathered = bots * share / 100;
+            let index = build_with(bots, |views| {
+                views.sort_by_key(|view| (view.listing.created_at, view.listing.id));
+                let language = botlist::domain::text::LanguageCode::parse("xx".into())
+                    .expect("a language code");
+                for (i, view) in views.iter_mut().enumerate() {
+                    let mut listing = (*view.listing).clone();
+                    listing.language_code = (i < gathered).then(|| language.clone());
+                    Arc::make_mut(view).listing = Arc::new(listing);
+                }
+            });
+            for sort in ["newest", "votes"] {
+                for offset in [0, 4_900, 9_900] {
+                    let params = format!("language=xx&sort={sort}&offset={offset}&limit=100");
+                    let (cpu, work) = measure(&index, "/bots", &params);
+                    println!(
+                        "{bots} bots, {gathered} oldest match: {params}: {:.3} ms, work {} ({} \
+                         visited / {} read)",
+                        cpu.as_secs_f64() * 1e3,
+                        work.total(),
+                        work.visited,
+                        work.read
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn main() {
     // criterion's harness flags (`--bench`) are not ours.
     if std::env::var_os("BOTLIST_BENCH_WAYS").is_some() {
         return ways();
+    }
+    if std::env::var_os("BOTLIST_BENCH_GATHERED").is_some() {
+        return gathered();
     }
     if let Ok(case) = std::env::var("BOTLIST_BENCH_ONLY") {
         return only(&case);
