@@ -84,33 +84,10 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
     // Its reviews' average (out of 5) and count, as `GET /bots/:id/reviews` gives them.
     let mut written_by = Vec::new();
     for (name, rating) in [("ann", 5), ("bob", 2)] {
-        let profile = app.create_profile(json!({ "username": name })).await;
-        let issued: Value = app
-            .admin(
-                Method::POST,
-                &format!(
-                    "/admin/users/{}/tokens",
-                    profile["id"].as_str().expect("id")
-                ),
-                Some(&json!({ "scopes": ["reviews"], "label": "test" })),
-            )
-            .await
-            .json()
-            .await
-            .expect("json");
-        let written = app
-            .request(
-                Method::POST,
-                &format!("/bots/{}/reviews", bot.id),
-                issued["token"].as_str(),
-            )
-            .json(&json!({ "rating": rating, "content": "" }))
-            .send()
-            .await
-            .expect("sent");
+        let token = reviews_token(&app, name).await;
+        let written = review(&app, &bot, &token, rating).await;
         assert_eq!(written.status(), StatusCode::CREATED);
         let written: Value = written.json().await.expect("json");
-        let token = issued["token"].as_str().expect("token").to_owned();
         written_by.push((token, written["id"].as_str().expect("id").to_owned()));
     }
     let project: Value = get(&app, "/projects/@me", &bot)
@@ -163,7 +140,7 @@ async fn get_self_answers_the_bot_as_a_project_with_numeric_ids() {
     assert_eq!(figures().await, (json!(4.0), json!(1)));
 }
 
-/// A review-scoped token of a new profile, and a review written with it.
+/// A review written with `token`.
 async fn review(app: &TestApp, bot: &TestBot, token: &str, rating: u8) -> Response {
     app.request(
         Method::POST,
@@ -176,6 +153,7 @@ async fn review(app: &TestApp, bot: &TestBot, token: &str, rating: u8) -> Respon
     .expect("sent")
 }
 
+/// A review-scoped token of a new profile named `name`.
 async fn reviews_token(app: &TestApp, name: &str) -> String {
     let profile = app.create_profile(json!({ "username": name })).await;
     let issued: Value = app
