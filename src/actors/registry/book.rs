@@ -9,7 +9,7 @@ use actix::prelude::*;
 use arc_swap::ArcSwap;
 
 use super::Registry;
-use crate::actors::bot::{BotActor, Publications};
+use crate::actors::bot::{BotActor, Publications, Published};
 use crate::actors::directory::{BotHandle, Directory};
 use crate::domain::bot::BotState;
 use crate::domain::ids::{BotId, ProfileId, Snowflake, TokenHash};
@@ -164,29 +164,12 @@ impl BotStarter {
     ) -> Vec<Entry> {
         let mut entries = Vec::with_capacity(bots.len());
         let voters = &self.voters;
-        let actors = bots.map(|(mut state, token)| {
-            if let Err(why) = state.votes.attach(voters) {
-                tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
-            }
-            let id = state.listing.id;
-            let owners = state.listing.owner_ids.clone();
-            let view = Arc::new(ArcSwap::from_pointee(state.view()));
-            entries.push((id, Arc::clone(&view), token, owners));
+        let actors = bots.map(|(state, token)| {
+            let (state, view, owners) = Self::prepare(voters, state);
+            entries.push((state.listing.id, Arc::clone(&view), token, owners));
             (state, view)
         });
-        let directory = Arc::clone(&self.directory) as Arc<dyn Publications>;
-        let (clock, journal) = (Arc::clone(&self.clock), self.journal.clone());
-        let dispatcher = Arc::clone(&self.dispatcher);
-        let addrs = self.spawner.spawn_all(actors, move |(state, view)| {
-            BotActor::new(
-                state,
-                view,
-                Arc::clone(&directory),
-                Arc::clone(&clock),
-                journal.clone(),
-                Arc::clone(&dispatcher),
-            )
-        });
+        let addrs = self.spawner.spawn_all(actors, self.maker());
         entries
             .into_iter()
             .zip(addrs)
@@ -198,22 +181,10 @@ impl BotStarter {
             .collect()
     }
 
-    pub(super) fn start(&mut self, mut state: BotState, token: TokenHash) -> Entry {
-        // A recovered bot has joined already (a pointer compare); a new one has no voters.
-        if let Err(why) = state.votes.attach(&self.voters) {
-            tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
-        }
+    pub(super) fn start(&mut self, state: BotState, token: TokenHash) -> Entry {
+        let (state, view, owners) = Self::prepare(&self.voters, state);
         let id = state.listing.id;
-        let owners = state.listing.owner_ids.clone();
-        let view = Arc::new(ArcSwap::from_pointee(state.view()));
-        let actor = BotActor::new(
-            state,
-            Arc::clone(&view),
-            Arc::clone(&self.directory) as Arc<dyn Publications>,
-            Arc::clone(&self.clock),
-            self.journal.clone(),
-            Arc::clone(&self.dispatcher),
-        );
+        let actor = self.maker()((state, Arc::clone(&view)));
         Entry {
             handle: Arc::new(BotHandle {
                 id,
@@ -222,6 +193,37 @@ impl BotStarter {
             }),
             token,
             owners,
+        }
+    }
+
+    /// A bot's state joined to the voter table, its view to publish and its owners.
+    fn prepare(
+        voters: &Arc<VoterTable>,
+        mut state: BotState,
+    ) -> (BotState, Published, Vec<ProfileId>) {
+        // A recovered bot has joined already (a pointer compare); a new one has no voters.
+        if let Err(why) = state.votes.attach(voters) {
+            tracing::warn!(bot = %state.listing.id, %why, "a bot's votes keep a voter table of their own");
+        }
+        let owners = state.listing.owner_ids.clone();
+        let view = Arc::new(ArcSwap::from_pointee(state.view()));
+        (state, view, owners)
+    }
+
+    /// What builds a bot's actor over its state and view, on whichever thread runs it.
+    fn maker(&self) -> impl Fn((BotState, Published)) -> BotActor + Clone + Send + 'static {
+        let directory = Arc::clone(&self.directory) as Arc<dyn Publications>;
+        let (clock, journal) = (Arc::clone(&self.clock), self.journal.clone());
+        let dispatcher = Arc::clone(&self.dispatcher);
+        move |(state, view)| {
+            BotActor::new(
+                state,
+                view,
+                Arc::clone(&directory),
+                Arc::clone(&clock),
+                journal.clone(),
+                Arc::clone(&dispatcher),
+            )
         }
     }
 }

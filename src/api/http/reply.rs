@@ -63,6 +63,28 @@ pub fn tagged_shared_json(body: bytes::Bytes, etag: HeaderValue) -> HttpResponse
         .body(body)
 }
 
+/// A kept JSON answer (`kept.rs`), served again with its validator.
+pub fn kept_json<V>(page: &super::kept::Page<V>) -> HttpResponse {
+    tagged_shared_json(page.body.clone(), page.etag.clone())
+}
+
+/// Keeps a JSON body rendered at `validator` in `table` under `key`, and answers it with its
+/// strong validator `etag`; a tag that is no header value is neither kept nor sent.
+pub fn keep_json<V: PartialEq>(
+    table: &super::kept::Kept<V>,
+    key: &str,
+    validator: V,
+    body: Vec<u8>,
+    etag: &str,
+) -> HttpResponse {
+    let Ok(etag) = HeaderValue::from_str(etag) else {
+        return json_bytes(body);
+    };
+    let body = bytes::Bytes::from(body);
+    table.keep(key, validator, body.clone(), etag.clone());
+    tagged_shared_json(body, etag)
+}
+
 /// A 200 with `body` as JSON and its strong validator (see [`tagged_json`]).
 pub fn tagged<T: Serialize + ?Sized>(body: &T, etag: &str) -> HttpResponse {
     let mut response = ok(body);

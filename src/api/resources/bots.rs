@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -233,10 +232,7 @@ pub async fn search(
     if let Some(page) = (state.directory.version_at(now))
         .and_then(|version| state.search_pages.get(query, &version))
     {
-        return Ok(reply::tagged_shared_json(
-            page.body.clone(),
-            page.etag.clone(),
-        ));
+        return Ok(reply::kept_json(&page));
     }
     let search = Search::parse(query).map_err(|e| Code::BadRequest.with(e.0))?;
     if let Some(refused) = super::needle_cost::read(&state, &request, &search).await? {
@@ -270,15 +266,13 @@ pub async fn search(
         body.extend_from_slice(digits.format(value).as_bytes());
     }
     body.push(b'}');
-    let etag = answer.etag(query);
-    let Ok(etag) = HeaderValue::from_str(&etag) else {
-        return Ok(reply::tagged_json(body, &etag));
-    };
-    let body = bytes::Bytes::from(body);
-    state
-        .search_pages
-        .keep(query, answer.version, body.clone(), etag.clone());
-    Ok(reply::tagged_shared_json(body, etag))
+    Ok(reply::keep_json(
+        &state.search_pages,
+        query,
+        answer.version,
+        body,
+        &answer.etag(query),
+    ))
 }
 
 /// One bot's public record.

@@ -2,10 +2,8 @@
 
 use std::sync::{Arc, Weak};
 
-use actix_web::http::header::HeaderValue;
 use actix_web::{web, HttpRequest, HttpResponse};
 use arc_swap::ArcSwap;
-use bytes::Bytes;
 use chrono::{DateTime, Duration};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -186,10 +184,7 @@ pub async fn get_growth(
         .growth_pages
         .get(url, &read_at(bot.view().growth_changes))
     {
-        return Ok(reply::tagged_shared_json(
-            kept.body.clone(),
-            kept.etag.clone(),
-        ));
+        return Ok(reply::kept_json(&kept));
     }
     let answer = bot
         .ask(GrowthPoints {
@@ -224,14 +219,16 @@ pub async fn get_growth(
         asked.from.millis(),
         asked.to.millis(),
     );
-    let (Ok(body), Ok(etag)) = (serde_json::to_vec(&history), HeaderValue::from_str(&etag)) else {
+    let Ok(body) = serde_json::to_vec(&history) else {
         return Ok(reply::tagged(&history, &etag));
     };
-    let body = Bytes::from(body);
-    state
-        .growth_pages
-        .keep(url, read_at(answer.changes), body.clone(), etag.clone());
-    Ok(reply::tagged_shared_json(body, etag))
+    Ok(reply::keep_json(
+        &state.growth_pages,
+        url,
+        read_at(answer.changes),
+        body,
+        &etag,
+    ))
 }
 
 /// What a kept answer was read at: the bot (its actor's published view, so a bot listed again

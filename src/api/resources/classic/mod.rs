@@ -10,7 +10,6 @@ pub mod render;
 
 use std::borrow::Cow;
 
-use actix_web::http::header::HeaderValue;
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -87,16 +86,14 @@ pub async fn classic_search(
 ) -> Result<HttpResponse, ApiError> {
     let query = request.query_string();
     let now = state.clock.now();
-    // Read before the page, so a kept page is never newer than what its numbers name (see
-    // `Directory::profiles_version`). Only 200s are kept: the same query parses the same way.
+    // Read before the page is written and again after (below): a page kept under this number
+    // shows the profiles it names (see `Directory::profiles_version`). Only 200s are kept: the
+    // same query parses the same way.
     let profiles = state.directory.profiles_version();
     if let Some(page) = (state.directory.version_at(now))
         .and_then(|version| state.classic_pages.get(query, &(version, profiles)))
     {
-        return Ok(reply::tagged_shared_json(
-            page.body.clone(),
-            page.etag.clone(),
-        ));
+        return Ok(reply::kept_json(&page));
     }
     let parsed = query::parse(query).map_err(|why| Code::BadRequest.with(why))?;
     if let Some(refused) =
@@ -111,18 +108,13 @@ pub async fn classic_search(
     if state.directory.profiles_version() != profiles {
         return Ok(reply::json_bytes(body));
     }
-    let etag = answer.etag_beside(query, Some(profiles));
-    let Ok(etag) = HeaderValue::from_str(&etag) else {
-        return Ok(reply::json_bytes(body));
-    };
-    let body = bytes::Bytes::from(body);
-    state.classic_pages.keep(
+    Ok(reply::keep_json(
+        &state.classic_pages,
         query,
         (answer.version, profiles),
-        body.clone(),
-        etag.clone(),
-    );
-    Ok(reply::tagged_shared_json(body, etag))
+        body,
+        &answer.etag_beside(query, Some(profiles)),
+    ))
 }
 
 /// The classic page's bytes: each bot in the classic shape (the fields asked for), then the
