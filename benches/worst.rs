@@ -385,7 +385,7 @@ fn ways() {
 /// end. The CPU and work of each page (first search, least of three).
 fn gathered() {
     for bots in sizes() {
-        for share in [1, 10, 30, 60] {
+        for share in [1, 10, 30, 45, 60] {
             let gathered = bots * share / 100;
             let index = build_with(bots, |views| {
                 views.sort_by_key(|view| (view.listing.created_at, view.listing.id));

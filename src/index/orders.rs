@@ -26,6 +26,26 @@ pub fn place(rank: u64, id: u128, doc: u32) -> Place {
 /// The most places a block holds; a block that grows past it is split in two.
 const BLOCK: usize = 512;
 
+/// Places of each block read to foresee a walk ([`Order::foresee_walk`]): a block holds 128
+/// to 512 places, so the forecast reads at most one in 32 of the places it foresees.
+const PROBES: usize = 4;
+
+/// A probe's offset within its stride, different for each block and probe, so that no period
+/// in the order (every tenth place kept) lines up with the probes.
+fn scatter(block: usize, probe: usize) -> usize {
+    let x = (block as u64) << 8 | probe as u64;
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+}
+
+/// What [`Order::foresee_walk`] foresaw, and the places it read to do so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Foresight {
+    /// The places a walk is expected to visit, or `None`: more than the limit.
+    pub steps: Option<u64>,
+    /// Places read by the forecast.
+    pub probed: u64,
+}
+
 /// One order: its places sorted, in blocks of at most [`BLOCK`]. Unlike a B-tree, it can jump
 /// to the n-th place by counting whole blocks, so a page at offset 20,000 costs about what the
 /// first page costs; a change moves at most one block's places.
@@ -136,6 +156,58 @@ impl Order {
         self.blocks.iter().flatten()
     }
 
+    /// How many places a walk from the start, keeping the places whose document passes
+    /// `keep`, is expected to visit before it has kept `end`: foreseen from [`PROBES`] places
+    /// of each block, a block at a time, reading about one place in a hundred of those the walk
+    /// would visit. `None` once `limit` places are passed with too few kept places seen to
+    /// reach `end`, but only after at least `evidence` probes: fewer could have missed a set
+    /// spread thinly over the order (the limit is then foreseen, and the walk stops there if
+    /// need be).
+    ///
+    /// A walk's own estimate, `end × N / |C|`, assumes the kept places are spread over the
+    /// order; this sees where they are.
+    pub fn foresee_walk(
+        &self,
+        end: u64,
+        limit: u64,
+        evidence: u64,
+        keep: impl Fn(u32) -> bool,
+    ) -> Foresight {
+        // Estimates are counted in twelfths of a place, so that a block of one to four probes
+        // adds a whole number: `len × hits × 12 / probes`.
+        const SCALE: u64 = 12;
+        let (mut visited, mut expected, mut probed) = (0u64, 0u64, 0u64);
+        for (b, block) in self.blocks.iter().enumerate() {
+            if visited >= limit {
+                let steps = (probed < evidence).then_some(limit);
+                return Foresight { steps, probed };
+            }
+            let len = block.len();
+            let probes = PROBES.min(len);
+            if probes == 0 {
+                continue;
+            }
+            let stride = len / probes;
+            let hits = (0..probes)
+                .filter(|k| keep(block[k * stride + scatter(b, *k) % stride].3))
+                .count() as u64;
+            probed += probes as u64;
+            visited += len as u64;
+            expected += len as u64 * hits * SCALE / probes as u64;
+            if expected >= end.saturating_mul(SCALE) {
+                return Foresight {
+                    steps: Some(visited),
+                    probed,
+                };
+            }
+        }
+        // The estimate fell short by the order's end: the walk reads the whole order.
+        Foresight {
+            steps: (visited <= limit).then_some(visited),
+            probed,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -179,6 +251,18 @@ impl Orders {
 
     pub fn iter(&self, sort: Sort) -> impl Iterator<Item = &Place> {
         self.sets[sort.position()].iter()
+    }
+
+    /// [`Order::foresee_walk`] on the sort's order.
+    pub fn foresee_walk(
+        &self,
+        sort: Sort,
+        end: u64,
+        limit: u64,
+        evidence: u64,
+        keep: impl Fn(u32) -> bool,
+    ) -> Foresight {
+        self.sets[sort.position()].foresee_walk(end, limit, evidence, keep)
     }
 
     /// The order's places from the `start`-th on, reached without visiting those before it.
@@ -274,6 +358,43 @@ mod tests {
         assert!(rebuilt
             .iter_from(Sort::Votes, 777)
             .eq(plain.iter().skip(777)));
+    }
+
+    /// A forecast sees where the kept places are: spread, it expects about as many places as
+    /// the walk visits (within a few blocks for a shallow page: a tenth of the places kept,
+    /// four probes a block miss them all one block in three); gathered at the far end, it gives up at its limit having read a few
+    /// places a block; all kept, the first block does.
+    #[test]
+    fn a_forecast_sees_where_the_kept_places_are() {
+        let places: Vec<Place> = (0..100_000u32)
+            .map(|doc| place(u64::from(doc), 0, doc))
+            .collect();
+        let order = Order::from_sorted(places);
+        let spread = |doc: u32| doc % 10 == 3;
+        for end in [1, 50, 500, 5_000] {
+            let steps = order
+                .foresee_walk(end, u64::MAX, 0, spread)
+                .steps
+                .expect("spread");
+            let true_steps = end * 10;
+            assert!(
+                steps <= true_steps * 2 + 8 * 384 && steps * 2 + 384 >= true_steps,
+                "end {end}: foresaw {steps}, the walk visits about {true_steps}"
+            );
+        }
+        let gathered = |doc: u32| doc >= 90_000;
+        let far = order.foresee_walk(10, 50_000, 100, gathered);
+        // Too few probes to tell a thin set from none: the limit is foreseen.
+        assert_eq!(
+            order.foresee_walk(10, 50_000, 1_000, gathered).steps,
+            Some(50_000)
+        );
+        assert_eq!(far.steps, None);
+        assert!(
+            far.probed <= 50_000 / 384 * PROBES as u64 + PROBES as u64,
+            "{far:?}"
+        );
+        assert_eq!(order.foresee_walk(10, 50_000, 0, |_| true).steps, Some(384));
     }
 
     #[test]

@@ -66,11 +66,19 @@ pub fn choose(end: u64, listed: u64, candidates: u64) -> Way {
 
 /// How many places a walk of `candidates` may visit before it stops and they are ranked: as
 /// many as ranking them costs. A walk is chosen for costing less than that when the candidates
-/// are spread over the order, so only a set gathered at the order's far end reaches it; the
-/// page then costs at most twice its ranking.
+/// are spread over the order, so only a set gathered at the order's far end reaches it. The
+/// walk's forecast (`Orders::foresee_walk`) sees such a set before the walk and has it ranked;
+/// the budget stops a walk the forecast let through (a set too small for its probes to see),
+/// which then costs at most twice its ranking.
 pub fn walk_budget(candidates: u64) -> u64 {
     candidates.max(1) * RANK_READ_NS / WALK_STEP_NS
 }
+
+/// The hits a walk's forecast (`Orders::foresee_walk`) must have expected, were the candidates
+/// spread, before it may say they are not where the walk would look: with 3, a spread set goes
+/// unseen one time in twenty (and is then ranked, at most `|C| × read`, which is small where
+/// so few probes are expected: `|C|` under about `11.5 × √N`, 0.8 ms at 1,000,000 bots).
+pub const FORESIGHT_HITS: u64 = 3;
 
 /// What the chosen way may cost at the dearest measured costs, whatever the number of
 /// candidates: the two estimates' geometric mean, the same for every `|C|`.
