@@ -96,6 +96,17 @@ impl PartialEq for Growth {
 impl Eq for Growth {}
 
 impl Growth {
+    /// A history as a file stores it (`persist::codec::bulk` reads it without serde): the
+    /// fields as the derived `Deserialize` takes them, nothing checked that it does not check.
+    pub(crate) fn stored(counts: Vec<(u32, u64)>, votes: Vec<(u32, u32)>, horizon: u32) -> Self {
+        Self {
+            counts,
+            votes,
+            horizon,
+            changes: 0,
+        }
+    }
+
     /// A stats post at `at` left the bot's count at `count`.
     pub fn post(&mut self, at: Timestamp, count: u64) {
         self.changes += 1;

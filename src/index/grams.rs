@@ -37,32 +37,32 @@ const KEY_BITS: u32 = 27;
 
 /// Sorts (gram << 32 | document) pairs, gathered in document order, by gram, keeping that
 /// order among equal grams, so that they end sorted by gram then document: a radix sort on
-/// the key's 26 bits, in three passes of 9. Sorting the millions of pairs of a start by
+/// the key's 26 bits, in three passes of 9, through `spare` (kept by the caller, so a block
+/// after the first touches no new memory). Sorting the millions of pairs of a start by
 /// comparison took a tenth of its CPU time.
-fn sort_by_gram(pairs: &mut Vec<u64>) {
+fn sort_by_gram(pairs: &mut Vec<u64>, spare: &mut Vec<u64>) {
     const DIGIT: u32 = 9;
     const PASSES: u32 = KEY_BITS.div_ceil(DIGIT);
     const MASK: u64 = (1 << DIGIT) - 1;
-    let mut from = std::mem::take(pairs);
-    let mut to = vec![0u64; from.len()];
+    spare.clear();
+    spare.resize(pairs.len(), 0);
     for pass in 0..PASSES {
         let shift = 32 + pass * DIGIT;
         let mut starts = [0usize; 1 << DIGIT];
-        for &pair in &from {
+        for &pair in pairs.iter() {
             starts[((pair >> shift) & MASK) as usize] += 1;
         }
         let mut next = 0;
         for start in &mut starts {
             (*start, next) = (next, next + *start);
         }
-        for &pair in &from {
+        for &pair in pairs.iter() {
             let digit = ((pair >> shift) & MASK) as usize;
-            to[starts[digit]] = pair;
+            spare[starts[digit]] = pair;
             starts[digit] += 1;
         }
-        std::mem::swap(&mut from, &mut to);
+        std::mem::swap(pairs, spare);
     }
-    *pairs = from;
 }
 
 /// The text a bot is found by: the folded name and short description, joined.
@@ -77,6 +77,14 @@ pub fn searched_text(name: &str, short_description: &str) -> Vec<u8> {
 /// Every distinct gram of the text with its field, sorted; none spans the separator.
 pub fn grams_of(text: &[u8]) -> Vec<u32> {
     let mut grams = Vec::with_capacity(text.len() * MAX_GRAM);
+    each_gram(text, |gram| grams.push(gram));
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+/// Every gram of the text with its field, in text order, repeats included.
+fn each_gram(text: &[u8], mut each: impl FnMut(u32)) {
     let mut field = 0;
     for start in 0..text.len() {
         if text[start] == SEPARATOR {
@@ -84,15 +92,17 @@ pub fn grams_of(text: &[u8]) -> Vec<u32> {
         }
         for len in 1..=MAX_GRAM {
             match text.get(start..start + len) {
-                Some(gram) if !gram.contains(&SEPARATOR) => grams.push(key(gram) | field),
+                Some(gram) if !gram.contains(&SEPARATOR) => each(key(gram) | field),
                 _ => break,
             }
         }
     }
-    grams.sort_unstable();
-    grams.dedup();
-    grams
 }
+
+/// Documents whose (gram, document) pairs [`Grams::build_run`] gathers and sorts at once:
+/// about 5 MB of pairs, used again for each block, so the run's pairs are never all in
+/// memory at once.
+const BLOCK: usize = 2048;
 
 /// The trigrams of a needle longer than [`MAX_GRAM`] bytes, each once.
 fn trigrams_of(needle: &[u8]) -> Vec<u32> {
@@ -141,29 +151,50 @@ impl Grams {
     /// document is appended without a search. Each document's grams are computed once, by the
     /// thread that owns its run.
     ///
-    /// The (gram, document) pairs are gathered and sorted, then each gram's bitmap is built from
-    /// its run of documents in one pass: appending to a bitmap per pair, in a different bitmap
-    /// each time, was a cache miss per pair and the largest cost of startup.
+    /// The (gram, document) pairs of a block of documents are gathered and sorted, then each
+    /// gram's documents in the block are appended to its bitmap in one call: appending to a
+    /// bitmap per pair, in a different bitmap each time, was a cache miss per pair and the
+    /// largest cost of startup. A block at a time, in buffers used again: the pairs of the
+    /// whole run (and the radix sort's second buffer, and the copies as they grew) were
+    /// hundreds of megabytes of fresh pages, and faulting them in was half of this function's
+    /// time. A document's grams are neither sorted nor made distinct first: the sort groups
+    /// them, and a repeat is skipped as it is appended.
     pub fn build_run(texts: impl Iterator<Item = Vec<u8>>, first: u32) -> Self {
-        let mut pairs: Vec<u64> = Vec::new();
-        for (doc, text) in (first..).zip(texts) {
-            pairs.extend(
-                grams_of(&text)
-                    .into_iter()
-                    .map(|gram| (u64::from(gram) << 32) | u64::from(doc)),
-            );
-        }
-        sort_by_gram(&mut pairs);
         let mut grams = Self::default();
+        let (mut pairs, mut spare) = (Vec::new(), Vec::new());
+        let mut in_block = 0;
+        for (doc, text) in (first..).zip(texts) {
+            each_gram(&text, |gram| {
+                pairs.push((u64::from(gram) << 32) | u64::from(doc))
+            });
+            in_block += 1;
+            if in_block == BLOCK {
+                grams.file_block(&mut pairs, &mut spare);
+                in_block = 0;
+            }
+        }
+        grams.file_block(&mut pairs, &mut spare);
+        grams
+    }
+
+    /// Files a block's pairs, of documents after every one filed before, and empties them.
+    fn file_block(&mut self, pairs: &mut Vec<u64>, spare: &mut Vec<u64>) {
+        sort_by_gram(pairs, spare);
         for run in pairs.chunk_by(|a, b| a >> 32 == b >> 32) {
             let gram = (run[0] >> 32) as u32;
-            let docs = run.iter().map(|&pair| pair as u32);
-            // Sorted and distinct by construction; collected in any order all the same.
-            let bitmap =
-                RoaringBitmap::from_sorted_iter(docs.clone()).unwrap_or_else(|_| docs.collect());
-            grams.bitmaps.insert(gram, bitmap);
+            let mut last = None;
+            // Ascending, a document's repeats of the gram side by side: each is kept once.
+            let docs = run
+                .iter()
+                .map(|&pair| pair as u32)
+                .filter(move |&doc| last.replace(doc) != Some(doc));
+            let bitmap = self.bitmaps.entry(gram).or_default();
+            // Past every member by construction; filed one by one all the same if not.
+            if bitmap.append(docs.clone()).is_err() {
+                docs.for_each(|doc| add_doc(bitmap, doc));
+            }
         }
-        grams
+        pairs.clear();
     }
 
     /// Joins runs built by [`Grams::build_run`], given in document order: a gram's documents in
@@ -314,8 +345,38 @@ mod tests {
         }
         let mut expected = pairs.clone();
         expected.sort_unstable();
-        sort_by_gram(&mut pairs);
+        sort_by_gram(&mut pairs, &mut Vec::new());
         assert_eq!(pairs, expected);
+    }
+
+    #[test]
+    fn a_run_built_in_blocks_holds_what_adding_each_document_does() {
+        // More than two blocks, texts with repeated grams, from a first document past 0.
+        let mut seed = 11u64;
+        let texts: Vec<Vec<u8>> = (0..BLOCK * 2 + 77)
+            .map(|_| {
+                let mut word = |len: u64| -> String {
+                    (0..len)
+                        .map(|_| {
+                            seed = seed
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            char::from(b'a' + (seed >> 60) as u8 % 6)
+                        })
+                        .collect()
+                };
+                let (name, description) = (word(5), word(12));
+                searched_text(&name, &description)
+            })
+            .collect();
+        let first = 1_000;
+        let built = Grams::build_run(texts.iter().cloned(), first);
+        let mut added = Grams::default();
+        for (doc, text) in (first..).zip(&texts) {
+            added.add(doc, &grams_of(text));
+        }
+        assert_eq!(built.bitmaps, added.bitmaps);
+        assert!(built.distinct() > 100);
     }
 
     #[test]

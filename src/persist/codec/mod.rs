@@ -15,6 +15,7 @@
 //! The field names and their order are those of the types before this module held them: files
 //! of earlier builds read as they are.
 
+mod bulk;
 mod deliveries;
 
 use std::borrow::Cow;
@@ -529,6 +530,20 @@ impl<'de> Deserialize<'de> for SlotsByNumber {
 /// Reads a bot as a snapshot stores it, into the state's table `voters`, which gave the
 /// snapshot's voters `numbers`.
 pub fn decode_numbered(
+    bytes: &[u8],
+    voters: &Arc<VoterTable>,
+    numbers: &SnapshotNumbers,
+) -> Result<StoredBot, rmp_serde::decode::Error> {
+    // The shape today's builds write, read without serde's generic path where the votes are;
+    // the serde path reads anything else and names what is wrong.
+    match bulk::numbered(bytes, voters, numbers) {
+        Ok(bot) => Ok(bot),
+        Err(bulk::Declined) => decode_numbered_by_serde(bytes, voters, numbers),
+    }
+}
+
+/// [`decode_numbered`] through serde alone: every shape a build ever wrote.
+fn decode_numbered_by_serde(
     bytes: &[u8],
     voters: &Arc<VoterTable>,
     numbers: &SnapshotNumbers,
