@@ -266,7 +266,8 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub stream_write_interval_ms: u32,
 
-    /// Threads the bot actors are spread over (default: one per core).
+    /// Bot actors on this many threads of their own, instead of on the HTTP workers' threads
+    /// (the default, and the faster for writes: docs/OPERATIONS.md, "Threads").
     #[arg(long, env = "BOTLIST_ACTOR_THREADS")]
     pub actor_threads: Option<NonZeroUsize>,
 
@@ -521,7 +522,8 @@ pub struct Settings {
     pub admin_token: Option<Secret>,
     pub demo: bool,
     pub workers: usize,
-    /// 0 runs bot actors on the registry's thread.
+    /// 0 runs bot actors on the HTTP workers' threads (the default); N on N threads of their
+    /// own.
     pub actor_threads: usize,
     /// `None` keeps everything in memory (tests that are not about durability).
     pub data_dir: Option<PathBuf>,
@@ -581,7 +583,7 @@ impl Settings {
             admin_token,
             demo: args.demo,
             workers: args.workers.map_or(cores, NonZeroUsize::get),
-            actor_threads: args.actor_threads.map_or(cores, NonZeroUsize::get),
+            actor_threads: args.actor_threads.map_or(0, NonZeroUsize::get),
             data_dir: Some(args.data_dir.clone()),
             fsync: args.fsync,
             journal_fault: args.inject_journal_fault.clone().unwrap_or_default(),

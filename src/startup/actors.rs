@@ -1,10 +1,11 @@
-//! The actors over a recovered state: the registry and the bots on their threads, the webhook
+//! The actors over a recovered state: the registry and the bots on the HTTP workers' threads
+//! (or threads of their own, with `--actor-threads`), the webhook
 //! dispatcher (started at once, or when a cluster node that follows becomes the writer), the
 //! demo when asked for, and the snapshots of the state.
 
 use std::sync::Arc;
 
-use actix::{Actor, Addr, Arbiter};
+use actix::{Actor, Addr, Arbiter, ArbiterHandle};
 
 use super::data_dir::spawn_periodic_snapshots;
 use super::StartError;
@@ -78,6 +79,7 @@ pub(super) async fn start_actors(
     recovered: Recovered,
     loops: Shutdown,
     replicated: Option<(Journal, Box<dyn Replication>)>,
+    workers: Vec<ArbiterHandle>,
 ) -> Result<Started, StartError> {
     let (journal, replication) = match replicated {
         Some((journal, replication)) => (Some(journal), Some(replication)),
@@ -90,7 +92,7 @@ pub(super) async fn start_actors(
         directory,
         registry,
         promoter,
-    } = spawn_actors(settings, clock, &journal, &loops)?;
+    } = spawn_actors(settings, clock, &journal, &loops, workers)?;
     let was_empty = recovered.state.bots.is_empty() && recovered.state.profiles.is_empty();
     let mut state = recovered.state;
     // The recovered audit log, before any record: each audited record's entry joins it next.
@@ -163,22 +165,31 @@ fn open_journal(
 }
 
 /// The actors' threads, the directory and the registry, with the webhook dispatcher started
-/// unless the journal follows a cluster's stream.
+/// unless the journal follows a cluster's stream. Every bot actor, at the start and after it
+/// (created over the API, applied from a cluster's stream, restored), is started by the
+/// registry's spawner on the HTTP workers' threads (`workers`): a write then costs no wake-up
+/// of a thread of its own between the request and its bot (docs/PERFORMANCE.md, "The writes,
+/// thread by thread"). `--actor-threads N` gives them N threads of their own instead.
 fn spawn_actors(
     settings: &Settings,
     clock: &Arc<dyn Clock>,
     journal: &Journal,
     loops: &Shutdown,
+    workers: Vec<ArbiterHandle>,
 ) -> std::io::Result<Actors> {
     let arbiters: Vec<Arbiter> = (0..settings.actor_threads)
         .map(|_| Arbiter::new())
         .collect();
+    let spawner = BotSpawner::new(if arbiters.is_empty() {
+        workers
+    } else {
+        arbiters.iter().map(Arbiter::handle).collect()
+    });
     let directory = Arc::new(Directory::new(clock.now()));
     directory
         .vote_history_retention
         .set(settings.vote_history.retention);
     directory.weekend.set(settings.weekend_multiplier);
-    let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
     let dispatcher = Dispatcher::new(
         Arc::clone(clock),
         journal.clone(),

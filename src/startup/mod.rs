@@ -24,6 +24,7 @@ use actix_web::web;
 use crate::actors::directory::Directory;
 use crate::actors::registry::Registry;
 use crate::api::cluster::ClusterHttp;
+use crate::api::connection::{Drain, SHUTDOWN_PATIENCE};
 use crate::config::{Secret, Settings};
 use crate::demo::DemoInfo;
 use crate::domain::time::Clock;
@@ -37,7 +38,7 @@ use crate::telemetry;
 pub use actors::Promoter;
 use actors::{start_actors, Started};
 use data_dir::{claim_data_dir, recover_state};
-use serve::{serve, Served, Serving};
+use serve::{serve, start_api, Api, Served};
 
 /// Why the service did not start.
 #[derive(Debug)]
@@ -100,7 +101,10 @@ impl std::error::Error for StoppedAfterJournalFailure {}
 pub struct Application {
     address: SocketAddr,
     base_path: String,
+    /// The API's server, whose workers' threads the bots live on (unless `--actor-threads`).
     server: Server,
+    /// The first half of its stop: the connections end, the workers and their bots live on.
+    drain: Drain,
     /// `/metrics` on its own listener (`--metrics-bind`), and where it is.
     metrics: Option<(SocketAddr, Server)>,
     pub registry: Addr<Registry>,
@@ -162,17 +166,17 @@ impl Application {
         let recovered = recover_state(&settings)?;
         let warnings = recovered.warnings.clone();
         let (stop_loops, loops) = shutdown::channel();
-        let started = start_actors(&settings, &clock, recovered, loops.clone(), None).await?;
+        // The HTTP workers first: the bots live on their threads.
+        let api = start_api(&settings, listener, None).await?;
+        let workers = api.serving.workers.clone();
+        let started =
+            start_actors(&settings, &clock, recovered, loops.clone(), None, workers).await?;
         let history_key = data_dir::cursor_key(settings.data_dir.as_deref())?;
-        let serving = Serving {
-            listener: Some(listener),
-            cluster: None,
-            history_key,
-        };
-        let served = serve(&settings, &started, clock, loops, serving)?;
+        let served = serve(&settings, &started, clock, loops, history_key, &api)?;
         Ok(Self::assemble(
             settings.base_path,
             started,
+            api,
             served,
             stop_loops,
             warnings,
@@ -200,23 +204,23 @@ impl Application {
         settings.demo = false;
         telemetry::install_metrics();
         let (stop_loops, loops) = shutdown::channel();
+        // The HTTP workers first: the bots live on their threads.
+        let api = start_api(&settings, listener, Some(cluster)).await?;
+        let workers = api.serving.workers.clone();
         let started = start_actors(
             &settings,
             &clock,
             recovered,
             loops.clone(),
             Some((journal, replication)),
+            workers,
         )
         .await?;
-        let serving = Serving {
-            listener: Some(listener),
-            cluster: Some(cluster),
-            history_key,
-        };
-        let served = serve(&settings, &started, clock, loops, serving)?;
+        let served = serve(&settings, &started, clock, loops, history_key, &api)?;
         Ok(Self::assemble(
             settings.base_path,
             started,
+            api,
             served,
             stop_loops,
             Vec::new(),
@@ -228,15 +232,17 @@ impl Application {
     fn assemble(
         base_path: String,
         started: Started,
-        (address, server, metrics, telemetry): Served,
+        api: Api,
+        (metrics, telemetry): Served,
         stop_loops: Trigger,
         warnings: Vec<String>,
         lock: Option<DirLock>,
     ) -> Self {
         Self {
-            address,
+            address: api.address,
             base_path,
-            server,
+            server: api.serving.server,
+            drain: api.serving.drain,
             metrics,
             registry: started.registry,
             directory: started.directory,
@@ -281,8 +287,8 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves (the process's signals: [`stop_signal`]): then stops
-    /// accepting, lets requests in flight finish, stops the background loops and writes a last
-    /// snapshot.
+    /// accepting, lets requests in flight finish, stops the background loops, writes a last
+    /// snapshot, and only then stops the HTTP workers, whose threads the bots live on.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + 'static,
@@ -295,15 +301,28 @@ impl Application {
             actix_web::rt::spawn(server);
             handle
         });
-        actix_web::rt::spawn(async move {
-            shutdown.await;
-            tracing::info!("stopping: finishing requests in flight, then a last snapshot");
-            if let Some(metrics) = metrics {
-                metrics.stop(true).await;
+        let mut server = actix_web::rt::spawn(self.server);
+        tokio::select! {
+            () = shutdown => {}
+            // The server ends only when stopped; should it end first, the stop goes on as
+            // asked, and the last snapshot says what was lost with its workers.
+            ended = &mut server => {
+                tracing::error!(?ended, "the HTTP server ended by itself; stopping");
             }
-            handle.stop(true).await;
-        });
-        self.server.await?;
+        }
+        tracing::info!("stopping: finishing requests in flight, then a last snapshot");
+        if let Some(metrics) = metrics {
+            metrics.stop(true).await;
+        }
+        // No new connection; those open finish their answer and end. The workers, and the bots
+        // on their threads, live on until after the last snapshot.
+        let drained = self.drain.drain(&handle, SHUTDOWN_PATIENCE).await;
+        if !drained {
+            tracing::warn!(
+                "requests still in flight {} s after the stop; their connections are closed",
+                SHUTDOWN_PATIENCE.as_secs()
+            );
+        }
         // The loops end at once; a webhook attempt in flight within its timeout; a periodic
         // snapshot under way when it is written.
         if self.stop_loops.stopped(LOOPS_PATIENCE).await {
@@ -329,6 +348,10 @@ impl Application {
             },
             None => Ok(()),
         };
+        // Now the workers end, and the bots with their threads: a connection still open after
+        // the patience is closed rather than waited for again.
+        handle.stop(drained).await;
+        let _ = server.await;
         // Nothing the application started outlives it: the registry lets go, the bots'
         // threads stop, and the journal's threads end once what was queued is written.
         let _ = self.registry.send(crate::actors::registry::Close).await;

@@ -32,44 +32,92 @@ use crate::telemetry;
 /// The metrics listener, when there is one: its address and its server.
 type MetricsServer = Option<(SocketAddr, Server)>;
 
-/// What [`serve`] binds: the address, the API's server, the metrics listener and the telemetry
-/// threads.
-pub(super) type Served = (SocketAddr, Server, MetricsServer, telemetry::Threads);
+/// What [`serve`] adds: the metrics listener and the telemetry threads.
+pub(super) type Served = (MetricsServer, telemetry::Threads);
 
-/// What the HTTP server is built over beside the started actors.
-pub(super) struct Serving {
-    /// The listener a cluster node already holds; `None` binds `--bind`.
-    pub listener: Option<TcpListener>,
-    /// Cluster mode's HTTP face.
-    pub cluster: Option<web::Data<ClusterHttp>>,
-    /// The key that signs vote history cursors.
-    pub history_key: [u8; 32],
+/// The API's server, running before anything is loaded: its address, and its workers, whose
+/// threads the bot actors live on.
+pub(super) struct Api {
+    pub address: SocketAddr,
+    pub serving: connection::Serving<AppParts>,
 }
 
-/// Binds the listener (and the metrics listener) and builds the HTTP server over the started
-/// actors.
+/// What each HTTP worker builds its app from once the state is loaded.
+#[derive(Clone)]
+pub(super) struct AppParts {
+    state: web::Data<AppState>,
+    layer: Layer,
+}
+
+/// Starts the API's server on `listener`: actix-web's HttpServer, but over connections that
+/// stop reading a refused body; signals are ours: actix's own would stop the whole actor system
+/// before the last snapshot. Its workers run and accept at once; requests wait until [`serve`]
+/// opens it over the loaded state.
+pub(super) async fn start_api(
+    settings: &Settings,
+    listener: TcpListener,
+    cluster: Option<web::Data<ClusterHttp>>,
+) -> std::io::Result<Api> {
+    let address = listener.local_addr()?;
+    let base_path = settings.base_path.clone();
+    let classic_base_path = settings.classic_base_path.clone();
+    let cors_origins = settings.cors_origins.clone();
+    let cors_on = !cors_origins.is_empty();
+    let cluster_on = cluster.is_some();
+    let metrics_on_api = settings.metrics_bind.is_none();
+    let serving = connection::serve(
+        listener,
+        ServerOptions {
+            workers: settings.workers,
+            max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
+            client_request_timeout: settings.request_timeout,
+            client_disconnect_timeout: Duration::from_secs(1),
+            keep_alive: settings.keep_alive,
+        },
+        move |parts: &AppParts| {
+            // Innermost first: each `wrap` goes around all the ones before it.
+            App::new()
+                .app_data(parts.state.clone())
+                .wrap(cluster::Consistency::new(cluster.clone()))
+                .wrap(Optional::new(cors_on, || {
+                    http::cors(&cors_origins).unwrap_or_default()
+                }))
+                .wrap(Optional::new(cors_on, || from_fn(http::cors_refusals)))
+                .wrap(cluster::ForwardWrites::new(cluster.clone()))
+                .wrap(parts.layer.clone())
+                .configure(|cfg| {
+                    if let Some(cluster) = &cluster {
+                        cfg.app_data(cluster.clone());
+                    }
+                })
+                .configure(routes(
+                    &base_path,
+                    &classic_base_path,
+                    metrics_on_api,
+                    cluster_on,
+                ))
+        },
+    )
+    .await?;
+    Ok(Api { address, serving })
+}
+
+/// Builds what handlers see over the started actors, starts the metrics listener, and opens
+/// the API's server to requests.
 pub(super) fn serve(
     settings: &Settings,
     started: &Started,
     clock: Arc<dyn Clock>,
     loops: Shutdown,
-    serving: Serving,
+    history_key: [u8; 32],
+    api: &Api,
 ) -> std::io::Result<Served> {
-    let Serving {
-        listener,
-        cluster,
-        history_key,
-    } = serving;
     let limiter = RateLimiter::new(settings.rate_limit, Arc::clone(&clock)).map(Arc::new);
     if let Some(limiter) = &limiter {
         limits::spawn_sweeper(Arc::clone(limiter), loops.clone());
     }
     let history = Arc::new(History::new(settings.vote_history.clone(), history_key));
-    let listener = match listener {
-        Some(listener) => listener,
-        None => TcpListener::bind(settings.bind)?,
-    };
-    let address = listener.local_addr()?;
+    let address = api.address;
     // This application's access-log and metrics threads, which end when it stops.
     let access_log = Arc::new(telemetry::AccessLog::default());
     // The longest prefix names a request's surface: the project API lies under the base path.
@@ -135,59 +183,8 @@ pub(super) fn serve(
         Some(bind) => Some(serve_metrics(bind, state.clone())?),
         None => None,
     };
-    let server = serve_api(settings, listener, state, layer, cluster, metrics.is_none())?;
-    Ok((address, server, metrics, telemetry))
-}
-
-/// The API's server: actix-web's HttpServer, but over connections that stop reading a refused
-/// body; signals are ours: actix's own would stop the whole actor system before the last
-/// snapshot.
-fn serve_api(
-    settings: &Settings,
-    listener: TcpListener,
-    state: web::Data<AppState>,
-    layer: Layer,
-    cluster: Option<web::Data<ClusterHttp>>,
-    metrics_on_api: bool,
-) -> std::io::Result<Server> {
-    let base_path = settings.base_path.clone();
-    let classic_base_path = settings.classic_base_path.clone();
-    let cors_origins = settings.cors_origins.clone();
-    let cors_on = !cors_origins.is_empty();
-    let cluster_on = cluster.is_some();
-    connection::serve(
-        listener,
-        ServerOptions {
-            workers: settings.workers,
-            max_connections: (settings.max_connections / settings.workers.max(1)).max(1),
-            client_request_timeout: settings.request_timeout,
-            client_disconnect_timeout: Duration::from_secs(1),
-            keep_alive: settings.keep_alive,
-        },
-        move || {
-            // Innermost first: each `wrap` goes around all the ones before it.
-            App::new()
-                .app_data(state.clone())
-                .wrap(cluster::Consistency::new(cluster.clone()))
-                .wrap(Optional::new(cors_on, || {
-                    http::cors(&cors_origins).unwrap_or_default()
-                }))
-                .wrap(Optional::new(cors_on, || from_fn(http::cors_refusals)))
-                .wrap(cluster::ForwardWrites::new(cluster.clone()))
-                .wrap(layer.clone())
-                .configure(|cfg| {
-                    if let Some(cluster) = &cluster {
-                        cfg.app_data(cluster.clone());
-                    }
-                })
-                .configure(routes(
-                    &base_path,
-                    &classic_base_path,
-                    metrics_on_api,
-                    cluster_on,
-                ))
-        },
-    )
+    api.serving.opener.open(AppParts { state, layer });
+    Ok((metrics, telemetry))
 }
 
 /// The journal as readiness sees it.

@@ -212,3 +212,129 @@ async fn a_stop_lets_idle_keep_alive_clients_go_at_once() {
         "the idle connection was closed"
     );
 }
+
+/// By default the bots live on the HTTP workers' threads: the stop lets the connections end,
+/// takes the last snapshot while the workers, and the bots on them, still run, and only then
+/// ends the workers and the bots with them.
+#[actix_web::test]
+async fn the_last_snapshot_reaches_the_bots_on_the_http_workers_then_they_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings = test_settings();
+    settings.data_dir = Some(dir.path().to_owned());
+    settings.workers = 2;
+    assert_eq!(settings.actor_threads, 0, "the bots on the HTTP workers");
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let app = Application::build(settings.clone(), clock.clone())
+        .await
+        .expect("the app builds");
+    let (registry, port) = (app.registry.clone(), app.port());
+    let directory = Arc::clone(&app.directory);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = actix_web::rt::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let created: Value = client
+        .post(format!("http://127.0.0.1:{port}/api/v1/admin/bots"))
+        .header("Authorization", crate::helpers::ADMIN)
+        .json(&json!({"platform_id": "78", "name": "Bot", "username": "bot", "short_description": "d"}))
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("json");
+    let token = created["token"].as_str().expect("a token").to_owned();
+    let id = botlist::domain::ids::BotId::parse(created["bot"]["id"].as_str().expect("id"))
+        .expect("a bot id");
+    let posted = client
+        .post(format!("http://127.0.0.1:{port}/api/v1/bots/{id}/stats"))
+        .header("Authorization", &token)
+        .json(&json!({ "server_count": 7 }))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(posted.status(), StatusCode::OK);
+    let bot = directory.get(id).expect("listed");
+    stop.send(()).expect("the application is serving");
+    serving
+        .await
+        .expect("run_until ran to its end")
+        .expect("the last snapshot asked every bot, alive on its worker");
+    assert!(!registry.connected(), "the registry stopped");
+    assert!(!bot.addr.connected(), "the bots ended with the workers");
+
+    let again = Application::build(settings, clock.clone())
+        .await
+        .expect("the app builds again");
+    let app = serve(again, clock);
+    let stats: Value = app
+        .get(&format!("/bots/{id}/stats"))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(stats["server_count"], 7);
+}
+
+/// The HTTP workers run, and accept, before the application is loaded: a request sent before
+/// it opens waits for it (as it waited in the listen backlog before), then is answered by the
+/// app made from what it opened with.
+#[actix_web::test]
+async fn a_request_sent_before_the_server_opens_is_answered_once_it_opens() {
+    use actix_web::{web, App, HttpResponse};
+    use botlist::api::connection::{self, ServerOptions, SHUTDOWN_PATIENCE};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bound");
+    let port = listener.local_addr().expect("an address").port();
+    let options = ServerOptions {
+        workers: 2,
+        max_connections: 100,
+        client_request_timeout: std::time::Duration::from_secs(10),
+        client_disconnect_timeout: std::time::Duration::from_secs(1),
+        keep_alive: std::time::Duration::from_secs(10),
+    };
+    let serving = connection::serve(listener, options, |opened: &String| {
+        let opened = opened.clone();
+        App::new().route(
+            "/",
+            web::get().to(move || {
+                let opened = opened.clone();
+                async move { HttpResponse::Ok().body(opened) }
+            }),
+        )
+    })
+    .await
+    .expect("the workers start");
+    assert_eq!(serving.workers.len(), 2, "each worker reports its arbiter");
+    let handle = serving.server.handle();
+    actix_web::rt::spawn(serving.server);
+
+    let mut early = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connected");
+    early
+        .write_all(b"GET / HTTP/1.1\r\nHost: botlist\r\n\r\n")
+        .await
+        .expect("sent");
+    serving.opener.open("opened with this".to_owned());
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains("opened with this") {
+        let mut buffer = [0; 1024];
+        let read = early.read(&mut buffer).await.expect("read");
+        assert!(
+            read > 0,
+            "answered, not closed: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buffer[..read]);
+    }
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+
+    // The drain closes the idle connection and finds none left; then the workers stop.
+    assert!(serving.drain.drain(&handle, SHUTDOWN_PATIENCE).await);
+    let mut rest = Vec::new();
+    early.read_to_end(&mut rest).await.expect("closed");
+    handle.stop(true).await;
+}

@@ -138,6 +138,9 @@ struct Listing {
     status: Option<ListingStatus>,
     certified: bool,
     featured: bool,
+    /// The reason of the last decision (kept when an owner's edit resubmits a denied listing),
+    /// which a decision's entry names among its changes only when it differs.
+    reason: Option<&'static str>,
     /// Review ids by reviewer.
     reviews: BTreeMap<u8, String>,
 }
@@ -267,7 +270,12 @@ fn decision(action: &str) -> Option<ListingStatus> {
 
 /// What the table answers to a decision or a flag by staff or the operator on a listing that
 /// exists, applied to the model.
-fn apply(listing: &mut Listing, status: ListingStatus, action: &str) -> StatusCode {
+fn apply(
+    listing: &mut Listing,
+    status: ListingStatus,
+    action: &str,
+    reason: Option<&'static str>,
+) -> StatusCode {
     if let Some(to) = decision(action) {
         let allowed = matches!(
             (status, to),
@@ -280,6 +288,7 @@ fn apply(listing: &mut Listing, status: ListingStatus, action: &str) -> StatusCo
             return StatusCode::CONFLICT;
         }
         listing.status = Some(to);
+        listing.reason = reason;
         return StatusCode::OK;
     }
     match action {
@@ -351,6 +360,7 @@ async fn step(app: &TestApp, world: &World, model: &mut Model, op: Op) -> Option
                 status: Some(ListingStatus::Pending),
                 certified: false,
                 featured: false,
+                reason: None,
                 reviews: BTreeMap::new(),
             });
             let entry = Expected::new("bot.submit", owner, &id).changes(&["name", "owner_ids"]);
@@ -368,6 +378,7 @@ async fn step(app: &TestApp, world: &World, model: &mut Model, op: Op) -> Option
                 status: Some(ListingStatus::Approved),
                 certified: false,
                 featured: false,
+                reason: None,
                 reviews: BTreeMap::new(),
             });
             let entry = Expected::new("bot.create", None, &bot.id).changes(&["name", "owner_ids"]);
@@ -432,6 +443,11 @@ async fn step(app: &TestApp, world: &World, model: &mut Model, op: Op) -> Option
             let body = json!({ "status": to.name(), "reason": "prop" });
             let path = format!("/admin/bots/{}", listing.id);
             let got = app.admin(Method::PATCH, &path, Some(&body)).await.status();
+            let changes: &[&str] = if listing.reason == Some("prop") {
+                &["status"]
+            } else {
+                &["status", "reason"]
+            };
             let want = match (listing.status, to) {
                 (None, _) => StatusCode::NOT_FOUND,
                 // Not a decision any actor makes through this route.
@@ -442,11 +458,11 @@ async fn step(app: &TestApp, world: &World, model: &mut Model, op: Op) -> Option
                         ListingStatus::Denied => "deny",
                         _ => "delist",
                     };
-                    apply(listing, from, action)
+                    apply(listing, from, action, Some("prop"))
                 }
             };
             let entry = Expected::new("bot.update", None, &listing.id)
-                .changes(&["status", "reason"])
+                .changes(changes)
                 .reason(Some("prop"));
             outcome(got, Some(want), Some(entry))
         }
@@ -493,7 +509,7 @@ async fn step(app: &TestApp, world: &World, model: &mut Model, op: Op) -> Option
                 None if !may => None,
                 None => Some(StatusCode::NOT_FOUND),
                 Some(_) if !may => Some(StatusCode::FORBIDDEN),
-                Some(status) => Some(apply(listing, status, action)),
+                Some(status) => Some(apply(listing, status, action, reason)),
             };
             let name = match action {
                 "claim" => "bot.claim",

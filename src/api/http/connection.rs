@@ -14,13 +14,18 @@
 //! end of input once the budget is spent, so actix-http closes the connection.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use actix::{Arbiter, ArbiterHandle};
+use actix_http::error::DispatchError;
 use actix_http::{HttpService, KeepAlive, Protocol, Request, Response};
 use actix_server::Server;
 use actix_service::{
@@ -32,12 +37,13 @@ use actix_web::dev::AppConfig;
 use actix_web::rt::net::TcpStream;
 use actix_web::HttpRequest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
 
 /// The server's graceful shutdown as one worker's connections wait for it. A connection polls
-/// its signal each time its dispatcher runs, several times a request. The server's own signal
-/// is a `watch` whose wakers sit behind a lock that every worker's connections share, so each
-/// poll took a lock whose cache line moved between the cores (docs/PERFORMANCE.md, session
-/// 12). Here one task per worker waits for the server's signal and wakes the worker's
+/// its signal each time its dispatcher runs, several times a request. A shared `watch` keeps
+/// its wakers behind a lock that every worker's connections share, so each poll took a lock
+/// whose cache line moved between the cores (docs/PERFORMANCE.md, session 12). Here one task
+/// per worker waits for the stop's signal ([`Drain::drain`]) and wakes the worker's
 /// connections; a connection's poll takes a lock only its own worker uses.
 struct WorkerShutdown {
     begun: Cell<bool>,
@@ -48,14 +54,17 @@ impl WorkerShutdown {
     /// Made on the worker's thread, as the worker starts; when the stop begins, the worker's
     /// idle connections (no request in flight, no stream open) are closed at once, those that
     /// never sent a request among them, instead of waiting out their timeouts.
-    fn start(server: actix_server::GracefulShutdownSignal, all: Rc<Connections>) -> Rc<Self> {
+    fn start(mut draining: watch::Receiver<bool>, all: Rc<Connections>) -> Rc<Self> {
         let worker = Rc::new(Self {
             begun: Cell::new(false),
             connections: tokio::sync::Notify::new(),
         });
         let waiting = Rc::clone(&worker);
         actix_web::rt::spawn(async move {
-            server.notified().await;
+            // An error: the server is gone, and with it every connection of this worker.
+            if draining.wait_for(|begun| *begun).await.is_err() {
+                return;
+            }
             waiting.begun.set(true);
             waiting.connections.notify_waiters();
             all.close_idle();
@@ -274,19 +283,22 @@ pub struct LimitedStream {
     gone: PeerGone,
     activity: Rc<Activity>,
     connections: Rc<Connections>,
+    open: Arc<OpenConnections>,
 }
 
 impl LimitedStream {
     /// A connection just accepted, counted among its worker's (which may choose an idle one to
-    /// end for it).
-    fn accepted(io: TcpStream, connections: Rc<Connections>) -> Self {
+    /// end for it) and among the server's (which a stop waits to see end).
+    fn accepted(io: TcpStream, connections: Rc<Connections>, open: Arc<OpenConnections>) -> Self {
         let activity = connections.opened();
+        open.count.fetch_add(1, Ordering::AcqRel);
         Self {
             io,
             limit: ReadLimit::default(),
             gone: PeerGone::default(),
             activity,
             connections,
+            open,
         }
     }
 }
@@ -294,6 +306,33 @@ impl LimitedStream {
 impl Drop for LimitedStream {
     fn drop(&mut self) {
         self.connections.closed();
+        if self.open.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.open.none.notify_waiters();
+        }
+    }
+}
+
+/// The server's connections, counted on every worker: a stop waits for them to end before its
+/// last snapshot. One atomic add when a connection opens and one when it closes; nothing per
+/// request.
+#[derive(Default)]
+struct OpenConnections {
+    count: AtomicUsize,
+    none: tokio::sync::Notify,
+}
+
+impl OpenConnections {
+    async fn none_left(&self) {
+        loop {
+            let notified = self.none.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read: a close between the two still wakes it.
+            notified.as_mut().enable();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -391,18 +430,66 @@ pub struct ServerOptions {
 /// writes for each one of these while a busy stream sends its votes of an interval.)
 const STREAM_WRITE_BUFFER: usize = 96 * 1024;
 
-/// Seconds a stop waits for the requests in flight before the workers are stopped anyway.
-const SHUTDOWN_PATIENCE: u64 = 1;
+/// A server whose workers run and accept connections, with no application behind them yet:
+/// each connection waits until [`Opener::open`] gives the workers what they build their app
+/// from. The workers' threads exist before anything is loaded, so that the bot actors can live
+/// on them (docs/PERFORMANCE.md, "The writes, thread by thread").
+pub struct Serving<T> {
+    /// Runs the server from here on; its workers are up and accepting already.
+    pub server: Server,
+    /// The arbiter of each worker of this server, in no particular order.
+    pub workers: Vec<ArbiterHandle>,
+    pub opener: Opener<T>,
+    pub drain: Drain,
+}
 
-/// Serves `factory`'s app on `listener` as `HttpServer` would (HTTP/1, graceful stop, no signal
-/// handling of its own), over [`LimitedStream`] connections.
-pub fn serve<F, I, S, B>(
+/// Opens a [`Serving`] server to requests.
+pub struct Opener<T>(watch::Sender<Option<T>>);
+
+impl<T> Opener<T> {
+    /// Each worker builds its app from `value`, once, and answers the connections that waited
+    /// (as they waited in the listen backlog before the server ran).
+    pub fn open(&self, value: T) {
+        self.0.send_replace(Some(value));
+    }
+}
+
+/// The first half of a stop: no new connection, and the ones open end once their answer is
+/// made. The second half, `ServerHandle::stop`, ends the workers and their threads.
+pub struct Drain {
+    begin: watch::Sender<bool>,
+    open: Arc<OpenConnections>,
+}
+
+impl Drain {
+    /// Stops accepting, lets every connection finish the request it is answering (vote
+    /// streams end, idle connections close at once) and waits for them to end, at most
+    /// `patience`. Whether they all ended. The workers, and the bot actors on their threads,
+    /// go on until the server is stopped: the last snapshot is taken between the two.
+    pub async fn drain(&self, server: &actix_server::ServerHandle, patience: Duration) -> bool {
+        server.pause().await;
+        self.begin.send_replace(true);
+        tokio::time::timeout(patience, self.open.none_left())
+            .await
+            .is_ok()
+    }
+}
+
+/// Seconds a stop waits for the requests in flight before the workers are stopped anyway.
+pub const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Serves the app `factory` makes (on each worker, from the value given to [`Opener::open`]) on
+/// `listener` as `HttpServer` would (HTTP/1, graceful stop, no signal handling of its own),
+/// over [`LimitedStream`] connections. The workers are started here: when this returns, each
+/// has run its part of the start and reported its arbiter.
+pub async fn serve<T, F, I, S, B>(
     listener: TcpListener,
     options: ServerOptions,
     factory: F,
-) -> io::Result<Server>
+) -> io::Result<Serving<T>>
 where
-    F: Fn() -> I + Send + Clone + 'static,
+    T: Clone + Send + Sync + 'static,
+    F: Fn(&T) -> I + Send + Clone + 'static,
     I: IntoServiceFactory<S, Request>,
     S: ServiceFactory<Request, Config = AppConfig> + 'static,
     S::Error: Into<actix_web::Error> + 'static,
@@ -413,8 +500,6 @@ where
     B: MessageBody + 'static,
 {
     let address: SocketAddr = listener.local_addr()?;
-    let builder = Server::build();
-    let shutdown = builder.graceful_shutdown_signal();
     let ServerOptions {
         workers,
         max_connections,
@@ -422,49 +507,78 @@ where
         client_disconnect_timeout,
         keep_alive,
     } = options;
-    Ok(builder
+    let (opener, ready) = watch::channel(None::<T>);
+    let (begin, draining) = watch::channel(false);
+    let open = Arc::new(OpenConnections::default());
+    let (reported, arbiters) = std::sync::mpsc::channel::<ArbiterHandle>();
+    let server_open = Arc::clone(&open);
+    let mut server = Server::build()
         .workers(workers)
-        // A backstop: streams end as the stop begins and idle connections close, so what is
-        // left is requests in flight, which take milliseconds (docs/OPERATIONS.md, "Stop").
-        .shutdown_timeout(SHUTDOWN_PATIENCE)
+        // A backstop: the drain has let the connections end (docs/OPERATIONS.md, "Stop").
+        .shutdown_timeout(SHUTDOWN_PATIENCE.as_secs())
         .max_concurrent_connections(hard_limit(max_connections))
         .disable_signals()
         .listen("botlist", listener, move || {
+            // Runs on the worker's own thread as it starts. A worker started again later (one
+            // whose thread died) reports to nobody: the receiver is gone by then.
+            let _ = reported.send(Arbiter::current());
             let connections = Connections::new(max_connections);
-            let shutdown = WorkerShutdown::start(shutdown.clone(), Rc::clone(&connections));
-            let app = factory()
-                .into_factory()
-                .map_err(|error| error.into().error_response());
-            // Each request keeps its connection busy until its response is made.
-            let app = apply_fn_factory(app, |request: Request, service: &_| {
-                let busy = request
-                    .conn_data::<Rc<Activity>>()
-                    .cloned()
-                    .map(Busy::enter);
-                let call = Service::call(service, request);
+            let shutdown = WorkerShutdown::start(draining.clone(), Rc::clone(&connections));
+            let open = Arc::clone(&server_open);
+            let ready = ready.clone();
+            let factory = factory.clone();
+            // The worker's HTTP service, made once the application is open.
+            let http = Rc::new(tokio::sync::OnceCell::new());
+            let make = Rc::new(move || {
+                let mut ready = ready.clone();
+                let factory = factory.clone();
+                let shutdown = Rc::clone(&shutdown);
                 async move {
-                    let response = call.await;
-                    drop(busy);
-                    response
+                    let value = ready
+                        .wait_for(Option::is_some)
+                        .await
+                        .map_err(|_| "the server stopped before it opened".to_owned())?
+                        .clone()
+                        .ok_or_else(|| "opened with nothing".to_owned())?;
+                    let app = factory(&value)
+                        .into_factory()
+                        .map_err(|error| error.into().error_response());
+                    // Each request keeps its connection busy until its response is made.
+                    let app = apply_fn_factory(app, |request: Request, service: &_| {
+                        let busy = request
+                            .conn_data::<Rc<Activity>>()
+                            .cloned()
+                            .map(Busy::enter);
+                        let call = Service::call(service, request);
+                        async move {
+                            let response = call.await;
+                            drop(busy);
+                            response
+                        }
+                    });
+                    let stopping = Rc::clone(&shutdown);
+                    HttpService::build()
+                        .h1_write_buffer_size(STREAM_WRITE_BUFFER)
+                        .keep_alive(KeepAlive::from(keep_alive))
+                        .client_request_timeout(client_request_timeout)
+                        .client_disconnect_timeout(client_disconnect_timeout)
+                        .local_addr(address)
+                        .graceful_shutdown_signal(move || Rc::clone(&shutdown).begun())
+                        .on_connect_ext(move |io: &LimitedStream, data| {
+                            data.insert(io.limit.clone());
+                            data.insert(io.gone.clone());
+                            data.insert(Rc::clone(&io.activity));
+                            data.insert(Rc::clone(&stopping));
+                        })
+                        .finish(map_config(app, |_| AppConfig::default()))
+                        .new_service(())
+                        .await
+                        .map_err(|()| "the HTTP service could not be made".to_owned())
                 }
             });
-            let stopping = Rc::clone(&shutdown);
-            let http = HttpService::build()
-                .h1_write_buffer_size(STREAM_WRITE_BUFFER)
-                .keep_alive(KeepAlive::from(keep_alive))
-                .client_request_timeout(client_request_timeout)
-                .client_disconnect_timeout(client_disconnect_timeout)
-                .local_addr(address)
-                .graceful_shutdown_signal(move || Rc::clone(&shutdown).begun())
-                .on_connect_ext(move |io: &LimitedStream, data| {
-                    data.insert(io.limit.clone());
-                    data.insert(io.gone.clone());
-                    data.insert(Rc::clone(&io.activity));
-                    data.insert(Rc::clone(&stopping));
-                })
-                .finish(map_config(app, |_| AppConfig::default()));
             fn_service(move |io: TcpStream| {
-                let connections = Rc::clone(&connections);
+                let (connections, open) = (Rc::clone(&connections), Arc::clone(&open));
+                let (http, make) = (Rc::clone(&http), Rc::clone(&make));
                 async move {
                     // An answer the dispatcher writes in two pieces (a head, then a body that
                     // was not ready with it) must not wait for the client's delayed ACK of the
@@ -473,14 +587,49 @@ where
                         tracing::debug!(%error, "TCP_NODELAY could not be set");
                     }
                     let peer = io.peer_addr().ok();
-                    Ok((
-                        LimitedStream::accepted(io, connections),
-                        Protocol::Http1,
-                        peer,
-                    ))
+                    // Before the application opens, connections wait here (one `get` after).
+                    let service = match http.get() {
+                        Some(service) => service,
+                        None => match http.get_or_try_init(|| make()).await {
+                            Ok(service) => service,
+                            Err(why) => {
+                                tracing::error!(%why, "a connection was not served");
+                                return Ok(());
+                            }
+                        },
+                    };
+                    let ready: Result<(), DispatchError> = std::future::poll_fn(|cx| {
+                        Service::<(LimitedStream, Protocol, Option<SocketAddr>)>::poll_ready(
+                            service, cx,
+                        )
+                    })
+                    .await;
+                    ready?;
+                    let io = LimitedStream::accepted(io, connections, open);
+                    service.call((io, Protocol::Http1, peer)).await
                 }
             })
-            .and_then(http)
         })?
-        .run())
+        .run();
+    // The first poll starts the workers and returns once every one has made its service
+    // (actix-server waits for their reports), then starts accepting.
+    let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut server).poll(cx))).await;
+    if let Poll::Ready(ended) = first {
+        return Err(ended
+            .err()
+            .unwrap_or_else(|| io::Error::other("the HTTP server ended as it started")));
+    }
+    let workers_started: Vec<ArbiterHandle> = arbiters.try_iter().collect();
+    if workers_started.len() != workers {
+        return Err(io::Error::other(format!(
+            "{} of the {workers} HTTP workers started",
+            workers_started.len()
+        )));
+    }
+    Ok(Serving {
+        server,
+        workers: workers_started,
+        opener: Opener(opener),
+        drain: Drain { begin, open },
+    })
 }
