@@ -565,12 +565,11 @@ fn a_walk_for_candidates_gathered_at_the_far_end_stops_at_the_cost_of_ranking() 
     }
 }
 
-/// A ranking of many candidates for a shallow page gathers only those ranked before a
-/// threshold read off a sample of them; it must give the page the walk gives, in every order,
+/// Ranking a set of a few thousand candidates gives the page the walk gives, in every order,
 /// among ties (most bots have no votes and share a rank in `sort=votes`) and featured bots, at
-/// every depth up to where the whole set is gathered.
+/// shallow and deep pages.
 #[test]
-fn a_ranking_under_a_sampled_threshold_agrees_with_the_walk() {
+fn ranking_many_candidates_agrees_with_the_walk_among_ties() {
     use botlist::index::way::Way;
     let now = Timestamp::from_millis(1_790_000_000_000);
     let mut model = Model::new(now);

@@ -703,56 +703,9 @@ impl SearchIndex {
     ) -> Vec<u32> {
         tally.read(set.len());
         let i = sort.position();
-        if let Some(page) = self.select_under_threshold(i, set, start, end) {
-            return page;
-        }
         let mut places: Vec<Place> = Vec::with_capacity(set.len() as usize);
         places.extend(set.iter().filter_map(|doc| self.keys.place(i, doc)));
         page_of(places, start, end, |p| p.3)
-    }
-
-    /// [`SearchIndex::select`] for a page that ends far before the set does: a rank at or past
-    /// the page's end is read off a sample of the candidates, and only the candidates ranked
-    /// at or before it are gathered and sorted. Every candidate's rank is still read, but from
-    /// one column and without gathering and selecting all their places (32 bytes each: 9.6 MB
-    /// for 300,000 candidates, whose allocation and page faults cost more than the reading).
-    /// `None` when the page is too deep for it to pay, or the sample's rank fell short (too
-    /// few candidates at or before it), which the full selection answers.
-    fn select_under_threshold(
-        &self,
-        order: usize,
-        set: &RoaringBitmap,
-        start: usize,
-        end: usize,
-    ) -> Option<Vec<u32>> {
-        let len = set.len() as usize;
-        if len < THRESHOLD_MIN_SET || end.saturating_mul(8) > len {
-            return None;
-        }
-        let every = (len / THRESHOLD_SAMPLES).max(16);
-        let mut sample: Vec<u64> = set
-            .iter()
-            .step_by(every)
-            .map(|doc| self.keys.rank(order, doc))
-            .collect();
-        // The sample's place of the page's end, with room for the sample's error: a quarter
-        // more, and 16 places (0.4% of the set or less).
-        let at = (end * sample.len()).div_ceil(len);
-        let at = at + at / 4 + 16;
-        if at >= sample.len() {
-            return None;
-        }
-        let (_, threshold, _) = sample.select_nth_unstable(at);
-        let threshold = *threshold;
-        let mut places: Vec<Place> = Vec::with_capacity(end * 2);
-        for doc in set {
-            if self.keys.rank(order, doc) <= threshold {
-                places.extend(self.keys.place(order, doc));
-            }
-        }
-        // The gathered places are every candidate ranked at or before the threshold: a prefix
-        // of the candidates in the order, so the page lies within it if it is long enough.
-        (places.len() >= end).then(|| page_of(places, start, end, |p| p.3))
     }
 
     fn view(&self, doc: u32) -> Arc<BotView> {
@@ -986,13 +939,6 @@ fn union<'a>(sets: impl Iterator<Item = &'a RoaringBitmap>, tally: &Tally) -> Ro
 }
 /// Places `start..end` of `places` in order: the first `end` are selected before only they are
 /// sorted, so a page of a large candidate set costs about the page, not a whole sort.
-/// The least set that [`SearchIndex::select_under_threshold`] gathers under a threshold
-/// (smaller sets are gathered whole: the sample would cost about what it saves).
-const THRESHOLD_MIN_SET: usize = 1_024;
-
-/// Candidates sampled for the threshold: about 4,096, one in 16 or fewer.
-const THRESHOLD_SAMPLES: usize = 4_096;
-
 fn page_of<T: Ord, R>(
     mut places: Vec<T>,
     start: usize,
