@@ -19,18 +19,30 @@ pub enum LogFormat {
     Json,
 }
 
+/// The filter's directives for what `RUST_LOG` asks (`info` without it):
+/// - actix-http logs malformed requests from clients at ERROR before any of our code runs;
+///   they are the client's mistake, not the operator's problem, so they stay off;
+/// - actix-server's INFO lines name the listening address as its workers start, which is
+///   before the state has loaded (the bots live on the workers): only our own `listening on`
+///   line may say the service is ready, so its lines below WARN stay off.
+///
+/// Either is logged again when `RUST_LOG` names it.
+fn directives(wanted: &str) -> String {
+    let mut directives = wanted.to_owned();
+    if !wanted.contains("actix_http") {
+        directives.push_str(",actix_http::h1=off");
+    }
+    if !wanted.contains("actix_server") {
+        directives.push_str(",actix_server=warn");
+    }
+    directives
+}
+
 /// Installs the log subscriber on standard error. `RUST_LOG` overrides the default filter.
 pub fn init_logs(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    // actix-http logs malformed requests from clients at ERROR before any of our code runs;
-    // they are the client's mistake, not the operator's problem, so they stay off unless
-    // RUST_LOG names actix_http itself.
     let wanted = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
-    let directives = if wanted.contains("actix_http") {
-        wanted
-    } else {
-        format!("{wanted},actix_http::h1=off")
-    };
+    let directives = directives(&wanted);
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -149,6 +161,24 @@ pub fn log_line(
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    /// Nothing actix-server logs below WARN (its "listening on" as the workers start, before
+    /// the state is loaded) reaches the log unless asked for by name.
+    #[test]
+    fn only_our_line_says_listening_on() {
+        assert_eq!(
+            directives("info"),
+            "info,actix_http::h1=off,actix_server=warn"
+        );
+        assert_eq!(
+            directives("actix_server=info"),
+            "actix_server=info,actix_http::h1=off"
+        );
+        assert_eq!(
+            directives("debug,actix_http=debug"),
+            "debug,actix_http=debug,actix_server=warn"
+        );
+    }
 
     #[test]
     fn the_log_time_is_the_format_it_replaced() {
