@@ -139,16 +139,7 @@ async fn an_applications_journal_threads_and_actors_end_when_it_stops() {
     let serving = actix_web::rt::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
-    let created: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/api/v1/admin/bots"))
-        .header("Authorization", crate::helpers::ADMIN)
-        .json(&json!({"platform_id": "77", "name": "Bot", "username": "bot", "short_description": "d"}))
-        .send()
-        .await
-        .expect("answered")
-        .json()
-        .await
-        .expect("json");
+    let created = list_bot(&reqwest::Client::new(), port, "77").await;
     let id = botlist::domain::ids::BotId::parse(created["bot"]["id"].as_str().expect("id"))
         .expect("a bot id");
     let bot = directory.get(id).expect("listed");
@@ -234,16 +225,7 @@ async fn the_last_snapshot_reaches_the_bots_on_the_http_workers_then_they_end() 
         let _ = stopped.await;
     }));
     let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("http://127.0.0.1:{port}/api/v1/admin/bots"))
-        .header("Authorization", crate::helpers::ADMIN)
-        .json(&json!({"platform_id": "78", "name": "Bot", "username": "bot", "short_description": "d"}))
-        .send()
-        .await
-        .expect("answered")
-        .json()
-        .await
-        .expect("json");
+    let created = list_bot(&client, port, "78").await;
     let token = created["token"].as_str().expect("a token").to_owned();
     let id = botlist::domain::ids::BotId::parse(created["bot"]["id"].as_str().expect("id"))
         .expect("a bot id");
@@ -337,4 +319,18 @@ async fn a_request_sent_before_the_server_opens_is_answered_once_it_opens() {
     let mut rest = Vec::new();
     early.read_to_end(&mut rest).await.expect("closed");
     handle.stop(true).await;
+}
+
+/// Lists a bot through the admin API of the application serving on `port`: its answer.
+async fn list_bot(client: &reqwest::Client, port: u16, platform_id: &str) -> Value {
+    client
+        .post(format!("http://127.0.0.1:{port}/api/v1/admin/bots"))
+        .header("Authorization", crate::helpers::ADMIN)
+        .json(&json!({"platform_id": platform_id, "name": "Bot", "username": "bot", "short_description": "d"}))
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("json")
 }
