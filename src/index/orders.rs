@@ -178,10 +178,6 @@ impl Order {
         const SCALE: u64 = 12;
         let (mut visited, mut expected, mut probed) = (0u64, 0u64, 0u64);
         for (b, block) in self.blocks.iter().enumerate() {
-            if visited >= limit {
-                let steps = (probed < evidence).then_some(limit);
-                return Foresight { steps, probed };
-            }
             let len = block.len();
             let probes = PROBES.min(len);
             if probes == 0 {
@@ -200,10 +196,15 @@ impl Order {
                     probed,
                 };
             }
+            if visited >= limit {
+                let steps = (probed < evidence).then_some(limit);
+                return Foresight { steps, probed };
+            }
         }
-        // The estimate fell short by the order's end: the walk reads the whole order.
+        // The estimate fell short by the order's end, within the limit: the walk reads the
+        // whole order.
         Foresight {
-            steps: (visited <= limit).then_some(visited),
+            steps: Some(visited),
             probed,
         }
     }
