@@ -11,6 +11,7 @@
 //!   BOTLIST_BENCH_WAYS=1 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst
 //!       (what one step of a walk and one ranked document cost: `index/way.rs`)
 //!   BOTLIST_BENCH_GATHERED=1 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst
+//!   BOTLIST_BENCH_GATHERED=1 BOTLIST_BENCH_SHARES=45 BOTLIST_BENCH_SIZES=1000000 cargo bench --bench worst
 //!       (a filter only the oldest bots match, paged from the newest: a set gathered at the
 //!       far end of its order, which the generated directory never holds)
 //!
@@ -384,8 +385,17 @@ fn ways() {
 /// first at each page end a filter allows: the sort's order holds every candidate at its far
 /// end. The CPU and work of each page (first search, least of three).
 fn gathered() {
+    // `BOTLIST_BENCH_SHARES=45,60`: only those shares (in percent of the directory).
+    let shares: Vec<usize> = std::env::var("BOTLIST_BENCH_SHARES")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1, 10, 30, 45, 60]);
     for bots in sizes() {
-        for share in [1, 10, 30, 45, 60] {
+        for &share in &shares {
             let gathered = bots * share / 100;
             let index = build_with(bots, |views| {
                 views.sort_by_key(|view| (view.listing.created_at, view.listing.id));

@@ -541,9 +541,8 @@ impl SearchIndex {
             None => {
                 tally.visit(self.orders.blocks(search.sort) + (end - start) as u64);
                 self.orders
-                    .iter_from(search.sort, start)
+                    .docs_from(search.sort, start)
                     .take(end - start)
-                    .map(|place| place.3)
                     .collect()
             }
             Some(c) => self.page_of_set(search.sort, c, start, end, tally),
@@ -597,16 +596,16 @@ impl SearchIndex {
     ) -> Option<Vec<u32>> {
         let mut page = Vec::with_capacity(end - start);
         let mut kept = 0;
-        for (visited, place) in self.orders.iter(sort).enumerate() {
+        for (visited, doc) in self.orders.docs(sort).enumerate() {
             if visited as u64 >= budget {
                 return None;
             }
             tally.visit(1);
-            if !keep(place.3) {
+            if !keep(doc) {
                 continue;
             }
             if kept >= start {
-                page.push(place.3);
+                page.push(doc);
                 if page.len() == end - start {
                     break;
                 }

@@ -51,8 +51,64 @@ pub struct Foresight {
 /// first page costs; a change moves at most one block's places.
 #[derive(Default)]
 pub struct Order {
-    blocks: Vec<Vec<Place>>,
+    blocks: Vec<Block>,
     len: usize,
+}
+
+/// A block's places, and their documents again in a column of their own: a walk reads only
+/// the documents, 4 bytes a place where a place is 32, so walking half of a large order
+/// streams an eighth of the memory (docs/PERFORMANCE.md, "A set gathered at one end of its
+/// order"). Both change together, and only here.
+struct Block {
+    places: Vec<Place>,
+    docs: Vec<u32>,
+}
+
+impl Block {
+    fn with_places(places: &[Place]) -> Self {
+        let mut block = Self {
+            places: Vec::with_capacity(BLOCK),
+            docs: Vec::with_capacity(BLOCK),
+        };
+        block.extend(places);
+        block
+    }
+
+    fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    fn last(&self) -> Option<&Place> {
+        self.places.last()
+    }
+
+    fn insert(&mut self, at: usize, place: Place) {
+        self.places.insert(at, place);
+        self.docs.insert(at, place.3);
+    }
+
+    fn remove(&mut self, at: usize) {
+        self.places.remove(at);
+        self.docs.remove(at);
+    }
+
+    fn extend(&mut self, places: &[Place]) {
+        self.places.extend_from_slice(places);
+        self.docs.extend(places.iter().map(|place| place.3));
+    }
+
+    /// Keeps the first `at` places and returns the rest as a block of their own.
+    fn split_off(&mut self, at: usize) -> Self {
+        let upper = Self::with_places(&self.places[at..]);
+        self.places.truncate(at);
+        self.docs.truncate(at);
+        upper
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.places.capacity() * std::mem::size_of::<Place>()
+            + self.docs.capacity() * std::mem::size_of::<u32>()
+    }
 }
 
 impl Order {
@@ -60,11 +116,7 @@ impl Order {
         let len = places.len();
         let blocks = places
             .chunks(BLOCK * 3 / 4)
-            .map(|chunk| {
-                let mut block = Vec::with_capacity(BLOCK);
-                block.extend_from_slice(chunk);
-                block
-            })
+            .map(Block::with_places)
             .collect();
         Self { blocks, len }
     }
@@ -79,19 +131,17 @@ impl Order {
 
     pub fn insert(&mut self, place: Place) {
         if self.blocks.is_empty() {
-            self.blocks.push(Vec::with_capacity(BLOCK));
+            self.blocks.push(Block::with_places(&[]));
         }
         let b = self.block_of(&place);
         let block = &mut self.blocks[b];
-        let Err(at) = block.binary_search(&place) else {
+        let Err(at) = block.places.binary_search(&place) else {
             return;
         };
         block.insert(at, place);
         self.len += 1;
         if block.len() > BLOCK {
-            let mut upper = Vec::with_capacity(BLOCK);
-            upper.extend_from_slice(&block[BLOCK / 2..]);
-            block.truncate(BLOCK / 2);
+            let upper = block.split_off(BLOCK / 2);
             self.blocks.insert(b + 1, upper);
         }
     }
@@ -102,7 +152,7 @@ impl Order {
         }
         let b = self.block_of(place);
         let block = &mut self.blocks[b];
-        let Ok(at) = block.binary_search(place) else {
+        let Ok(at) = block.places.binary_search(place) else {
             return;
         };
         block.remove(at);
@@ -117,12 +167,13 @@ impl Order {
             // Churn must not leave many small blocks behind: a small block takes in its
             // neighbour when both fit in one.
             let next = self.blocks.remove(b + 1);
-            self.blocks[b].extend_from_slice(&next);
+            self.blocks[b].extend(&next.places);
         }
     }
 
-    /// The places from the `start`-th on, in order: whole blocks are counted, not visited.
-    pub fn iter_from(&self, start: usize) -> impl Iterator<Item = &Place> {
+    /// The documents from the `start`-th place on, in order: whole blocks are counted, not
+    /// visited.
+    pub fn docs_from(&self, start: usize) -> impl Iterator<Item = u32> + '_ {
         let mut skipped = 0;
         let mut first = self.blocks.len();
         for (b, block) in self.blocks.iter().enumerate() {
@@ -135,7 +186,8 @@ impl Order {
         let within = start - skipped.min(start);
         self.blocks[first..]
             .iter()
-            .flatten()
+            .flat_map(|block| &block.docs)
+            .copied()
             .skip(if first < self.blocks.len() { within } else { 0 })
     }
 
@@ -145,15 +197,23 @@ impl Order {
         let b = self
             .blocks
             .partition_point(|block| block.last().is_some_and(|last| last < start));
-        let within = self
-            .blocks
-            .get(b)
-            .map_or(0, |block| block.partition_point(|place| place < start));
-        self.blocks[b..].iter().flatten().skip(within)
+        let within = self.blocks.get(b).map_or(0, |block| {
+            block.places.partition_point(|place| place < start)
+        });
+        self.blocks[b..]
+            .iter()
+            .flat_map(|block| &block.places)
+            .skip(within)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Place> {
-        self.blocks.iter().flatten()
+    /// Every place's document, in order: what a walk reads.
+    pub fn docs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.blocks.iter().flat_map(|block| &block.docs).copied()
+    }
+
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = &Place> {
+        self.blocks.iter().flat_map(|block| &block.places)
     }
 
     /// How many places a walk from the start, keeping the places whose document passes
@@ -185,7 +245,7 @@ impl Order {
             }
             let stride = len / probes;
             let hits = (0..probes)
-                .filter(|k| keep(block[k * stride + scatter(b, *k) % stride].3))
+                .filter(|k| keep(block.docs[k * stride + scatter(b, *k) % stride]))
                 .count() as u64;
             probed += probes as u64;
             visited += len as u64;
@@ -218,11 +278,8 @@ impl Order {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.blocks
-            .iter()
-            .map(|block| block.capacity() * std::mem::size_of::<Place>())
-            .sum::<usize>()
-            + self.blocks.capacity() * std::mem::size_of::<Vec<Place>>()
+        self.blocks.iter().map(Block::heap_bytes).sum::<usize>()
+            + self.blocks.capacity() * std::mem::size_of::<Block>()
     }
 }
 
@@ -250,8 +307,9 @@ impl Orders {
         self.versions[sort.position()]
     }
 
-    pub fn iter(&self, sort: Sort) -> impl Iterator<Item = &Place> {
-        self.sets[sort.position()].iter()
+    /// The documents of the sort's order, in order.
+    pub fn docs(&self, sort: Sort) -> impl Iterator<Item = u32> + '_ {
+        self.sets[sort.position()].docs()
     }
 
     /// [`Order::foresee_walk`] on the sort's order.
@@ -266,9 +324,10 @@ impl Orders {
         self.sets[sort.position()].foresee_walk(end, limit, evidence, keep)
     }
 
-    /// The order's places from the `start`-th on, reached without visiting those before it.
-    pub fn iter_from(&self, sort: Sort, start: usize) -> impl Iterator<Item = &Place> {
-        self.sets[sort.position()].iter_from(start)
+    /// The order's documents from the `start`-th place on, reached without visiting those
+    /// before it.
+    pub fn docs_from(&self, sort: Sort, start: usize) -> impl Iterator<Item = u32> + '_ {
+        self.sets[sort.position()].docs_from(start)
     }
 
     /// The places from `start` on (a place, not a rank), in order.
@@ -324,7 +383,8 @@ mod tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let p = place(x >> 52, u128::from(x >> 40 & 0xff), 0);
+            // The document follows from the rank and id, so that the same place comes again.
+            let p = place(x >> 52, u128::from(x >> 40 & 0xff), (x >> 40) as u32);
             if step % 3 == 2 || plain.len() > 3000 {
                 order.remove(&p);
                 plain.remove(&p);
@@ -334,10 +394,15 @@ mod tests {
             }
             if step % 997 == 0 {
                 assert!(order.iter().eq(plain.iter()));
+                assert!(
+                    order.docs().eq(plain.iter().map(|p| p.3)),
+                    "the column follows"
+                );
             }
         }
         assert_eq!(order.len(), plain.len());
         assert!(order.iter().eq(plain.iter()));
+        assert!(order.docs().eq(plain.iter().map(|p| p.3)));
         for start in [
             0,
             1,
@@ -350,15 +415,17 @@ mod tests {
             plain.len() + 5,
         ] {
             assert!(
-                order.iter_from(start).eq(plain.iter().skip(start)),
+                order
+                    .docs_from(start)
+                    .eq(plain.iter().skip(start).map(|p| p.3)),
                 "from {start}"
             );
         }
         let mut rebuilt = Orders::default();
         rebuilt.rebuild(Sort::Votes, plain.iter().copied().collect());
         assert!(rebuilt
-            .iter_from(Sort::Votes, 777)
-            .eq(plain.iter().skip(777)));
+            .docs_from(Sort::Votes, 777)
+            .eq(plain.iter().skip(777).map(|p| p.3)));
     }
 
     /// A forecast sees where the kept places are: spread, it expects about as many places as

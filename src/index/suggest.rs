@@ -229,7 +229,7 @@ impl SearchIndex {
         let key = |place: &Place| (place.0 & !(1 << 63), place.1, place.2);
         let (mut featured, mut others) = (
             self.orders
-                .iter(Sort::Votes)
+                .iter_from_place(Sort::Votes, (0, 0, 0, 0))
                 .take_while(|p| p.0 >> 63 == 0)
                 .peekable(),
             self.orders
