@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each read and write of issue 25's table as a ratio to the ceiling: a bare actix-web handler with
 # no middleware (examples/bare.rs, in its own process) answering a body of the same size. A
-# benchmark that prints figures, not a test. Beside them: a vote by a profile token (issue 36),
+# benchmark that prints figures, not a test. Beside them: a vote by a profile token (issue 36), a
+# stats post spread over 200 bots (each its own token: the actors spread over the workers),
 # the classic surface's getBot and search and the project API's `GET /projects/@me` (issue 38).
 #
 #   benches/ceiling.sh [--bots N] [--votes-per-bot V] [--seconds S] [--rounds R]
@@ -109,7 +110,8 @@ curl -sf -X POST "$API/bots/$BOT/stats" -H "Authorization: $TOKEN" -H 'Content-T
 # before (benches/profile_votes.lua; each round starts 300,000 pairs further on). Made only
 # when that route is measured.
 PROFILE_ROUTE="POST /bots/:id/votes by profile token (fsync always)"
-if [[ -z $ONLY || $PROFILE_ROUTE =~ $ONLY ]]; then
+MANY_ROUTE="POST /bots/:id/stats over 200 bots (fsync always)"
+if [[ -z $ONLY || $PROFILE_ROUTE =~ $ONLY || $MANY_ROUTE =~ $ONLY ]]; then
   python3 benches/profile_voters.py "$API" "$ADMIN" "${PROFILES:-5000}" 200 "$WORK/voters" \
     "$(date +%s | cut -c5-)"
   VOTED=$(tail -n 1 "$WORK/voters.bots")
@@ -135,6 +137,7 @@ ROUTES=(
   "POST /bots/:id/stats (fsync always)|POST|/bots/$BOT/stats|token|benches/stats_post.lua"
   "POST /admin/bots/:id/votes (fsync always)|POST|/admin/bots/$BOT/votes|admin|benches/votes.lua"
   "$PROFILE_ROUTE|POST|/bots/${VOTED:-}/votes|profile|benches/profile_votes.lua"
+  "$MANY_ROUTE|POST|/bots/${VOTED:-}/stats|many|benches/stats_post_many.lua"
 )
 
 # One wrk run; prints "req/s p50_ms p99_ms".
@@ -157,7 +160,7 @@ for route in "${ROUTES[@]}"; do
   # A path under /api/ is the classic surface's, from the server's root; any other is {base}'s.
   url=$API$path
   case $path in /api/*) url=${API%/api/v1}$path ;; esac
-  case $auth in token) header=$TOKEN ;; bearer) header="Bearer $TOKEN" ;; admin) header=$ADMIN ;; profile) header=$(tail -n 1 "$WORK/voters.tokens") ;; *) header="" ;; esac
+  case $auth in token) header=$TOKEN ;; bearer) header="Bearer $TOKEN" ;; admin) header=$ADMIN ;; profile) header=$(tail -n 1 "$WORK/voters.tokens") ;; many) header=$(tail -n 1 "$WORK/voters.bot_tokens") ;; *) header="" ;; esac
   # The body botlist answers with, for the bare handler's size.
   if [ "$method" = GET ]; then
     bytes=$(curl -sf ${header:+-H "Authorization: $header"} "$url" | wc -c)
@@ -185,6 +188,8 @@ for route in "${ROUTES[@]}"; do
       benches/votes.lua) ours=$(run_wrk "$WORK/$k.ours" "http://127.0.0.1:$PORT" "" "$script" "$BOT" "$ADMIN" "$((r * 1000000000))") ;;
       benches/profile_votes.lua) ours=$(run_wrk "$WORK/$k.ours" "http://127.0.0.1:$PORT" "" "$script" \
         "$WORK/voters.tokens" "$WORK/voters.bots" "$(( (r - 1) * 300000 ))") ;;
+      benches/stats_post_many.lua) ours=$(run_wrk "$WORK/$k.ours" "http://127.0.0.1:$PORT" "" "$script" \
+        "$WORK/voters.bots" "$WORK/voters.bot_tokens") ;;
       *) ours=$(run_wrk "$WORK/$k.ours" "$API$path" "" "$script" "$TOKEN") ;;
     esac
     for f in "$WORK/$k.bare" "$WORK/$k.ours"; do

@@ -1,6 +1,7 @@
 """Makes the voters of benches/profile_votes.lua through the admin API (stdlib only): BOTS bots
 and PROFILES profiles, each profile with a `vote` token; writes the tokens and the bot ids, one
-a line, to PREFIX.tokens and PREFIX.bots.
+a line, to PREFIX.tokens and PREFIX.bots, and each bot's own API token (in the order of
+PREFIX.bots) to PREFIX.bot_tokens, for benches/stats_post_many.lua.
 
     python3 benches/profile_voters.py API ADMIN PROFILES BOTS PREFIX [SALT]
 
@@ -28,11 +29,12 @@ def post(path, body):
     return json.loads(data)
 
 
-with open(prefix + ".bots", "w") as out:
+with open(prefix + ".bots", "w") as out, open(prefix + ".bot_tokens", "w") as tokens:
     for n in range(bots):
         made = post("/admin/bots", {"platform_id": str(880000000000000000 + salt * 10_000_000 + n),
                                     "name": f"Voted {n}", "username": f"voted{n}_{salt}", "short_description": "A bot profiles vote for."})
         out.write(made["bot"]["id"] + "\n")
+        tokens.write(made["token"] + "\n")
 with open(prefix + ".tokens", "w") as out:
     for n in range(profiles):
         profile = post("/admin/users", {"username": f"voter{n}_{salt}",
