@@ -361,37 +361,67 @@ impl Directory {
     }
 
     /// Publishes a recovered directory at startup: the index is built in one pass, on every
-    /// core, instead of a bot at a time.
-    pub(super) fn publish_recovered(&self, bots: Vec<(Arc<BotHandle>, TokenHash)>) {
-        let (bots, hidden): (Vec<_>, Vec<_>) = bots
+    /// core, instead of a bot at a time. `views` are the bots' views, in the order `list` gives
+    /// their handles, as their handles hold them (nothing publishes a bot's view before its
+    /// handle is filed here, so they are what the handles' views would read). Into an empty
+    /// index, the build starts from them before `list` runs, while `list` (the registry's own
+    /// work for each bot: claims, actors, entries) runs on this thread: the index is locked
+    /// throughout, so `list` must not read it.
+    pub(super) fn publish_recovered(
+        &self,
+        views: Vec<Arc<BotView>>,
+        list: impl FnOnce() -> Vec<(Arc<BotHandle>, TokenHash)>,
+    ) {
+        // Only the registry writes the index: it is still empty when written to below.
+        if !self.index.read().is_empty() {
+            let (bots, hidden) = Self::split_hidden(list());
+            self.publish_hidden(hidden);
+            let mut index = self.write_index();
+            for (handle, _) in &bots {
+                index.insert(handle.view());
+            }
+            drop(index);
+            return self.file_listed(bots);
+        }
+        let public: Vec<_> = views
             .into_iter()
-            .partition(|(handle, _)| handle.view().listing.status.is_public());
+            .filter(|view| view.listing.status.is_public())
+            .collect();
+        let mut index = self.write_index();
+        let month = index.month();
+        // A start: the index is built on other threads while the registry starts the bots
+        // and this thread files them in the maps, where this thread waited for the build's
+        // slowest part before. Nothing reads the directory yet, and the index stays locked
+        // until it is whole.
+        std::thread::scope(|scope| {
+            let built = scope.spawn(move || SearchIndex::build(month, public));
+            let (bots, hidden) = Self::split_hidden(list());
+            self.publish_hidden(hidden);
+            self.file_listed(bots);
+            *index = built
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        });
+    }
+
+    /// Listed bots, public first and hidden second, each in the order given.
+    #[allow(clippy::type_complexity)]
+    fn split_hidden(
+        bots: Vec<(Arc<BotHandle>, TokenHash)>,
+    ) -> (
+        Vec<(Arc<BotHandle>, TokenHash)>,
+        Vec<(Arc<BotHandle>, TokenHash)>,
+    ) {
+        bots.into_iter()
+            .partition(|(handle, _)| handle.view().listing.status.is_public())
+    }
+
+    fn publish_hidden(&self, hidden: Vec<(Arc<BotHandle>, TokenHash)>) {
         for (handle, token) in hidden {
             self.bot_tokens.insert(handle.id, token);
             let view = handle.view();
             self.hidden.insert(handle.id, handle);
             self.requeue(None, &view);
-        }
-        let mut index = self.write_index();
-        if index.is_empty() {
-            let views: Vec<_> = bots.iter().map(|(handle, _)| handle.view()).collect();
-            let month = index.month();
-            // A start: the bots are filed in the maps on this thread while the index is built
-            // on others, where this thread waited for the build's slowest part before. Nothing
-            // reads the directory yet, and the index stays locked until it is whole.
-            std::thread::scope(|scope| {
-                let built = scope.spawn(move || SearchIndex::build(month, views));
-                self.file_listed(bots);
-                *index = built
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            });
-        } else {
-            for (handle, _) in &bots {
-                index.insert(handle.view());
-            }
-            drop(index);
-            self.file_listed(bots);
         }
     }
 

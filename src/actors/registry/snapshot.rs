@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use futures_util::future::BoxFuture;
 
+use super::book::BotStarter;
 use super::Registry;
 use crate::actors::bot::ReadState;
 use crate::actors::directory::{BotHandle, Directory};
@@ -38,25 +39,32 @@ impl Handler<LoadState> for Registry {
         }
         crate::telemetry::profiles_listed(self.book.profiles.len());
         // What was recovered is durable already: it is published at once, as one batch. The
-        // actors are built and started on their arbiters while the index is built here.
-        self.book.bots.reserve(state.bots.len());
-        self.bot_platform_ids.reserve(state.bots.len());
-        let bots = state.bots.into_iter().map(|StoredBot { state, token }| {
-            let (id, platform_id) = (state.listing.id, state.listing.platform_id);
-            self.bot_platform_ids.claim(id, platform_id);
-            (state, token)
-        });
-        let listed: Vec<_> = self
-            .starter
-            .start_all(bots)
-            .into_iter()
-            .map(|entry| {
-                let (handle, token) = (Arc::clone(&entry.handle), entry.token);
-                self.book.bots.insert(handle.id, entry);
-                (handle, token)
-            })
+        // index is built from the bots' views on other threads while the registry files the
+        // bots and their actors are built and started on their arbiters.
+        let mut bots = state.bots;
+        let prepared = BotStarter::prepare_all(&self.starter.voters, &mut bots);
+        let views = prepared
+            .iter()
+            .map(|prepared| Arc::clone(&prepared.view))
             .collect();
-        self.directory.publish_recovered(listed);
+        let directory = Arc::clone(&self.directory);
+        directory.publish_recovered(views, || {
+            self.book.bots.reserve(bots.len());
+            self.bot_platform_ids.reserve(bots.len());
+            for bot in &bots {
+                let listing = &bot.state.listing;
+                self.bot_platform_ids.claim(listing.id, listing.platform_id);
+            }
+            self.starter
+                .start_all(bots, prepared)
+                .into_iter()
+                .map(|entry| {
+                    let (handle, token) = (Arc::clone(&entry.handle), entry.token);
+                    self.book.bots.insert(handle.id, entry);
+                    (handle, token)
+                })
+                .collect()
+        });
     }
 }
 

@@ -172,3 +172,61 @@ async fn a_bot_delisted_during_its_edit_leaves_nothing_published() {
     assert!(directory.get(id).is_none());
     arbiter.stop();
 }
+
+/// A loaded state large enough to be prepared on several threads, its actors spread over three
+/// arbiters: each bot's handle reaches the actor of its own state, and every bot is published.
+#[actix_web::test]
+async fn a_loaded_state_gives_each_bot_the_actor_of_its_own_state() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let arbiters = [Arbiter::new(), Arbiter::new(), Arbiter::new()];
+    let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
+    let directory = Arc::new(Directory::new(clock.now()));
+    let journal = Journal::open(dir.path(), 1, FsyncMode::Never).expect("a journal");
+    let dispatcher = Dispatcher::new(
+        clock.clone(),
+        journal.clone(),
+        Arc::clone(&directory),
+        Duration::from_secs(1),
+        false,
+    )
+    .expect("a client");
+    let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
+    let registry =
+        Registry::new(Arc::clone(&directory), clock, journal, dispatcher, spawner).start();
+    let size = crate::demo::DemoSize {
+        seed: 5,
+        bots: 5_000,
+        profiles: 50,
+        voters: 2_000,
+        votes: 10_000,
+    };
+    let state = crate::demo::build(Timestamp::from_millis(1_790_000_000_000), &size).state;
+    let expected: Vec<(BotId, u64, bool)> = state
+        .bots
+        .iter()
+        .map(|bot| {
+            let s = &bot.state;
+            (s.listing.id, s.votes.total, s.listing.status.is_public())
+        })
+        .collect();
+    within(registry.send(LoadState { state }))
+        .await
+        .expect("loaded");
+    let public = expected.iter().filter(|(_, _, public)| *public).count();
+    assert_eq!(directory.len(), public);
+    for (id, votes, _) in expected {
+        let handle = directory.managed(id).expect("published");
+        assert_eq!(handle.view().vote_count, votes);
+        let read = within(handle.addr.send(crate::actors::bot::ReadState))
+            .await
+            .expect("its actor answers");
+        assert_eq!(
+            read.listing.id, id,
+            "the handle reaches its own bot's actor"
+        );
+        assert_eq!(read.votes.total, votes);
+    }
+    for arbiter in arbiters {
+        arbiter.stop();
+    }
+}
