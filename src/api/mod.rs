@@ -59,9 +59,10 @@ pub struct AppState {
     /// Classic search pages kept for the index's and the profiles' current versions, by query
     /// string (a classic bot names its owners by their profiles).
     pub classic_pages: http::kept::Kept<(u64, u64)>,
-    /// Badges kept for their bot's current listing and value, by URL (the validator is the
-    /// badge's ETag).
-    pub badges: http::kept::Kept<String>,
+    /// Badges kept for their bot's current listing and count, by URL.
+    pub badges: http::kept::Kept<resources::badge::Mark>,
+    /// Classic bots (`GET {classic}/bots/:id`) kept for what they show, by path.
+    pub classic_bots: http::kept::Kept<resources::classic::Mark>,
     /// Growth histories kept for their bot's current history and range, by URL.
     pub growth_pages: http::kept::Kept<resources::growth::Mark>,
 }

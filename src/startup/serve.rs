@@ -177,6 +177,7 @@ pub(super) fn serve(
         search_pages: Default::default(),
         classic_pages: Default::default(),
         badges: Default::default(),
+        classic_bots: Default::default(),
         growth_pages: Default::default(),
     });
     let metrics = match settings.metrics_bind {

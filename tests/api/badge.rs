@@ -274,3 +274,28 @@ async fn a_kept_badge_answers_only_its_own_url_and_only_until_what_it_shows_chan
         "Renamed Bot · votes: 1"
     );
 }
+
+/// A kept badge is told from the count it was drawn at, but its ETag is made of the value as
+/// shown: a count that shows alike (12.3k) is the same drawing under the same tag, so a
+/// client's copy stays valid; one that shows otherwise is drawn anew.
+#[actix_web::test]
+async fn counts_that_show_alike_keep_the_tag_and_the_drawing() {
+    let app = spawn_app().await;
+    let bot = app.create_bot(42, json!({})).await;
+    let path = format!("/bots/{}/badge/servers.svg", bot.id);
+    app.post_stats(&bot, 12_345).await;
+    let (headers, svg) = badge(&app, &path).await;
+    let etag = headers["etag"].to_str().expect("ascii").to_owned();
+    app.post_stats(&bot, 12_346).await;
+    let (headers, again) = badge(&app, &path).await;
+    assert_eq!(headers["etag"].to_str().ok(), Some(etag.as_str()));
+    assert_eq!(again, svg);
+    assert_eq!(
+        app.revalidate(&path, &etag).await.status(),
+        StatusCode::NOT_MODIFIED
+    );
+    app.post_stats(&bot, 12_400).await;
+    let (headers, svg) = badge(&app, &path).await;
+    assert_eq!(texts(&svg), ["servers", "12.4k"]);
+    assert_ne!(headers["etag"].to_str().ok(), Some(etag.as_str()));
+}

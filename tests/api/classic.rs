@@ -873,3 +873,123 @@ async fn metrics_label_requests_by_surface() {
         assert!(text.lines().any(|l| l == line), "{line} in {text}");
     }
 }
+
+/// A classic bot is kept while nothing it shows changes, by snowflake and by UUID: each change
+/// of what it shows (its owners' profiles, a stats post, a vote, its listing, the month turning
+/// over its monthly count) shows at once under a new ETag, and a kept answer revalidates with
+/// the tag it was served with. The tag is its body's hash, so a change of something it does
+/// not show (another profile) leaves it, and a client's copy, valid.
+#[actix_web::test]
+async fn a_kept_classic_bot_shows_every_change_of_what_it_shows() {
+    let app = spawn_app().await;
+    let (bot, linked, unlinked) = full_bot(&app).await;
+    // Reads both paths twice each, asserts they agree, and gives the body and its tag.
+    let read = || {
+        let app = &app;
+        let uuid = format!("/bots/{}", bot.id);
+        async move {
+            let mut seen: Option<(Value, String)> = None;
+            for path in ["/bots/700000000000000001", uuid.as_str()] {
+                for _ in 0..2 {
+                    let response = get(app, path, None).await;
+                    assert_eq!(response.status(), StatusCode::OK);
+                    assert_json_utf8(&response);
+                    let tag = response.headers()["etag"]
+                        .to_str()
+                        .expect("text")
+                        .to_owned();
+                    let body: Value = response.json().await.expect("json");
+                    let again = app
+                        .client
+                        .get(classic(app, path))
+                        .header("If-None-Match", &tag)
+                        .send()
+                        .await
+                        .expect("sent");
+                    assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{path}");
+                    if let Some(seen) = &seen {
+                        assert_eq!(*seen, (body.clone(), tag.clone()), "{path}");
+                    }
+                    seen = Some((body, tag));
+                }
+            }
+            seen.expect("read")
+        }
+    };
+    let (body, first) = read().await;
+    assert_eq!(body["owners"], json!(["300000000000000001"]));
+    assert_eq!(
+        (&body["points"], &body["monthlyPoints"]),
+        (&json!(2), &json!(2))
+    );
+    assert!(body.get("server_count").is_none(), "{body}");
+
+    // Another profile: nothing this bot shows, so the same body under the same tag.
+    app.create_profile(json!({ "username": "other", "platform_id": "300000000000000009" }))
+        .await;
+    assert_eq!(read().await, (body, first.clone()));
+
+    let relink = |profile: &Value, platform_id: Value| {
+        let id = profile["id"].as_str().expect("id").to_owned();
+        let app = &app;
+        async move {
+            let response = app
+                .admin(
+                    Method::PATCH,
+                    &format!("/admin/users/{id}"),
+                    Some(&json!({ "platform_id": platform_id })),
+                )
+                .await;
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+    };
+    let mut tags = vec![first];
+    let mut changed = |tag: String| {
+        assert!(!tags.contains(&tag), "{tag} was served for another body");
+        tags.push(tag);
+    };
+    relink(&unlinked, json!("300000000000000002")).await;
+    let (body, tag) = read().await;
+    assert_eq!(
+        body["owners"],
+        json!(["300000000000000002", "300000000000000001"])
+    );
+    changed(tag);
+    relink(&linked, Value::Null).await;
+    let (body, tag) = read().await;
+    assert_eq!(body["owners"], json!(["300000000000000002"]));
+    changed(tag);
+
+    app.post_stats(&bot, 77).await;
+    let (body, tag) = read().await;
+    assert_eq!(body["server_count"], 77);
+    changed(tag);
+    app.vote_ok(&bot.id, 13).await;
+    let (body, tag) = read().await;
+    assert_eq!(
+        (&body["points"], &body["monthlyPoints"]),
+        (&json!(3), &json!(3))
+    );
+    changed(tag);
+
+    let edited = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin/bots/{}", bot.id),
+            Some(&json!({ "short_description": "Plays more music" })),
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    let (body, tag) = read().await;
+    assert_eq!(body["shortdesc"], "Plays more music");
+    changed(tag);
+
+    // A new month: the monthly count reads 0 with no write.
+    app.clock.advance(chrono::Duration::days(31));
+    let (body, tag) = read().await;
+    assert_eq!(
+        (&body["points"], &body["monthlyPoints"]),
+        (&json!(3), &json!(0))
+    );
+    changed(tag);
+}

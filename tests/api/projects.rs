@@ -795,3 +795,52 @@ async fn commands_and_announcements_survive_a_restart_from_the_journal_and_from_
     stop.send(()).expect("the server listens");
     task.await.expect("joined").expect("a clean stop");
 }
+
+/// `GET /projects/@me` answers the bot whose token it carries, however `Bearer` is spelled,
+/// with the rate limit counting by token or turned off (the handler takes the limit's lookup
+/// of the token when it made one, and looks it up itself otherwise), and a rotated token stops
+/// at once.
+#[actix_web::test]
+async fn get_self_answers_the_tokens_own_bot_with_or_without_the_limits_lookup() {
+    for rate_limit in [60, 0] {
+        let mut settings = test_settings();
+        settings.rate_limit = rate_limit;
+        let app = crate::helpers::spawn_app_with(settings).await;
+        let first = app.create_bot(41, json!({ "name": "First" })).await;
+        let second = app.create_bot(42, json!({ "name": "Second" })).await;
+        let name = |token: String| {
+            let app = &app;
+            async move {
+                let response = app
+                    .request(Method::GET, "/projects/@me", None)
+                    .header("Authorization", token)
+                    .send()
+                    .await
+                    .expect("sent");
+                assert_eq!(response.status(), StatusCode::OK);
+                let project: Value = response.json().await.expect("json");
+                project["name"].as_str().expect("a name").to_owned()
+            }
+        };
+        for _ in 0..2 {
+            assert_eq!(name(format!("Bearer {}", first.token)).await, "First");
+            assert_eq!(name(format!("Bearer {}", second.token)).await, "Second");
+            assert_eq!(name(format!("bearer {}", second.token)).await, "Second");
+            assert_eq!(name(format!("BEARER {}", first.token)).await, "First");
+        }
+        let rotated = app
+            .admin(
+                Method::POST,
+                &format!("/admin/bots/{}/token", first.id),
+                None,
+            )
+            .await;
+        assert_eq!(rotated.status(), StatusCode::OK);
+        let rotated: Value = rotated.json().await.expect("json");
+        let old = get(&app, "/projects/@me", &first).await;
+        let detail = assert_problem(old, StatusCode::UNAUTHORIZED).await;
+        assert_eq!(detail, "unknown API token");
+        let new = rotated["token"].as_str().expect("the new token");
+        assert_eq!(name(format!("Bearer {new}")).await, "First");
+    }
+}

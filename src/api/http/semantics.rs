@@ -87,8 +87,9 @@ pub(super) fn with_allow(
 }
 
 /// A strong validator: the first 128 bits of the body's SHA-256, which changes whenever the
-/// JSON does.
-fn etag_of(bytes: &[u8]) -> HeaderValue {
+/// JSON does. Also taken by handlers that keep an answer (`kept.rs`) whose tag was always the
+/// hash of its body, so a kept answer carries the very tag the layer would have made.
+pub fn etag_of(bytes: &[u8]) -> HeaderValue {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut tag = Vec::with_capacity(34);

@@ -93,30 +93,37 @@ pub async fn get_badge(
     let options =
         Options::parse(request.query_string()).map_err(|why| Code::BadRequest.with(why))?;
     let view = find_bot(&state, &id)?.view();
-    let value = match kind {
-        BadgeKind::Servers => view
-            .server_count
-            .map_or_else(|| "n/a".to_owned(), |count| metric(count.get())),
-        BadgeKind::Votes => metric(view.vote_count),
-        BadgeKind::MonthlyVotes => metric(view.monthly.at(state.clock.now())),
+    let count = match kind {
+        BadgeKind::Servers => view.server_count.map(|count| count.get()),
+        BadgeKind::Votes => Some(view.vote_count),
+        BadgeKind::MonthlyVotes => Some(view.monthly.at(state.clock.now())),
     };
-    // What the drawing is made of: the listing (its name is the title), the kind and its
-    // value; the label, colour and style are the URL's own. No hash of the bytes.
-    let etag = format!(
-        "\"b{:016x}-{:032x}-{}-{value}\"",
-        state.directory.validator_seed(),
-        view.listing.rendered().digest(),
-        kind.default_label().replace(' ', "_"),
-    );
-    // The URL names the bot, the kind and the options; the ETag everything else the drawing
+    // What the drawing is made of besides its URL: the listing (its name is the title), the
+    // kind and its count. Read without formatting anything, so a kept badge is served without
+    // an allocation of its own; the value text and the ETag are made only to draw it.
+    let mark = Mark {
+        listing: view.listing.rendered().digest(),
+        kind,
+        count,
+    };
+    // The URL names the bot, the kind and the options; the mark everything else the drawing
     // shows. A URL whose options were refused never reaches this point, so is never kept.
     let url = request
         .uri()
         .path_and_query()
         .map_or("", |url| url.as_str());
-    let (svg, etag) = match state.badges.get(url, &etag) {
+    let (svg, etag) = match state.badges.get(url, &mark) {
         Some(kept) => (kept.body.clone(), kept.etag.clone()),
         None => {
+            let value = count.map_or_else(|| "n/a".to_owned(), metric);
+            // Made of the value as shown, not the count: counts that show alike (1.2k) draw
+            // the same badge, so a client's copy of it stays valid.
+            let etag = format!(
+                "\"b{:016x}-{:032x}-{}-{value}\"",
+                state.directory.validator_seed(),
+                mark.listing,
+                kind.default_label().replace(' ', "_"),
+            );
             let label = options
                 .label
                 .as_deref()
@@ -134,7 +141,7 @@ pub async fn get_badge(
             let Ok(header) = HeaderValue::from_str(&etag) else {
                 return Err(Code::Internal.with("a badge's validator is not a header value".into()));
             };
-            state.badges.keep(url, etag, svg.clone(), header.clone());
+            state.badges.keep(url, mark, svg.clone(), header.clone());
             (svg, header)
         }
     };
@@ -146,4 +153,14 @@ pub async fn get_badge(
             HeaderValue::from_static("public, max-age=60"),
         ))
         .body(svg))
+}
+
+/// What a badge shows besides what its URL says (see [`get_badge`]): the listing's rendered
+/// part (the name, the title), the kind, and the count (the server count, `None` before the
+/// first post; the monthly count as read this month).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    listing: u128,
+    kind: BadgeKind,
+    count: Option<u64>,
 }

@@ -234,16 +234,66 @@ impl ToSchema for ClassicFields {
 pub async fn classic_bot(
     state: web::Data<AppState>,
     PathBot(bot): PathBot,
+    request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let view = bot.view();
+    let now = state.clock.now();
+    let mark = Mark::of(&view, now, state.directory.profiles_version());
+    // The path names the bot (by UUID or by snowflake: two keys, each its own answer); the mark
+    // everything the answer shows.
+    let key = request.path();
+    if let Some(kept) = state.classic_bots.get(key, &mark) {
+        return Ok(reply::kept_json(&kept));
+    }
     let ctx = Context {
         bot: &view,
         directory: &state.directory,
-        now: state.clock.now(),
+        now,
     };
     let mut body = Vec::with_capacity(1024);
     render::write_bot(&ctx, None, &mut body);
-    Ok(reply::json_bytes(body))
+    // The tag the layer made of every classic bot before it was kept: the body's hash.
+    let etag = crate::api::http::semantics::etag_of(&body);
+    let body = bytes::Bytes::from(body);
+    // An owner's profile published while the bot was written may or may not show in it: such
+    // a body goes out (its tag is its own hash) but is not kept under the older number.
+    if state.directory.profiles_version() == mark.profiles {
+        state
+            .classic_bots
+            .keep(key, mark, body.clone(), etag.clone());
+    }
+    Ok(reply::tagged_shared_json(body, etag))
+}
+
+/// What a classic bot shows, read without rendering it: the listing's rendered part (its
+/// digest covers every listing field the classic shape shows but the platform id, which is
+/// here on its own), the three counts as read now (the monthly one at this month), and the
+/// profiles' version, since `owners` shows the owners' profiles' platform ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    listing: u128,
+    platform_id: Snowflake,
+    votes: u64,
+    monthly: u64,
+    servers: Option<u64>,
+    profiles: u64,
+}
+
+impl Mark {
+    fn of(
+        view: &crate::domain::bot::BotView,
+        now: crate::domain::time::Timestamp,
+        profiles: u64,
+    ) -> Self {
+        Self {
+            listing: view.listing.rendered().digest(),
+            platform_id: view.listing.platform_id,
+            votes: view.vote_count,
+            monthly: view.monthly.at(now),
+            servers: view.server_count.map(|count| count.get()),
+            profiles,
+        }
+    }
 }
 
 /// A bot's server count in the classic shape.
