@@ -551,21 +551,7 @@ async fn a_kept_classic_search_page_shows_every_change_to_its_bots_and_their_own
         first
     );
 
-    let relink = |profile: &Value, platform_id: Value| {
-        let id = profile["id"].as_str().expect("id").to_owned();
-        let app = &app;
-        async move {
-            let response = app
-                .admin(
-                    Method::PATCH,
-                    &format!("/admin/users/{id}"),
-                    Some(&json!({ "platform_id": platform_id })),
-                )
-                .await;
-            assert_eq!(response.status(), StatusCode::OK);
-        }
-    };
-    relink(&unlinked, json!("300000000000000002")).await;
+    relink(&app, &unlinked, json!("300000000000000002")).await;
     let both = read(shown(
         json!(["300000000000000002", "300000000000000001"]),
         Value::Null,
@@ -573,14 +559,14 @@ async fn a_kept_classic_search_page_shows_every_change_to_its_bots_and_their_own
     ))
     .await;
     assert_ne!(both, first);
-    relink(&linked, json!("300000000000000003")).await;
+    relink(&app, &linked, json!("300000000000000003")).await;
     read(shown(
         json!(["300000000000000002", "300000000000000003"]),
         Value::Null,
         2,
     ))
     .await;
-    relink(&unlinked, Value::Null).await;
+    relink(&app, &unlinked, Value::Null).await;
     read(shown(json!(["300000000000000003"]), Value::Null, 2)).await;
 
     app.post_stats(&bot, 77).await;
@@ -929,33 +915,19 @@ async fn a_kept_classic_bot_shows_every_change_of_what_it_shows() {
         .await;
     assert_eq!(read().await, (body, first.clone()));
 
-    let relink = |profile: &Value, platform_id: Value| {
-        let id = profile["id"].as_str().expect("id").to_owned();
-        let app = &app;
-        async move {
-            let response = app
-                .admin(
-                    Method::PATCH,
-                    &format!("/admin/users/{id}"),
-                    Some(&json!({ "platform_id": platform_id })),
-                )
-                .await;
-            assert_eq!(response.status(), StatusCode::OK);
-        }
-    };
     let mut tags = vec![first];
     let mut changed = |tag: String| {
         assert!(!tags.contains(&tag), "{tag} was served for another body");
         tags.push(tag);
     };
-    relink(&unlinked, json!("300000000000000002")).await;
+    relink(&app, &unlinked, json!("300000000000000002")).await;
     let (body, tag) = read().await;
     assert_eq!(
         body["owners"],
         json!(["300000000000000002", "300000000000000001"])
     );
     changed(tag);
-    relink(&linked, Value::Null).await;
+    relink(&app, &linked, Value::Null).await;
     let (body, tag) = read().await;
     assert_eq!(body["owners"], json!(["300000000000000002"]));
     changed(tag);
@@ -992,4 +964,17 @@ async fn a_kept_classic_bot_shows_every_change_of_what_it_shows() {
         (&json!(3), &json!(0))
     );
     changed(tag);
+}
+
+/// Links `profile` to another platform id (or none) through the admin API.
+async fn relink(app: &TestApp, profile: &Value, platform_id: Value) {
+    let id = profile["id"].as_str().expect("id").to_owned();
+    let response = app
+        .admin(
+            Method::PATCH,
+            &format!("/admin/users/{id}"),
+            Some(&json!({ "platform_id": platform_id })),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
 }

@@ -25,6 +25,11 @@ fn registry_and_directory(
     dir: &std::path::Path,
     arbiter: &Arbiter,
 ) -> (Addr<Registry>, Arc<Directory>) {
+    registry_over(dir, &[arbiter])
+}
+
+/// A registry over a journal in `dir`, its bots spread over `arbiters`, and its directory.
+fn registry_over(dir: &std::path::Path, arbiters: &[&Arbiter]) -> (Addr<Registry>, Arc<Directory>) {
     let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
     let directory = Arc::new(Directory::new(clock.now()));
     let journal = Journal::open(dir, 1, FsyncMode::Never).expect("a journal");
@@ -36,7 +41,7 @@ fn registry_and_directory(
         false,
     )
     .expect("a client");
-    let spawner = BotSpawner::new(vec![arbiter.handle()]);
+    let spawner = BotSpawner::new(arbiters.iter().map(|arbiter| arbiter.handle()).collect());
     let registry = Registry::new(Arc::clone(&directory), clock, journal, dispatcher, spawner);
     (registry.start(), directory)
 }
@@ -179,20 +184,7 @@ async fn a_bot_delisted_during_its_edit_leaves_nothing_published() {
 async fn a_loaded_state_gives_each_bot_the_actor_of_its_own_state() {
     let dir = tempfile::tempdir().expect("a directory");
     let arbiters = [Arbiter::new(), Arbiter::new(), Arbiter::new()];
-    let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_790_000_000_000)));
-    let directory = Arc::new(Directory::new(clock.now()));
-    let journal = Journal::open(dir.path(), 1, FsyncMode::Never).expect("a journal");
-    let dispatcher = Dispatcher::new(
-        clock.clone(),
-        journal.clone(),
-        Arc::clone(&directory),
-        Duration::from_secs(1),
-        false,
-    )
-    .expect("a client");
-    let spawner = BotSpawner::new(arbiters.iter().map(Arbiter::handle).collect());
-    let registry =
-        Registry::new(Arc::clone(&directory), clock, journal, dispatcher, spawner).start();
+    let (registry, directory) = registry_over(dir.path(), &arbiters.iter().collect::<Vec<_>>());
     let size = crate::demo::DemoSize {
         seed: 5,
         bots: 5_000,
