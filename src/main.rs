@@ -12,8 +12,8 @@ use botlist::domain::time::{Clock, SystemClock};
 use botlist::persist::backup::{self, CopyError};
 use botlist::persist::lock::{DirLock, LockError};
 use botlist::persist::{journal, snapshot};
-use botlist::startup::clock;
 use botlist::startup::node::{self, Ended};
+use botlist::startup::{clock, open_files};
 use botlist::startup::{stop_signal, Application, StartError, StoppedAfterJournalFailure};
 use botlist::telemetry::{self, LogFormat};
 
@@ -312,6 +312,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     let settings = Settings::from_args(&args, admin_token);
+    // Before the listener: every connection the cap lets in is a descriptor.
+    open_files::raise_to(open_files::descriptors_needed(
+        settings.max_connections,
+        settings.workers,
+    ));
     // The system clock, unless a test of the real binary moves it (startup/clock.rs).
     let clock = match clock::from_env() {
         Ok(clock) => clock,

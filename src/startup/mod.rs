@@ -9,6 +9,7 @@ mod actors;
 pub mod clock;
 mod data_dir;
 pub mod node;
+pub mod open_files;
 mod resume;
 mod serve;
 

@@ -5,14 +5,36 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use botlist::startup::open_files;
 use reqwest::StatusCode;
 
 use crate::history::Stream;
 use crate::process::Server;
 
 const IDLE: usize = 10_000;
+
+/// Held by each test that opens thousands of sockets, so that two never hold theirs at once:
+/// together they would pass the open-file limit of this test process (20,000 on CI), which
+/// is what failed a run when both filled the cap at the same moment.
+static THOUSANDS_OF_SOCKETS: Mutex<()> = Mutex::new(());
+
+/// Takes the turn to open `sockets` sockets, with the soft open-file limit raised for them.
+fn thousands_of_sockets(sockets: usize) -> MutexGuard<'static, ()> {
+    let turn = THOUSANDS_OF_SOCKETS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let limits = open_files::raise_to(sockets as u64 + open_files::SPARE).expect("a limit");
+    assert!(
+        limits.now >= sockets as u64,
+        "this test needs {sockets} open files; the hard limit is {}",
+        limits.hard
+    );
+    turn
+}
 
 /// Reads one response to `GET /healthz` off a keep-alive connection.
 fn read_response(reader: &mut BufReader<TcpStream>) -> bool {
@@ -43,6 +65,7 @@ fn read_response(reader: &mut BufReader<TcpStream>) -> bool {
 
 #[test]
 fn a_new_client_is_answered_while_the_cap_is_held_by_idle_keep_alive_clients() {
+    let _turn = thousands_of_sockets(IDLE + 16);
     let dir = tempfile::tempdir().expect("temp dir");
     // Idle clients stay for the whole test: none leaves by the keep-alive timeout.
     let server = Server::start(dir.path(), &["--keep-alive", "600"]);
@@ -175,6 +198,7 @@ fn closed(connection: &mut TcpStream) -> bool {
 #[test]
 fn a_new_client_is_answered_while_the_cap_is_held_by_silent_connections() {
     const SILENT: usize = 10_500;
+    let _turn = thousands_of_sockets(SILENT + 16);
     let dir = tempfile::tempdir().expect("temp dir");
     // Silent clients are not cut by the request timeout while the test runs.
     let server = Server::start(dir.path(), &["--request-timeout", "600"]);
@@ -231,4 +255,72 @@ fn a_small_cap_held_by_slow_and_silent_sockets_still_answers_and_still_cuts_them
     let open = sockets.iter_mut().map(closed).filter(|gone| !gone).count();
     assert_eq!(open, 0, "{open} slow sockets outlived the request timeout");
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// The server's open-file limits, soft and hard, as the kernel reports them.
+fn open_file_limits(server: &Server) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.pid())).expect("limits");
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("a line for open files");
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// Starts the server with its open-file limits set to `soft` and `hard` before it runs.
+fn start_with_open_files(dir: &std::path::Path, extra: &[&str], soft: u64, hard: u64) -> Server {
+    Server::start_with(dir, extra, |command| {
+        // SAFETY: between fork and exec, setrlimit is async-signal-safe and touches only the
+        // child's own limits.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: hard,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    })
+}
+
+/// Many systems start a process with a soft limit of 1,024 open files: the server raises its
+/// own to what `--max-connections` needs, and says so, so the cap is reached before `EMFILE`.
+#[test]
+fn a_soft_open_file_limit_of_1024_is_raised_to_what_the_cap_needs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let needed = open_files::descriptors_needed(4_000, 2);
+    let server = start_with_open_files(dir.path(), &["--max-connections", "4000"], 1_024, 8_192);
+    assert_eq!(open_file_limits(&server), (needed, 8_192));
+    let (status, _) = server.get("/bots", None);
+    assert_eq!(status, StatusCode::OK);
+    assert!(!server.log().contains("open-file limit is below"));
+}
+
+/// Where even the hard limit is below what the cap needs, the server still starts, and warns
+/// naming the limit, what is needed and the fix.
+#[test]
+fn a_hard_open_file_limit_below_the_cap_is_named_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let needed = open_files::descriptors_needed(10_000, 2);
+    let server = start_with_open_files(dir.path(), &[], 1_024, 2_048);
+    assert_eq!(open_file_limits(&server), (2_048, 2_048));
+    let warning = server.wait_for_log("open-file limit is below");
+    for named in [
+        "LimitNOFILE",
+        "--max-connections",
+        &format!("needed={needed}"),
+    ] {
+        assert!(warning.contains(named), "{named} in {warning}");
+    }
+    let (status, _) = server.get("/bots", None);
+    assert_eq!(status, StatusCode::OK);
 }

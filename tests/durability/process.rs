@@ -86,7 +86,24 @@ impl Server {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Result<Server, Refused> {
-        let mut child = command(dir, extra, env).spawn().expect("the binary starts");
+        Self::try_start_with(command(dir, extra, env))
+    }
+
+    /// Starts the server with `prepare` applied to its command first (limits, say).
+    pub fn start_with(dir: &Path, extra: &[&str], prepare: impl FnOnce(&mut Command)) -> Server {
+        let mut command = command(dir, extra, &[]);
+        prepare(&mut command);
+        match Self::try_start_with(command) {
+            Ok(server) => server,
+            Err(refused) => panic!(
+                "the server did not start ({}): {}",
+                refused.status, refused.stderr
+            ),
+        }
+    }
+
+    fn try_start_with(mut command: Command) -> Result<Server, Refused> {
+        let mut child = command.spawn().expect("the binary starts");
         let stdout = child.stdout.take().expect("stdout piped");
         let mut lines = BufReader::new(stdout).lines();
         let base = loop {

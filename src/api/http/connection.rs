@@ -270,8 +270,9 @@ impl Connections {
     }
 }
 
-/// Connections a worker takes past its cap while none of its connections is idle.
-fn hard_limit(cap: usize) -> usize {
+/// The connections a worker with `cap` takes at most: past its cap, while none of its
+/// connections is idle, it takes a sixteenth more (at least 16).
+pub fn hard_limit(cap: usize) -> usize {
     cap + (cap / 16).max(16)
 }
 
