@@ -18,7 +18,10 @@ pub const SPARE: u64 = 512;
 pub fn descriptors_needed(max_connections: usize, workers: usize) -> u64 {
     let workers = workers.max(1);
     let share = (max_connections / workers).max(1);
-    (hard_limit(share) * workers) as u64 + SPARE
+    let connections = hard_limit(share).saturating_mul(workers);
+    u64::try_from(connections)
+        .unwrap_or(u64::MAX)
+        .saturating_add(SPARE)
 }
 
 /// The soft limit before and after the raise, and the hard limit over both.
@@ -112,6 +115,8 @@ mod tests {
         // A tiny cap still leaves each worker its 16 past the share.
         assert_eq!(descriptors_needed(1, 4), 4 * (1 + 16) + SPARE);
         assert_eq!(descriptors_needed(10, 0), 10 + 16 + SPARE);
+        // Any cap a flag can hold is a number, never an overflow.
+        assert_eq!(descriptors_needed(usize::MAX, 3), u64::MAX);
     }
 
     #[test]

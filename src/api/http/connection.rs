@@ -273,7 +273,7 @@ impl Connections {
 /// The connections a worker with `cap` takes at most: past its cap, while none of its
 /// connections is idle, it takes a sixteenth more (at least 16).
 pub fn hard_limit(cap: usize) -> usize {
-    cap + (cap / 16).max(16)
+    cap.saturating_add((cap / 16).max(16))
 }
 
 /// A TCP stream that honours its [`ReadLimit`], notes when its client has gone, and ends when
