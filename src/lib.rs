@@ -9,6 +9,7 @@ pub mod domain;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
+pub mod parallel;
 pub mod persist;
 pub mod shutdown;
 pub mod startup;

@@ -181,7 +181,7 @@ impl SearchIndex {
     /// document's grams are computed once), while this thread builds everything else.
     pub fn build(month: Month, views: Vec<Arc<BotView>>) -> Self {
         let mut index = Self::new(month);
-        let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let parts = crate::parallel::cores();
         let run = views.len().div_ceil(parts).max(1);
         let grams = std::thread::scope(|scope| {
             let workers: Vec<_> = views

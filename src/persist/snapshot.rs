@@ -8,7 +8,6 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::codec::{self, SnapshotNumbers, SnapshotVoters};
@@ -18,6 +17,7 @@ use super::{sync_dir, FORMAT_VERSION};
 use crate::domain::audit::{AuditEntries, AuditEntry, AuditLog};
 use crate::domain::profile::Profile;
 use crate::domain::votes::{Voter, VoterTable};
+use crate::parallel::{self, Failed};
 
 pub const MAGIC: &[u8; 8] = b"BLSNAPSH";
 pub const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -640,60 +640,26 @@ fn file_voters(
     Ok(SnapshotNumbers::from(numbers))
 }
 
-/// Maps `items` in order, `each` given contiguous shares of them on every core. There are many
-/// more shares than cores, taken in turn: parts differ in size, and one equal share per core
-/// left a core idle at the end of each phase of a start (a tenth of its time).
+/// Maps `items` in order, `each` given contiguous shares of them (sixteen a core), the results
+/// of each share joined in order.
 fn in_parallel<T: Sync, R: Send>(
     items: &[T],
     each: impl Fn(&[T]) -> Result<Vec<R>, SnapshotError> + Sync,
 ) -> Result<Vec<R>, SnapshotError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if cores == 1 || items.len() < 2 {
-        return each(items);
-    }
-    let shares: Vec<&[T]> = items.chunks(items.len().div_ceil(cores * 16)).collect();
-    let next = AtomicUsize::new(0);
-    let take_shares = || {
-        let mut taken = Vec::new();
-        loop {
-            let number = next.fetch_add(1, Ordering::Relaxed);
-            let Some(share) = shares.get(number) else {
-                return taken;
-            };
-            taken.push((number, each(share)));
-        }
-    };
-    let mut done: Vec<(usize, Result<Vec<R>, SnapshotError>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..cores).map(|_| scope.spawn(take_shares)).collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|_| vec![(0, Err(undecodable("a decoding thread panicked")))])
-            })
-            .collect()
-    });
-    done.sort_unstable_by_key(|(number, _)| *number);
-    let mut all = Vec::with_capacity(items.len());
-    for (_, share) in done {
-        all.extend(share?);
-    }
-    Ok(all)
+    let cores = parallel::cores();
+    let shares: Vec<&[T]> = items
+        .chunks(items.len().div_ceil(cores * 16).max(1))
+        .collect();
+    let done = map_in_parts(&shares, cores, |share| each(share))?;
+    Ok(done.into_iter().flatten().collect())
 }
 
-/// Maps each of `items` to one result, in order, on every core, shared out as [`in_parallel`]
-/// shares them (and with its errors: the first share's that fails), each result written where
-/// it ends up in the returned vector. Collecting each share's results apart and joining them
-/// afterwards moved every result once more, on one core and into fresh pages while the other
-/// cores waited: for the bots of a snapshot (664 bytes each, 66 MB at 100,000 bots) that was a
-/// third of a start's single-threaded time (docs/PERFORMANCE.md, "Start-up and snapshots").
+/// Maps each of `items` to one result, in order, on every core ([`parallel::map`]).
 fn map_in_parallel<T: Sync, R: Send>(
     items: &[T],
     each: impl Fn(&T) -> Result<R, SnapshotError> + Sync,
 ) -> Result<Vec<R>, SnapshotError> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    map_in_parts(items, cores, each)
+    map_in_parts(items, parallel::cores(), each)
 }
 
 fn map_in_parts<T: Sync, R: Send>(
@@ -701,97 +667,10 @@ fn map_in_parts<T: Sync, R: Send>(
     cores: usize,
     each: impl Fn(&T) -> Result<R, SnapshotError> + Sync,
 ) -> Result<Vec<R>, SnapshotError> {
-    if cores <= 1 || items.len() < 2 {
-        return items.iter().map(each).collect();
-    }
-    let run = items.len().div_ceil(cores * 16);
-    let mut all: Vec<R> = Vec::with_capacity(items.len());
-    let filled = {
-        let slots = &mut all.spare_capacity_mut()[..items.len()];
-        // Shares are taken in order, so a thread's first failure is its lowest-numbered one and
-        // it takes no more: no share it would take could fail first.
-        let shares =
-            parking_lot::Mutex::new(items.chunks(run).zip(slots.chunks_mut(run)).enumerate());
-        let fill = || {
-            let mut runs = Vec::new();
-            loop {
-                let next = shares.lock().next();
-                let Some((number, (share, slots))) = next else {
-                    return (runs, None);
-                };
-                let mut run = Run { slots, filled: 0 };
-                for item in share {
-                    match each(item) {
-                        Ok(result) => run.push(result),
-                        Err(error) => return (runs, Some((number, error))),
-                    }
-                }
-                runs.push(run);
-            }
-        };
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..cores).map(|_| scope.spawn(fill)).collect();
-            let mut runs = Vec::new();
-            let mut failed: Option<(usize, SnapshotError)> = None;
-            for worker in workers {
-                let (number, error) = match worker.join() {
-                    Ok((filled, None)) => {
-                        runs.extend(filled);
-                        continue;
-                    }
-                    Ok((filled, Some(failure))) => {
-                        runs.extend(filled);
-                        failure
-                    }
-                    Err(_) => (0, undecodable("a decoding thread panicked")),
-                };
-                if failed.as_ref().is_none_or(|(first, _)| number < *first) {
-                    failed = Some((number, error));
-                }
-            }
-            if let Some((_, error)) = failed {
-                // Dropping the runs drops the results they hold.
-                return Err(error);
-            }
-            let filled: usize = runs.iter().map(|run| run.filled).sum();
-            if filled != items.len() {
-                return Err(undecodable("a share of the decoding was lost"));
-            }
-            // The results are the vector's from here on: each is dropped with it, not with
-            // its run.
-            runs.into_iter().for_each(std::mem::forget);
-            Ok(filled)
-        })?
-    };
-    // SAFETY: the first `filled` slots are the disjoint runs of `slots`, which cover them; every
-    // run was full (they add up to `filled`, each at most its length) and was forgotten, so
-    // each slot holds a result that nothing else drops.
-    unsafe { all.set_len(filled) };
-    Ok(all)
-}
-
-/// A share's slots in the vector [`map_in_parts`] fills, the first `filled` of them written:
-/// dropped with the run unless it is forgotten once every share is done.
-struct Run<'a, R> {
-    slots: &'a mut [std::mem::MaybeUninit<R>],
-    filled: usize,
-}
-
-impl<R> Run<'_, R> {
-    fn push(&mut self, result: R) {
-        self.slots[self.filled].write(result);
-        self.filled += 1;
-    }
-}
-
-impl<R> Drop for Run<'_, R> {
-    fn drop(&mut self) {
-        for slot in &mut self.slots[..self.filled] {
-            // SAFETY: `push` wrote the first `filled` slots; a run is dropped at most once, and
-            // a run whose results were handed over is forgotten instead.
-            unsafe { slot.assume_init_drop() };
-        }
-    }
+    parallel::map(items, cores, each).map_err(|failed| match failed {
+        Failed::Item(error) => error,
+        Failed::Panicked(_) => undecodable("a decoding thread panicked"),
+    })
 }
 
 /// The format version in a snapshot's header when it is newer than this build's, read without

@@ -2,6 +2,7 @@
 //! claimed, the bot actors it starts; and the rules that span bots, checked against them.
 
 use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use actix::dev::channel::{channel, AddressReceiver};
@@ -19,6 +20,7 @@ use crate::domain::text::ProfileUsername;
 use crate::domain::time::Clock;
 use crate::domain::votes::VoterTable;
 use crate::domain::Rejection;
+use crate::parallel::{self, Failed};
 use crate::persist::journal::Journal;
 use crate::persist::state::{Listed, StoredBot};
 use crate::webhooks::Dispatcher;
@@ -281,9 +283,12 @@ impl BotStarter {
     /// prepares every bot before the index can be built from their views, and one thread did
     /// it while the other cores waited (docs/PERFORMANCE.md, "Start-up and snapshots").
     pub(super) fn prepare_all(voters: &Arc<VoterTable>, bots: &mut [StoredBot]) -> Vec<Prepared> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
         // Below this a thread costs more than it saves.
-        let parts = if bots.len() < 4_096 { 1 } else { cores };
+        let parts = if bots.len() < 4_096 {
+            1
+        } else {
+            parallel::cores()
+        };
         Self::prepare_in_parts(voters, bots, parts)
     }
 
@@ -295,30 +300,14 @@ impl BotStarter {
         for bot in bots.iter_mut() {
             Self::attach(voters, &mut bot.state);
         }
-        let bots = &*bots;
-        let total = bots.len();
-        let mut runs = bots.chunks(total.div_ceil(parts.max(1)).max(1));
-        let Some(first) = runs.next() else {
-            return Vec::new();
-        };
-        let prepare_run = |run: &[StoredBot]| -> Vec<Prepared> {
-            run.iter().map(|bot| Self::made(&bot.state)).collect()
-        };
-        std::thread::scope(|scope| {
-            let others: Vec<_> = runs
-                .map(|run| scope.spawn(move || prepare_run(run)))
-                .collect();
-            let mut all = Vec::with_capacity(total);
-            all.extend(prepare_run(first));
-            for other in others {
-                all.extend(
-                    other
-                        .join()
-                        .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                );
-            }
-            all
-        })
+        let made = parallel::map(bots, parts, |bot| {
+            Ok::<_, Infallible>(Self::made(&bot.state))
+        });
+        match made {
+            Ok(all) => all,
+            Err(Failed::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Err(Failed::Item(never)) => match never {},
+        }
     }
 
     /// A bot's state joined to the voter table, its view to publish and its owners.
