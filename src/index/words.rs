@@ -139,6 +139,7 @@ impl Words {
     /// come in ascending order, so each is a push. Inserting each into the word's bitmap as it
     /// came cost a search (or a scattered bit) per occurrence, a quarter of this thread's time
     /// at start, and this thread is the last of the index's to end.
+    ///
     /// Each occurrence is looked up by a key written in one buffer, never allocated: only a
     /// new word is.
     pub fn build(texts: impl Iterator<Item = Vec<u8>>) -> Self {
