@@ -45,9 +45,15 @@ pub(super) struct Word {
 impl Word {
     fn new(bytes: &[u8], marks: u8) -> Self {
         let mut key = Vec::with_capacity(bytes.len() + 1);
+        Self::write_key(&mut key, bytes, marks);
+        Self { key: key.into() }
+    }
+
+    /// Writes a word's key into `key`, replacing what it held.
+    fn write_key(key: &mut Vec<u8>, bytes: &[u8], marks: u8) {
+        key.clear();
         key.extend_from_slice(bytes);
         key.push(marks);
-        Self { key: key.into() }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -148,9 +154,7 @@ impl Words {
         let mut key = Vec::new();
         for (doc, text) in (0..).zip(texts) {
             each_word(&text, |bytes, marks| {
-                key.clear();
-                key.extend_from_slice(bytes);
-                key.push(marks);
+                Word::write_key(&mut key, bytes, marks);
                 let number = match numbers.get(key.as_slice()) {
                     Some(number) => *number,
                     None => {

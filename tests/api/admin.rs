@@ -76,11 +76,6 @@ async fn post_user(app: &TestApp, body: Value) -> Response {
     app.admin(Method::POST, "/admin/users", Some(&body)).await
 }
 
-async fn patch_user(app: &TestApp, id: &str, body: Value) -> Response {
-    app.admin(Method::PATCH, &format!("/admin/users/{id}"), Some(&body))
-        .await
-}
-
 async fn delete_user(app: &TestApp, id: &str) -> Response {
     app.admin(Method::DELETE, &format!("/admin/users/{id}"), None)
         .await
@@ -90,18 +85,8 @@ async fn post_bot(app: &TestApp, body: Value) -> Response {
     app.admin(Method::POST, "/admin/bots", Some(&body)).await
 }
 
-async fn patch_bot(app: &TestApp, id: &str, body: Value) -> Response {
-    app.admin(Method::PATCH, &format!("/admin/bots/{id}"), Some(&body))
-        .await
-}
-
 async fn delete_bot(app: &TestApp, id: &str) -> Response {
     app.admin(Method::DELETE, &format!("/admin/bots/{id}"), None)
-        .await
-}
-
-async fn rotate_token(app: &TestApp, id: &str) -> Response {
-    app.admin(Method::POST, &format!("/admin/bots/{id}/token"), None)
         .await
 }
 
@@ -506,7 +491,7 @@ async fn unknown_user_fields_are_bad_requests_naming_the_field() {
     let id = id_of(&app.create_user("known").await);
 
     let on_create = post_user(&app, json!({ "username": "other", "supporter": true })).await;
-    let on_patch = patch_user(&app, &id, json!({ "nickname": "nick" })).await;
+    let on_patch = app.patch_user(&id, json!({ "nickname": "nick" })).await;
     let server_set = post_user(
         &app,
         json!({ "username": "other", "created_at": "2020-01-01T00:00:00.000Z" }),
@@ -575,7 +560,8 @@ async fn patching_a_user_changes_only_the_fields_sent() {
     let id = id_of(&before);
 
     let patched = json_of(
-        patch_user(&app, &id, json!({ "bio": "A new bio", "mod": false })).await,
+        app.patch_user(&id, json!({ "bio": "A new bio", "mod": false }))
+            .await,
         StatusCode::OK,
     )
     .await;
@@ -593,7 +579,7 @@ async fn patching_a_user_with_an_empty_object_changes_nothing() {
     let before = full_profile(&app, "full").await;
 
     let patched = json_of(
-        patch_user(&app, &id_of(&before), json!({})).await,
+        app.patch_user(&id_of(&before), json!({})).await,
         StatusCode::OK,
     )
     .await;
@@ -609,7 +595,7 @@ async fn null_clears_the_nullable_user_fields() {
         "display_name": null, "avatar": null, "banner": null, "bio": null, "pronouns": null, "platform_id": null,
     });
 
-    let patched = json_of(patch_user(&app, &id, clear_all).await, StatusCode::OK).await;
+    let patched = json_of(app.patch_user(&id, clear_all).await, StatusCode::OK).await;
 
     for field in ["display_name", "banner", "bio", "pronouns", "platform_id"] {
         assert_eq!(patched[field], Value::Null, "{field}: {patched}");
@@ -633,7 +619,7 @@ async fn null_on_a_required_user_field_is_a_bad_request() {
     let id = id_of(&before);
 
     for field in ["username", "socials", "admin", "mod"] {
-        let response = patch_user(&app, &id, json!({ field: null })).await;
+        let response = app.patch_user(&id, json!({ field: null })).await;
         assert_bad_request_naming(response, field).await;
     }
     assert_eq!(
@@ -649,12 +635,9 @@ async fn an_invalid_patch_changes_nothing_even_in_its_valid_fields() {
     let before = full_profile(&app, "full").await;
     let id = id_of(&before);
 
-    let response = patch_user(
-        &app,
-        &id,
-        json!({ "bio": "changed", "username": "NOT VALID" }),
-    )
-    .await;
+    let response = app
+        .patch_user(&id, json!({ "bio": "changed", "username": "NOT VALID" }))
+        .await;
 
     assert_bad_request_naming(response, "username").await;
     assert_eq!(get_profile(&app, &id).await, before);
@@ -666,7 +649,7 @@ async fn renaming_a_user_frees_the_old_username() {
     let id = id_of(&app.create_user("oldname").await);
 
     let renamed = json_of(
-        patch_user(&app, &id, json!({ "username": "newname" })).await,
+        app.patch_user(&id, json!({ "username": "newname" })).await,
         StatusCode::OK,
     )
     .await;
@@ -692,7 +675,7 @@ async fn renaming_a_user_to_a_taken_username_is_a_conflict() {
     app.create_user("holder").await;
     let id = id_of(&app.create_user("wanter").await);
 
-    let response = patch_user(&app, &id, json!({ "username": "holder" })).await;
+    let response = app.patch_user(&id, json!({ "username": "holder" })).await;
 
     assert_error(response, StatusCode::CONFLICT, "conflict").await;
     assert_eq!(get_profile(&app, &id).await["username"], "wanter");
@@ -703,12 +686,9 @@ async fn a_user_may_patch_in_its_own_username_and_platform_id() {
     let app = spawn_app().await;
     let id = id_of(&full_profile(&app, "same").await);
 
-    let response = patch_user(
-        &app,
-        &id,
-        json!({ "username": "same", "platform_id": "4242" }),
-    )
-    .await;
+    let response = app
+        .patch_user(&id, json!({ "username": "same", "platform_id": "4242" }))
+        .await;
 
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -719,16 +699,20 @@ async fn linking_a_platform_id_of_another_profile_is_a_conflict_until_it_is_unli
     let holder = id_of(&full_profile(&app, "holder").await);
     let wanter = id_of(&app.create_user("wanter").await);
 
-    let refused = patch_user(&app, &wanter, json!({ "platform_id": "4242" })).await;
+    let refused = app
+        .patch_user(&wanter, json!({ "platform_id": "4242" }))
+        .await;
     assert_error(refused, StatusCode::CONFLICT, "conflict").await;
 
     json_of(
-        patch_user(&app, &holder, json!({ "platform_id": null })).await,
+        app.patch_user(&holder, json!({ "platform_id": null }))
+            .await,
         StatusCode::OK,
     )
     .await;
     let linked = json_of(
-        patch_user(&app, &wanter, json!({ "platform_id": "4242" })).await,
+        app.patch_user(&wanter, json!({ "platform_id": "4242" }))
+            .await,
         StatusCode::OK,
     )
     .await;
@@ -739,13 +723,13 @@ async fn linking_a_platform_id_of_another_profile_is_a_conflict_until_it_is_unli
 async fn patching_an_unknown_user_is_not_found() {
     let app = spawn_app().await;
 
-    let unknown = patch_user(
-        &app,
-        "0b6f1f0e-3c1a-4c1e-9d0a-2f8e1a6b7c5d",
-        json!({ "bio": "x" }),
-    )
-    .await;
-    let not_a_uuid = patch_user(&app, "nobody", json!({ "bio": "x" })).await;
+    let unknown = app
+        .patch_user(
+            "0b6f1f0e-3c1a-4c1e-9d0a-2f8e1a6b7c5d",
+            json!({ "bio": "x" }),
+        )
+        .await;
+    let not_a_uuid = app.patch_user("nobody", json!({ "bio": "x" })).await;
 
     assert_error(unknown, StatusCode::NOT_FOUND, "not_found").await;
     assert_error(not_a_uuid, StatusCode::NOT_FOUND, "not_found").await;
@@ -776,7 +760,7 @@ async fn deleting_a_user_answers_204_and_then_404_everywhere() {
     )
     .await;
     assert_error(
-        patch_user(&app, &id, json!({ "bio": "x" })).await,
+        app.patch_user(&id, json!({ "bio": "x" })).await,
         StatusCode::NOT_FOUND,
         "not_found",
     )
@@ -826,7 +810,7 @@ async fn a_user_can_be_deleted_once_it_owns_no_listed_bot() {
     let delisted = app.create_bot(202, json!({ "owner_ids": [owner] })).await;
 
     json_of(
-        patch_bot(&app, &edited.id, json!({ "owner_ids": [] })).await,
+        app.patch_bot(&edited.id, json!({ "owner_ids": [] })).await,
         StatusCode::OK,
     )
     .await;
@@ -934,15 +918,12 @@ async fn owner_only_fields_never_appear_in_any_response() {
     let created: Value = serde_json::from_str(&created_text).expect("json");
     let id = id_of(&created["bot"]);
     let token = created["token"].as_str().expect("a token").to_owned();
-    let patched_text = patch_bot(
-        &app,
-        &id,
-        json!({ "webhook_secret": "another-secret-9911" }),
-    )
-    .await
-    .text()
-    .await
-    .expect("a body");
+    let patched_text = app
+        .patch_bot(&id, json!({ "webhook_secret": "another-secret-9911" }))
+        .await
+        .text()
+        .await
+        .expect("a body");
     let got_text = app
         .get(&format!("/bots/{id}"))
         .await
@@ -1006,7 +987,7 @@ async fn server_count_is_absent_until_the_bot_posts_stats() {
     assert_eq!(keys(&shown), bot_keys(true));
     assert_eq!(shown["server_count"], 1234);
     let patched = json_of(
-        patch_bot(&app, &bot.id, json!({ "name": "Counted" })).await,
+        app.patch_bot(&bot.id, json!({ "name": "Counted" })).await,
         StatusCode::OK,
     )
     .await;
@@ -1243,7 +1224,7 @@ async fn unknown_and_server_set_bot_fields_are_bad_requests_naming_the_field() {
     ] {
         let on_create = post_bot(&app, with(minimal_bot("315"), field, json!(1))).await;
         assert_bad_request_naming(on_create, field).await;
-        let on_patch = patch_bot(&app, &id, json!({ field: 1 })).await;
+        let on_patch = app.patch_bot(&id, json!({ field: 1 })).await;
         assert_bad_request_naming(on_patch, field).await;
     }
 }
@@ -1280,8 +1261,7 @@ async fn patching_a_bot_changes_only_the_fields_sent() {
     let id = id_of(&before);
 
     let patched = json_of(
-        patch_bot(
-            &app,
+        app.patch_bot(
             &id,
             json!({ "name": "Renamed", "tags": ["fun", "games"], "featured": true }),
         )
@@ -1304,7 +1284,7 @@ async fn a_bot_can_be_patched_by_its_snowflake() {
     let id = id_of(&full_bot(&app, 501).await);
 
     let patched = json_of(
-        patch_bot(&app, "501", json!({ "prefix": "$" })).await,
+        app.patch_bot("501", json!({ "prefix": "$" })).await,
         StatusCode::OK,
     )
     .await;
@@ -1323,7 +1303,7 @@ async fn null_clears_the_nullable_bot_fields() {
         clear[field] = Value::Null;
     }
 
-    let patched = json_of(patch_bot(&app, &id, clear).await, StatusCode::OK).await;
+    let patched = json_of(app.patch_bot(&id, clear).await, StatusCode::OK).await;
 
     assert_eq!(
         keys(&patched),
@@ -1354,7 +1334,7 @@ async fn null_on_a_required_bot_field_is_a_bad_request() {
         "certified",
         "featured",
     ] {
-        let response = patch_bot(&app, &id, json!({ field: null })).await;
+        let response = app.patch_bot(&id, json!({ field: null })).await;
         assert_bad_request_naming(response, field).await;
     }
     assert_eq!(get_bot(&app, &id).await, before);
@@ -1375,7 +1355,9 @@ async fn a_bot_patch_is_validated_like_a_creation() {
         ("name", json!("")),
     ];
     for (field, value) in cases {
-        let response = patch_bot(&app, &id, json!({ "prefix": "changed", field: value })).await;
+        let response = app
+            .patch_bot(&id, json!({ "prefix": "changed", field: value }))
+            .await;
         assert_bad_request_naming(response, field).await;
     }
     assert_eq!(
@@ -1391,7 +1373,8 @@ async fn changing_the_platform_id_moves_the_snowflake_lookup() {
     let bot = app.create_bot(600, json!({})).await;
 
     let patched = json_of(
-        patch_bot(&app, &bot.id, json!({ "platform_id": "601" })).await,
+        app.patch_bot(&bot.id, json!({ "platform_id": "601" }))
+            .await,
         StatusCode::OK,
     )
     .await;
@@ -1417,7 +1400,8 @@ async fn a_released_platform_id_can_be_listed_again() {
     let app = spawn_app().await;
     let moved = app.create_bot(602, json!({})).await;
     json_of(
-        patch_bot(&app, &moved.id, json!({ "platform_id": "603" })).await,
+        app.patch_bot(&moved.id, json!({ "platform_id": "603" }))
+            .await,
         StatusCode::OK,
     )
     .await;
@@ -1434,12 +1418,9 @@ async fn a_platform_id_of_another_bot_is_a_conflict_on_patch() {
     let first = app.create_bot(604, json!({})).await;
     let second = app.create_bot(605, json!({})).await;
 
-    let response = patch_bot(
-        &app,
-        &second.id,
-        json!({ "platform_id": "604", "name": "Thief" }),
-    )
-    .await;
+    let response = app
+        .patch_bot(&second.id, json!({ "platform_id": "604", "name": "Thief" }))
+        .await;
 
     assert_error(response, StatusCode::CONFLICT, "conflict").await;
     assert_eq!(get_bot(&app, "604").await["id"], first.id.as_str());
@@ -1456,7 +1437,9 @@ async fn patching_a_bot_to_its_own_platform_id_is_allowed() {
     let app = spawn_app().await;
     let bot = app.create_bot(606, json!({})).await;
 
-    let response = patch_bot(&app, &bot.id, json!({ "platform_id": "606" })).await;
+    let response = app
+        .patch_bot(&bot.id, json!({ "platform_id": "606" }))
+        .await;
 
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(get_bot(&app, "606").await["id"], bot.id.as_str());
@@ -1469,18 +1452,19 @@ async fn patching_the_owners_checks_they_exist() {
     let bot = app.create_bot(607, json!({})).await;
 
     let patched = json_of(
-        patch_bot(&app, &bot.id, json!({ "owner_ids": [owner] })).await,
+        app.patch_bot(&bot.id, json!({ "owner_ids": [owner] }))
+            .await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(patched["owner_ids"], json!([owner]));
 
-    let missing = patch_bot(
-        &app,
-        &bot.id,
-        json!({ "owner_ids": ["0b6f1f0e-3c1a-4c1e-9d0a-2f8e1a6b7c5d"] }),
-    )
-    .await;
+    let missing = app
+        .patch_bot(
+            &bot.id,
+            json!({ "owner_ids": ["0b6f1f0e-3c1a-4c1e-9d0a-2f8e1a6b7c5d"] }),
+        )
+        .await;
     assert_bad_request_naming(missing, "owner_ids").await;
     assert_eq!(get_bot(&app, &bot.id).await["owner_ids"], json!([owner]));
 }
@@ -1490,7 +1474,7 @@ async fn patching_an_unknown_bot_is_not_found() {
     let app = spawn_app().await;
 
     for unknown in [UNKNOWN_BOT_UUID, "999999", "not-an-id"] {
-        let response = patch_bot(&app, unknown, json!({ "name": "Ghost" })).await;
+        let response = app.patch_bot(unknown, json!({ "name": "Ghost" })).await;
         assert_error(response, StatusCode::NOT_FOUND, "not_found").await;
     }
 }
@@ -1589,13 +1573,13 @@ async fn every_admin_route_answers_404_for_a_delisted_bot() {
     )
     .await;
     assert_error(
-        patch_bot(&app, &bot.id, json!({ "name": "Back" })).await,
+        app.patch_bot(&bot.id, json!({ "name": "Back" })).await,
         StatusCode::NOT_FOUND,
         "not_found",
     )
     .await;
     assert_error(
-        rotate_token(&app, &bot.id).await,
+        app.rotate_token(&bot.id).await,
         StatusCode::NOT_FOUND,
         "not_found",
     )
@@ -1662,7 +1646,7 @@ async fn a_rotated_token_works_at_once_and_the_old_one_stops() {
     let app = spawn_app().await;
     let bot = app.create_bot(800, json!({})).await;
 
-    let rotated = json_of(rotate_token(&app, &bot.id).await, StatusCode::OK).await;
+    let rotated = json_of(app.rotate_token(&bot.id).await, StatusCode::OK).await;
 
     assert_eq!(keys(&rotated), BTreeSet::from(["token".to_string()]));
     let new = rotated["token"].as_str().expect("a token");
@@ -1684,11 +1668,11 @@ async fn rotating_twice_leaves_only_the_latest_token() {
     let app = spawn_app().await;
     let bot = app.create_bot(801, json!({})).await;
 
-    let second = json_of(rotate_token(&app, "801").await, StatusCode::OK).await["token"]
+    let second = json_of(app.rotate_token("801").await, StatusCode::OK).await["token"]
         .as_str()
         .expect("a token")
         .to_owned();
-    let third = json_of(rotate_token(&app, &bot.id).await, StatusCode::OK).await["token"]
+    let third = json_of(app.rotate_token(&bot.id).await, StatusCode::OK).await["token"]
         .as_str()
         .expect("a token")
         .to_owned();
@@ -1716,7 +1700,7 @@ async fn rotating_twice_leaves_only_the_latest_token() {
 async fn a_rotated_token_is_the_one_a_delisting_revokes() {
     let app = spawn_app().await;
     let bot = app.create_bot(802, json!({})).await;
-    let new = json_of(rotate_token(&app, &bot.id).await, StatusCode::OK).await["token"]
+    let new = json_of(app.rotate_token(&bot.id).await, StatusCode::OK).await["token"]
         .as_str()
         .expect("a token")
         .to_owned();
@@ -1739,7 +1723,7 @@ async fn rotating_the_token_of_an_unknown_bot_is_not_found() {
     let app = spawn_app().await;
 
     assert_error(
-        rotate_token(&app, UNKNOWN_BOT_UUID).await,
+        app.rotate_token(UNKNOWN_BOT_UUID).await,
         StatusCode::NOT_FOUND,
         "not_found",
     )
@@ -1912,7 +1896,7 @@ async fn an_owner_cannot_be_deleted_while_a_patch_makes_it_an_owner() {
     for attempt in 0..20 {
         let owner = id_of(&app.create_user(&format!("racer{attempt}")).await);
         let (patched, deleted) = tokio::join!(
-            patch_bot(&app, &bot.id, json!({ "owner_ids": [owner] })),
+            app.patch_bot(&bot.id, json!({ "owner_ids": [owner] })),
             delete_user(&app, &owner)
         );
         let outcome = (patched.status(), deleted.status());
@@ -1927,7 +1911,7 @@ async fn an_owner_cannot_be_deleted_while_a_patch_makes_it_an_owner() {
             outcome.1
         );
         json_of(
-            patch_bot(&app, &bot.id, json!({ "owner_ids": [] })).await,
+            app.patch_bot(&bot.id, json!({ "owner_ids": [] })).await,
             StatusCode::OK,
         )
         .await;
@@ -1946,7 +1930,9 @@ async fn a_webhook_format_given_as_a_number_is_refused() {
         assert_bad_request_naming(post_bot(&app, body.clone()).await, "webhook_format").await;
     }
     let created = app.create_bot(78, json!({})).await;
-    let response = patch_bot(&app, &created.id, json!({ "webhook_format": 1 })).await;
+    let response = app
+        .patch_bot(&created.id, json!({ "webhook_format": 1 }))
+        .await;
     assert_bad_request_naming(response, "webhook_format").await;
 }
 
@@ -1971,13 +1957,13 @@ async fn format_characters_in_single_line_text_are_bad_requests_naming_the_field
             let body = with(minimal_bot("5550002"), field, json!(spoof));
             assert_bad_request_naming(post_bot(&app, body).await, field).await;
             let patch = json!({ field: spoof });
-            assert_bad_request_naming(patch_bot(&app, &bot.id, patch).await, field).await;
+            assert_bad_request_naming(app.patch_bot(&bot.id, patch).await, field).await;
         }
         for field in ["display_name", "pronouns"] {
             let body = json!({ "username": "spoofer", field: spoof });
             assert_bad_request_naming(post_user(&app, body).await, field).await;
             let patch = json!({ field: spoof });
-            assert_bad_request_naming(patch_user(&app, &profile, patch).await, field).await;
+            assert_bad_request_naming(app.patch_user(&profile, patch).await, field).await;
         }
         let vote = json!({ "user_id": "42", "username": spoof, "avatar": null });
         assert_bad_request_naming(post_vote(&app, &bot.id, vote).await, "username").await;
@@ -1985,8 +1971,5 @@ async fn format_characters_in_single_line_text_are_bad_requests_naming_the_field
     // Nothing was stored, and text without them is still taken, other scripts included.
     assert_eq!(get_bot(&app, &bot.id).await["name"], "Bot 700");
     let fine = json!({ "name": "Ünïcødé ボット مرحبا", "short_description": "emoji 🎵 fine" });
-    assert_eq!(
-        patch_bot(&app, &bot.id, fine).await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.patch_bot(&bot.id, fine).await.status(), StatusCode::OK);
 }

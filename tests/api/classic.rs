@@ -2,7 +2,7 @@
 //! released client libraries call, with the classic shapes and parameters, over the same
 //! data, tokens and limits as `{base}`, whose answers stay SPEC.md's.
 
-use reqwest::{Method, Response, StatusCode};
+use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::helpers::{
@@ -322,12 +322,9 @@ async fn a_profile_reads_in_the_classic_shape_by_platform_id_and_by_uuid() {
     assert_eq!(body["social"], json!({}));
 
     // A platform id moved to another profile names that one; the old holder no longer has it.
+    let linked_id = linked["id"].as_str().expect("id");
     let response = app
-        .admin(
-            Method::PATCH,
-            &format!("/admin/users/{}", linked["id"].as_str().expect("id")),
-            Some(&json!({ "platform_id": null })),
-        )
+        .patch_user(linked_id, json!({ "platform_id": null }))
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_error(
@@ -945,11 +942,7 @@ async fn a_kept_classic_bot_shows_every_change_of_what_it_shows() {
     changed(tag);
 
     let edited = app
-        .admin(
-            Method::PATCH,
-            &format!("/admin/bots/{}", bot.id),
-            Some(&json!({ "short_description": "Plays more music" })),
-        )
+        .patch_bot(&bot.id, json!({ "short_description": "Plays more music" }))
         .await;
     assert_eq!(edited.status(), StatusCode::OK);
     let (body, tag) = read().await;
@@ -968,13 +961,9 @@ async fn a_kept_classic_bot_shows_every_change_of_what_it_shows() {
 
 /// Links `profile` to another platform id (or none) through the admin API.
 async fn relink(app: &TestApp, profile: &Value, platform_id: Value) {
-    let id = profile["id"].as_str().expect("id").to_owned();
+    let id = profile["id"].as_str().expect("id");
     let response = app
-        .admin(
-            Method::PATCH,
-            &format!("/admin/users/{id}"),
-            Some(&json!({ "platform_id": platform_id })),
-        )
+        .patch_user(id, json!({ "platform_id": platform_id }))
         .await;
     assert_eq!(response.status(), StatusCode::OK);
 }

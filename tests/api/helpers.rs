@@ -196,6 +196,24 @@ impl TestApp {
         request.send().await.expect("request sent")
     }
 
+    /// `PATCH /admin/users/:id` with `body`.
+    pub async fn patch_user(&self, id: &str, body: Value) -> Response {
+        self.admin(Method::PATCH, &format!("/admin/users/{id}"), Some(&body))
+            .await
+    }
+
+    /// `PATCH /admin/bots/:id` with `body`.
+    pub async fn patch_bot(&self, id: &str, body: Value) -> Response {
+        self.admin(Method::PATCH, &format!("/admin/bots/{id}"), Some(&body))
+            .await
+    }
+
+    /// `POST /admin/bots/:id/token`: a new token for the bot.
+    pub async fn rotate_token(&self, id: &str) -> Response {
+        self.admin(Method::POST, &format!("/admin/bots/{id}/token"), None)
+            .await
+    }
+
     pub async fn create_user(&self, username: &str) -> Value {
         self.create_profile(json!({ "username": username })).await
     }

@@ -1291,13 +1291,7 @@ async fn the_queue_cursor_is_documented_as_the_server_reads_it() {
     let pattern = regex::Regex::new(&pattern).expect("a regex");
     let moderator = app.create_user("moderator").await;
     let moderator = moderator["id"].as_str().expect("id");
-    let flagged = app
-        .admin(
-            Method::PATCH,
-            &format!("/admin/users/{moderator}"),
-            Some(&json!({ "mod": true })),
-        )
-        .await;
+    let flagged = app.patch_user(moderator, json!({ "mod": true })).await;
     assert_eq!(flagged.status(), StatusCode::OK);
     let issued: Value = app
         .admin(

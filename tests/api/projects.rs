@@ -828,13 +828,7 @@ async fn get_self_answers_the_tokens_own_bot_with_or_without_the_limits_lookup()
             assert_eq!(name(format!("bearer {}", second.token)).await, "Second");
             assert_eq!(name(format!("BEARER {}", first.token)).await, "First");
         }
-        let rotated = app
-            .admin(
-                Method::POST,
-                &format!("/admin/bots/{}/token", first.id),
-                None,
-            )
-            .await;
+        let rotated = app.rotate_token(&first.id).await;
         assert_eq!(rotated.status(), StatusCode::OK);
         let rotated: Value = rotated.json().await.expect("json");
         let old = get(&app, "/projects/@me", &first).await;

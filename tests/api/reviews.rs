@@ -586,13 +586,7 @@ async fn staff_remove_a_review_through_the_staff_guard_with_one_audit_entry() {
         2
     );
     let third = review(&app, &bot.id, &author, 4, "back").await;
-    let demoted = app
-        .admin(
-            Method::PATCH,
-            &format!("/admin/users/{admin}"),
-            Some(&json!({ "admin": false })),
-        )
-        .await;
+    let demoted = app.patch_user(&admin, json!({ "admin": false })).await;
     assert_eq!(demoted.status(), StatusCode::OK);
     let refused = send(
         &app,

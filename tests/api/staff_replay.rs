@@ -236,13 +236,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Edit(_) => {}
             Op::SetMod(on) => {
-                let response = app
-                    .admin(
-                        Method::PATCH,
-                        &format!("/admin/users/{moderator}"),
-                        Some(&json!({ "mod": on })),
-                    )
-                    .await;
+                let response = app.patch_user(&moderator, json!({ "mod": on })).await;
                 prop_assert_eq!(response.status(), StatusCode::OK);
                 is_mod = on;
             }
