@@ -811,12 +811,7 @@ async fn get_self_answers_the_tokens_own_bot_with_or_without_the_limits_lookup()
         let name = |token: String| {
             let app = &app;
             async move {
-                let response = app
-                    .request(Method::GET, "/projects/@me", None)
-                    .header("Authorization", token)
-                    .send()
-                    .await
-                    .expect("sent");
+                let response = app.get_with("/projects/@me", &token).await;
                 assert_eq!(response.status(), StatusCode::OK);
                 let project: Value = response.json().await.expect("json");
                 project["name"].as_str().expect("a name").to_owned()
