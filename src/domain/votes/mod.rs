@@ -119,13 +119,21 @@ pub struct VoterRing {
 /// 16. The index holds an entry per recent voter of every bot (4,570,606 at 100,000 bots and
 /// 5,000,000 votes), all built at start, and on this kind of machine a start's time follows
 /// the memory it touches (docs/PERFORMANCE.md, "Where the heap of a start goes").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct UserKey([u32; 2]);
 
 impl From<Snowflake> for UserKey {
     fn from(user: Snowflake) -> Self {
         let id = user.get();
         Self([id as u32, (id >> 32) as u32])
+    }
+}
+
+/// Hashed as the one `u64` it was: an array would be hashed as a slice, its length first.
+impl std::hash::Hash for UserKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let [low, high] = self.0;
+        state.write_u64(u64::from(high) << 32 | u64::from(low));
     }
 }
 
