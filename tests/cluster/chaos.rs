@@ -145,6 +145,23 @@ fn restart_exited(nodes: &mut Vec<Node>, bases: &Mutex<Vec<String>>) {
     }
 }
 
+/// With `BOTLIST_CHAOS_LOGS=DIR`, every server's log and every node's (since its last start)
+/// are written into DIR, to put a stretch without a 2xx beside what the cluster said then.
+fn keep_logs(nats: &NatsCluster, nodes: &[Node]) {
+    let Some(dir) = std::env::var_os("BOTLIST_CHAOS_LOGS") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).expect("the logs' directory");
+    for (i, server) in nats.servers.iter().enumerate() {
+        std::fs::write(dir.join(format!("n{i}.log")), server.log()).expect("a server's log");
+    }
+    for node in nodes {
+        std::fs::write(dir.join(format!("{}.log", node.name)), node.log()).expect("a node's log");
+    }
+    eprintln!("chaos: logs kept in {}", dir.display());
+}
+
 #[test]
 fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
     let Some(binary) = nats_or_skip("a_seeded_schedule_of_faults_loses_nothing_acknowledged")
@@ -190,33 +207,38 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         Arc::clone(&outcomes),
     );
 
-    let end = Instant::now() + Duration::from_secs(seconds);
+    let start = Instant::now();
+    let end = start + Duration::from_secs(seconds);
+    // Each fault's line starts with its time since the clients began, so the longest stretch
+    // without a 2xx (printed the same way) can be put beside the fault that made it.
+    let at = || format!("{:6.1} s", start.elapsed().as_secs_f64());
+    eprintln!("chaos: clients began at {} (0.0 s)", chrono::Utc::now());
     while Instant::now() < end {
         let fault = rng.below(6);
         let node = rng.below(3) as usize;
         match fault {
             0 => {
-                eprintln!("chaos: kill -9 node{node}, restarted 3 s later");
+                eprintln!("chaos: {} kill -9 node{node}, restarted 3 s later", at());
                 nodes[node].kill9();
                 std::thread::sleep(Duration::from_secs(3));
                 restart(&mut nodes, node, &bases);
             }
             1 => {
                 let pause = 1 + rng.below(9);
-                eprintln!("chaos: SIGSTOP node{node} for {pause} s");
+                eprintln!("chaos: {} SIGSTOP node{node} for {pause} s", at());
                 nodes[node].signal("STOP");
                 std::thread::sleep(Duration::from_secs(pause));
                 nodes[node].signal("CONT");
             }
             2 => {
-                eprintln!("chaos: SIGTERM node{node} and start it again");
+                eprintln!("chaos: {} SIGTERM node{node} and start it again", at());
                 nodes[node].signal("TERM");
                 let _ = nodes[node].wait_exit(Duration::from_secs(15));
                 restart(&mut nodes, node, &bases);
             }
             5 => {
                 let pause = 1 + rng.below(9);
-                eprintln!("chaos: SIGSTOP nats-server n{node} for {pause} s");
+                eprintln!("chaos: {} SIGSTOP nats-server n{node} for {pause} s", at());
                 nats.servers[node].signal("STOP");
                 std::thread::sleep(Duration::from_secs(pause));
                 nats.servers[node].signal("CONT");
@@ -228,7 +250,8 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                     node
                 };
                 eprintln!(
-                    "chaos: kill -9 nats-server n{server} (fault {fault}), restarted 5 s later"
+                    "chaos: {} kill -9 nats-server n{server} (fault {fault}), restarted 5 s later",
+                    at()
                 );
                 nats.servers[server].kill9();
                 std::thread::sleep(Duration::from_secs(5));
@@ -247,6 +270,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         thread.join().expect("a client");
     }
     restart_exited(&mut nodes, &bases);
+    keep_logs(&nats, &nodes);
     converged(&nodes, Duration::from_secs(30));
     let outcomes = outcomes.lock().unwrap_or_else(|p| p.into_inner());
     let acked: HashSet<(usize, u64)> = outcomes.acked.iter().copied().collect();
@@ -275,12 +299,19 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
             }
         }
     }
-    let longest = outcomes
-        .times
-        .windows(2)
-        .map(|w| w[1].saturating_duration_since(w[0]))
-        .max()
-        .unwrap_or_default();
+    let since = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+    let mut longest = Duration::ZERO;
+    for w in outcomes.times.windows(2) {
+        let stretch = w[1].saturating_duration_since(w[0]);
+        longest = longest.max(stretch);
+        if stretch > BOUND / 2 {
+            eprintln!(
+                "chaos: no 2xx from {:.1} s to {:.1} s ({stretch:?})",
+                since(w[0]),
+                since(w[1])
+            );
+        }
+    }
     eprintln!(
         "chaos: seed {seed}: {} acknowledged, {} refused as not stored, longest without a 2xx {longest:?}",
         acked.len(),

@@ -108,6 +108,11 @@ impl NatsServer {
         lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
+    /// The server's whole log, across its restarts.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.config.with_extension("log")).unwrap_or_default()
+    }
+
     /// Sends `signal` (`STOP`, `CONT`) to the running server: a server that hangs, where
     /// `kill9` is one that died.
     pub fn signal(&self, signal: &str) {
