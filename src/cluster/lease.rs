@@ -161,20 +161,37 @@ impl Lease {
     pub async fn try_take(store: &kv::Store, me: &Holder, ttl: Duration) -> Option<Lease> {
         let value = Bytes::from(serde_json::to_vec(&Claim::new(me)).ok()?);
         let sent = Instant::now();
-        match store.create(KEY, value.clone()).await {
-            Ok(revision) => {
-                let clock = Arc::new(FenceClock::default());
-                clock.renewed(sent, ttl);
-                Some(Lease {
-                    store: store.clone(),
-                    value,
-                    revision,
-                    ttl,
-                    epoch: revision,
-                    clock,
-                })
-            }
-            Err(_) => None,
+        let revision = store.create(KEY, value.clone()).await.ok()?;
+        Some(Self::held(store, value, revision, sent, ttl))
+    }
+
+    /// One attempt to take the lease from an earlier process of this node, still named in the
+    /// key at `revision` (the caller has found that process gone). The write is conditional
+    /// on `revision`: any renewal or takeover since makes it fail.
+    pub async fn try_take_back(
+        store: &kv::Store,
+        me: &Holder,
+        ttl: Duration,
+        revision: u64,
+    ) -> Option<Lease> {
+        let value = Bytes::from(serde_json::to_vec(&Claim::new(me)).ok()?);
+        let sent = Instant::now();
+        let revision = store.update(KEY, value.clone(), revision).await.ok()?;
+        Some(Self::held(store, value, revision, sent, ttl))
+    }
+
+    /// The lease just written at `revision`, its first renewal counted from `sent`; the epoch
+    /// is that revision.
+    fn held(store: &kv::Store, value: Bytes, revision: u64, sent: Instant, ttl: Duration) -> Lease {
+        let clock = Arc::new(FenceClock::default());
+        clock.renewed(sent, ttl);
+        Lease {
+            store: store.clone(),
+            value,
+            revision,
+            ttl,
+            epoch: revision,
+            clock,
         }
     }
 

@@ -72,6 +72,13 @@ impl Publisher for NatsPublisher {
     }
 }
 
+/// How long one publication waits for its ack before it is sent again (the same message, so
+/// a resend of one already stored is answered as a duplicate with its slot). An ack comes in
+/// milliseconds; one that does not come was lost (seen as a nats-server resumed after a
+/// stop: the resend was stored at once), and JetStream's own 5 s wait held every write that
+/// long, 5 s without a 2xx in the seeded fault schedule.
+pub const ACK_ATTEMPT: Duration = Duration::from_secs(1);
+
 /// Sends message `stream_seq` of `epoch` expecting the stream to end at `stream_seq - 1`, and
 /// waits for its ack.
 /// `writer`: on an epoch message only, the holder it names (`WRITER_HEADER`).
@@ -92,7 +99,10 @@ pub async fn publish(
         message = message.header(WRITER_HEADER, named.as_str());
     }
     let ack = match js.send_publish(subject, message).await {
-        Ok(ack) => ack.await,
+        Ok(ack) => match tokio::time::timeout(ACK_ATTEMPT, ack).await {
+            Ok(ack) => ack,
+            Err(_) => return Outcome::Transient(format!("no ack within {ACK_ATTEMPT:?}")),
+        },
         Err(error) => Err(error),
     };
     match ack {

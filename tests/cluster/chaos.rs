@@ -1,13 +1,15 @@
 //! Issue 40, point 7: a seeded random schedule of faults under steady writes. One fault at a
 //! time, with recovery between: kill -9, SIGSTOP (then SIGCONT) or restart of a botlist node,
 //! kill -9 of a nats-server (the meta leader among them) and its restart, SIGSTOP of a
-//! nats-server for 1-9 s (then SIGCONT). At the end every
-//! acknowledged vote is on every node, digests are equal, no vote answered as not stored
-//! (`no_writer`, `unavailable`) is anywhere, and no stretch without a 2xx lasted longer than the
-//! bound. `BOTLIST_CHAOS_SEED` replays a schedule (the seed is printed); `BOTLIST_CHAOS_SECS`
-//! sets how long it runs (120 by default, as in CI). Each client votes on one bot until it has
-//! sent [`PER_BOT`] votes, then on the next of its own: a bot's voters are read in full at the
-//! end, and a listing holds a bounded number, so the run can last as long as asked.
+//! nats-server for 1-9 s (then SIGCONT). At the end every acknowledged vote is on every node,
+//! digests are equal, no vote answered as not stored (`no_writer`, `unavailable`) is anywhere,
+//! and no stretch without a 2xx lasted longer than the bound, or than 2 s past the end of
+//! JetStream's own election of the journal's or the lease's leader when that election ran past
+//! the bound ([`Elections`]). `BOTLIST_CHAOS_SEED` replays a schedule (the seed is printed);
+//! `BOTLIST_CHAOS_SECS` sets how long it runs (120 by default, as in CI). Each client votes on
+//! one bot until it has sent [`PER_BOT`] votes, then on the next of its own: a bot's voters are
+//! read in full at the end, and a listing holds a bounded number, so the run can last as long
+//! as asked.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +20,7 @@ use reqwest::blocking::Client;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::harness::{nats_or_skip, writer_of, NatsCluster, Node, ADMIN};
+use super::harness::{nats_or_skip, stream_leader, writer_of, NatsCluster, Node, ADMIN};
 use super::scenarios::converged;
 
 /// The longest a client may go without a 2xx (points 1 and 2 of issue 40).
@@ -128,26 +130,114 @@ fn clients(
         .collect()
 }
 
+/// JetStream's groups that writes wait for: the journal stream and the lease bucket.
+const WRITE_GROUPS: [&str; 2] = ["botlist_journal", "KV_botlist_lease"];
+
+/// Watches, every 250 ms, whether each of [`WRITE_GROUPS`] has a leader that serves (named by
+/// a server that answers, and not one the schedule stopped or killed): when not, JetStream is
+/// electing, which botlist can only wait out. Its elections take one or two rounds of a random
+/// 4-9 s timeout, so a stretch without a 2xx longer than the bound is botlist's fault only when
+/// it lasted more than 2 s past the end of such an election (as in
+/// `a_nats_election_costs_seconds_and_no_node_its_role`).
+struct Elections {
+    down: Arc<Mutex<Vec<bool>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<(Instant, Instant)>>,
+}
+
+impl Elections {
+    fn watch(monitors: Vec<u16>) -> Elections {
+        let down = Arc::new(Mutex::new(vec![false; monitors.len()]));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (watched, stopping) = (Arc::clone(&down), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let client = Client::builder()
+                .timeout(Duration::from_secs(1))
+                .build()
+                .expect("client");
+            let mut electing: Vec<(Instant, Instant)> = Vec::new();
+            let mut since: Option<Instant> = None;
+            while !stopping.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                let down = watched.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match (Self::led(&client, &monitors, &down), since) {
+                    (false, None) => since = Some(now),
+                    (true, Some(from)) => {
+                        electing.push((from, now));
+                        since = None;
+                    }
+                    _ => {}
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            electing.extend(since.map(|from| (from, Instant::now())));
+            electing
+        });
+        Elections { down, stop, thread }
+    }
+
+    /// Whether the first serving server that answers names, for every group, a leader that
+    /// serves.
+    fn led(client: &Client, monitors: &[u16], down: &[bool]) -> bool {
+        let serving = |name: &str| {
+            name.strip_prefix('n')
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| !down.get(i).copied().unwrap_or(true))
+        };
+        for (i, port) in monitors.iter().enumerate() {
+            if down[i] {
+                continue;
+            }
+            let jsz = client
+                .get(format!(
+                    "http://127.0.0.1:{port}/jsz?accounts=true&streams=true"
+                ))
+                .send()
+                .and_then(|r| r.json::<Value>());
+            if let Ok(jsz) = jsz {
+                return WRITE_GROUPS
+                    .iter()
+                    .all(|group| stream_leader(&jsz, group).is_some_and(|l| serving(&l)));
+            }
+        }
+        false
+    }
+
+    /// Server `i` is stopped or killed (`true`), or serves again.
+    fn set_down(&self, i: usize, down: bool) {
+        self.down.lock().unwrap_or_else(|p| p.into_inner())[i] = down;
+    }
+
+    /// When the groups had no serving leader: (from, to).
+    fn finish(self) -> Vec<(Instant, Instant)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the elections' watcher")
+    }
+}
+
 /// Starts node `i` again on its data directory.
-fn restart(nodes: &mut Vec<Node>, i: usize, bases: &Mutex<Vec<String>>) {
+/// `earlier[i]` gathers what node `i`'s stopped processes logged, for `keep_logs`.
+fn restart(nodes: &mut Vec<Node>, i: usize, bases: &Mutex<Vec<String>>, earlier: &mut [String]) {
     let stopped = nodes.remove(i);
+    earlier[i].push_str(&stopped.log());
+    earlier[i].push_str("----- started again -----\n");
     nodes.insert(i, Node::start_in_dir_of(stopped));
     bases.lock().unwrap_or_else(|p| p.into_inner())[i] = nodes[i].base.clone();
 }
 
 /// Restarts every node that exited (code 5 only: anything else fails the test).
-fn restart_exited(nodes: &mut Vec<Node>, bases: &Mutex<Vec<String>>) {
+fn restart_exited(nodes: &mut Vec<Node>, bases: &Mutex<Vec<String>>, earlier: &mut [String]) {
     for i in 0..nodes.len() {
         if let Some(status) = nodes[i].exited() {
             assert_eq!(status.code(), Some(5), "node{i}: {}", nodes[i].log());
-            restart(nodes, i, bases);
+            restart(nodes, i, bases, earlier);
         }
     }
 }
 
-/// With `BOTLIST_CHAOS_LOGS=DIR`, every server's log and every node's (since its last start)
-/// are written into DIR, to put a stretch without a 2xx beside what the cluster said then.
-fn keep_logs(nats: &NatsCluster, nodes: &[Node]) {
+/// With `BOTLIST_CHAOS_LOGS=DIR`, every server's log and every node's (each of its processes in
+/// turn) are written into DIR, to put a stretch without a 2xx beside what the cluster said then.
+fn keep_logs(nats: &NatsCluster, nodes: &[Node], earlier: &[String]) {
     let Some(dir) = std::env::var_os("BOTLIST_CHAOS_LOGS") else {
         return;
     };
@@ -156,8 +246,9 @@ fn keep_logs(nats: &NatsCluster, nodes: &[Node]) {
     for (i, server) in nats.servers.iter().enumerate() {
         std::fs::write(dir.join(format!("n{i}.log")), server.log()).expect("a server's log");
     }
-    for node in nodes {
-        std::fs::write(dir.join(format!("{}.log", node.name)), node.log()).expect("a node's log");
+    for (node, earlier) in nodes.iter().zip(earlier) {
+        let log = format!("{earlier}{}", node.log());
+        std::fs::write(dir.join(format!("{}.log", node.name)), log).expect("a node's log");
     }
     eprintln!("chaos: logs kept in {}", dir.display());
 }
@@ -195,6 +286,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
     let bots: Vec<(String, String)> = (0..CLIENTS * per_client as usize)
         .map(|i| nodes[i % 3].create_bot(700 + i as u64))
         .collect();
+    let mut earlier = vec![String::new(); nodes.len()];
     let bases = Arc::new(Mutex::new(
         nodes.iter().map(|n| n.base.clone()).collect::<Vec<_>>(),
     ));
@@ -207,6 +299,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         Arc::clone(&outcomes),
     );
 
+    let elections = Elections::watch(nats.servers.iter().map(|s| s.monitor).collect());
     let start = Instant::now();
     let end = start + Duration::from_secs(seconds);
     // Each fault's line starts with its time since the clients began, so the longest stretch
@@ -221,7 +314,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                 eprintln!("chaos: {} kill -9 node{node}, restarted 3 s later", at());
                 nodes[node].kill9();
                 std::thread::sleep(Duration::from_secs(3));
-                restart(&mut nodes, node, &bases);
+                restart(&mut nodes, node, &bases, &mut earlier);
             }
             1 => {
                 let pause = 1 + rng.below(9);
@@ -234,14 +327,16 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                 eprintln!("chaos: {} SIGTERM node{node} and start it again", at());
                 nodes[node].signal("TERM");
                 let _ = nodes[node].wait_exit(Duration::from_secs(15));
-                restart(&mut nodes, node, &bases);
+                restart(&mut nodes, node, &bases, &mut earlier);
             }
             5 => {
                 let pause = 1 + rng.below(9);
                 eprintln!("chaos: {} SIGSTOP nats-server n{node} for {pause} s", at());
+                elections.set_down(node, true);
                 nats.servers[node].signal("STOP");
                 std::thread::sleep(Duration::from_secs(pause));
                 nats.servers[node].signal("CONT");
+                elections.set_down(node, false);
             }
             _ => {
                 let server = if fault == 3 {
@@ -253,24 +348,27 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                     "chaos: {} kill -9 nats-server n{server} (fault {fault}), restarted 5 s later",
                     at()
                 );
+                elections.set_down(server, true);
                 nats.servers[server].kill9();
                 std::thread::sleep(Duration::from_secs(5));
                 nats.servers[server].restart();
+                elections.set_down(server, false);
             }
         }
         // Recovery between faults; a writer that lost its role (exit 5) is restarted, as a
         // supervisor would.
         for _ in 0..16 {
             std::thread::sleep(Duration::from_millis(500));
-            restart_exited(&mut nodes, &bases);
+            restart_exited(&mut nodes, &bases, &mut earlier);
         }
     }
     stop.store(true, Ordering::Relaxed);
+    let electing = elections.finish();
     for thread in threads {
         thread.join().expect("a client");
     }
-    restart_exited(&mut nodes, &bases);
-    keep_logs(&nats, &nodes);
+    restart_exited(&mut nodes, &bases, &mut earlier);
+    keep_logs(&nats, &nodes, &earlier);
     converged(&nodes, Duration::from_secs(30));
     let outcomes = outcomes.lock().unwrap_or_else(|p| p.into_inner());
     let acked: HashSet<(usize, u64)> = outcomes.acked.iter().copied().collect();
@@ -300,7 +398,15 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         }
     }
     let since = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+    for (from, to) in electing.iter().filter(|(f, t)| *t - *f > BOUND / 4) {
+        eprintln!(
+            "chaos: the journal or the lease had no serving leader from {:.1} s to {:.1} s",
+            since(*from),
+            since(*to)
+        );
+    }
     let mut longest = Duration::ZERO;
+    let mut over: Vec<String> = Vec::new();
     for w in outcomes.times.windows(2) {
         let stretch = w[1].saturating_duration_since(w[0]);
         longest = longest.max(stretch);
@@ -311,6 +417,19 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
                 since(w[1])
             );
         }
+        // JetStream's own election, overlapping the stretch, may run past the bound.
+        let elected = electing
+            .iter()
+            .filter(|(from, to)| *from < w[1] && *to > w[0])
+            .map(|(_, to)| to.saturating_duration_since(w[0]) + Duration::from_secs(2))
+            .max()
+            .unwrap_or_default();
+        if stretch > BOUND.max(elected) {
+            over.push(format!(
+                "{stretch:?} from {:.1} s (JetStream's elections allowed {elected:?})",
+                since(w[0])
+            ));
+        }
     }
     eprintln!(
         "chaos: seed {seed}: {} acknowledged, {} refused as not stored, longest without a 2xx {longest:?}",
@@ -318,7 +437,7 @@ fn a_seeded_schedule_of_faults_loses_nothing_acknowledged() {
         outcomes.refused.len()
     );
     assert!(
-        longest <= BOUND,
-        "seed {seed}: {longest:?} without a 2xx (bound {BOUND:?})"
+        over.is_empty(),
+        "seed {seed}: without a 2xx past the bound of {BOUND:?}, or 2 s past JetStream's own election: {over:?}"
     );
 }

@@ -741,7 +741,7 @@ pub fn writer_of(nodes: &[Node], within: Duration) -> usize {
 }
 
 /// The leader a `/jsz?accounts=true&streams=true` answer names for stream `what`.
-fn stream_leader(jsz: &Value, what: &str) -> Option<String> {
+pub fn stream_leader(jsz: &Value, what: &str) -> Option<String> {
     jsz["account_details"]
         .as_array()?
         .iter()

@@ -327,12 +327,36 @@ fn a_lease_unrenewable_past_its_ttl_stays_with_a_writer_that_still_answers() {
     super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
 }
 
-/// A TCP proxy on loopback between a node and one nats-server, which the test cuts: the node
-/// then hears nothing from NATS while its clients still reach it.
+/// A TCP proxy on loopback between a node and one nats-server, which the test cuts (the node
+/// then hears nothing from NATS while its clients still reach it) or freezes (a hung server:
+/// connections stay open, nothing passes either way).
 struct Proxy {
     port: u16,
     cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
     open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+/// Copies `from` to `to` until either ends, holding what it read while `frozen`.
+fn pass_on(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    frozen: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    let mut buffer = [0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buffer) {
+        if n == 0 {
+            break;
+        }
+        while frozen.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if to.write_all(&buffer[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
 }
 
 impl Proxy {
@@ -341,8 +365,9 @@ impl Proxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         let port = listener.local_addr().expect("bound").port();
         let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (cutting, opened) = (cut.clone(), open.clone());
+        let (cutting, freezing, opened) = (cut.clone(), frozen.clone(), open.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
                 if cutting.load(Ordering::Acquire) {
@@ -357,21 +382,45 @@ impl Proxy {
                         open.push(clone);
                     }
                 }
-                for (mut from, mut to) in [
+                for (from, to) in [
                     (client.try_clone(), server.try_clone()),
                     (server.try_clone(), client.try_clone()),
                 ]
                 .into_iter()
                 .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
                 {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(std::net::Shutdown::Both);
-                    });
+                    let freezing = freezing.clone();
+                    std::thread::spawn(move || pass_on(from, to, &freezing));
                 }
             }
         });
-        Proxy { port, cut, open }
+        Proxy {
+            port,
+            cut,
+            frozen,
+            open,
+        }
+    }
+
+    /// Whether a connection through it was ever opened (the node's client chose this server).
+    fn used(&self) -> bool {
+        !self
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// Nothing passes, either way, until `thaw`; connections stay open and new ones are
+    /// accepted: a server that hangs rather than dies.
+    fn freeze(&self) {
+        self.frozen
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn thaw(&self) {
+        self.frozen
+            .store(false, std::sync::atomic::Ordering::Release);
     }
 
     /// Drops every connection and refuses new ones.
@@ -523,4 +572,54 @@ fn a_node_cut_off_from_nats_says_how_stale_it_is_and_follows_again() {
 fn tail(log: &str, lines: usize) -> String {
     let all: Vec<&str> = log.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The writer's nats-server hangs (its connection open, nothing answered) for 15 s: the
+/// writer's client gives it up after three unanswered pings and reconnects to another server,
+/// and writes go on there. The followers cannot take the role (`--role follower`), so only the
+/// writer's own client can end the stall: before, at the client's 60 s ping interval, nothing
+/// was written until the server answered again.
+#[test]
+fn a_writer_whose_nats_server_hangs_writes_again_through_another() {
+    let Some(binary) =
+        nats_or_skip("a_writer_whose_nats_server_hangs_writes_again_through_another")
+    else {
+        return;
+    };
+    let nats = NatsCluster::start(&binary);
+    let proxies: Vec<Proxy> = nats.servers.iter().map(|s| Proxy::to(s.port)).collect();
+    let through_proxies = proxies
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{}", p.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let writer = Node::start_default_lease("node0", &through_proxies);
+    writer_of(std::slice::from_ref(&writer), Duration::from_secs(30));
+    let urls = nats.urls();
+    let mut nodes = vec![writer];
+    nodes.extend((1..3).map(|i| Node::start(&format!("node{i}"), &urls, &["--role", "follower"])));
+    let load = super::load::Load::start_paced(&nodes, 4, Duration::from_millis(50));
+    std::thread::sleep(Duration::from_secs(2));
+
+    let used: Vec<&Proxy> = proxies.iter().filter(|p| p.used()).collect();
+    assert_eq!(used.len(), 1, "the writer's client has one server");
+    used[0].freeze();
+    let frozen_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(15));
+    used[0].thaw();
+    std::thread::sleep(Duration::from_secs(2));
+    let bots = load.bots.clone();
+    let acked = load.finish();
+    // No 2xx at all after the freeze is a stall to the end.
+    let none_after = acked.first_after(frozen_at).unwrap_or_else(Instant::now) - frozen_at;
+    let stalled = acked.longest_gap_after(frozen_at).max(none_after);
+    eprintln!("the longest stretch without a 2xx after the freeze: {stalled:?}");
+    assert!(
+        stalled < Duration::from_secs(8),
+        "{stalled:?} without a 2xx while the writer's server hung for 15 s; the writer said:\n{}",
+        super::scenarios::said(&nodes[0], 30)
+    );
+    assert_eq!(nodes[0].role(), "writer", "the writer kept its role");
+    converged(&nodes, Duration::from_secs(10));
+    super::load::assert_all_acked_everywhere(&nodes, &bots, &acked);
 }

@@ -94,48 +94,60 @@ pub(super) async fn take_role(role: Candidacy) -> Ended {
 /// as the writer is left to it for up to a TTL more: a bucket's election can outlast the TTL
 /// (one nats-server leading the stream and the bucket died; measured 8 s against the default
 /// 7 s), and the holder then takes the key again as soon as it can read it. A holder that does
-/// not answer (killed, its box gone) costs no wait.
+/// not answer (killed, its box gone) costs no wait. A key that names this node's id was
+/// written by an earlier process of this node (this one has not taken it): when that process
+/// no longer answers as the writer, it is taken back at once rather than after the TTL, so a
+/// writer restarted by its supervisor (killed, crashed) writes again as soon as it has caught
+/// up.
 async fn wait_for_lease(node: &Node, me: &Holder) -> Lease {
     let mut free_before = false;
     let mut last_holder: Option<Holder> = None;
     let mut deferring_since: Option<std::time::Instant> = None;
+    let mut warned = false;
     let client = reqwest::Client::new();
     loop {
         if node.cluster.role == Role::Auto {
             let looked = look(node).await;
             let free = matches!(looked, Look::Released | Look::Expired);
-            let take = match looked {
-                Look::Held(holder) => {
+            let attempt = match looked {
+                Look::Held(Some(holder), revision) if holder.node_id == me.node_id => {
+                    deferring_since = None;
+                    if !still_the_writer(&client, &holder.url).await {
+                        Attempt::TakeBack(revision)
+                    } else {
+                        if !warned {
+                            tracing::warn!(url = %holder.url, node_id = %me.node_id, "another live process writes under this node's id; --node-id must name one process");
+                            warned = true;
+                        }
+                        Attempt::Wait
+                    }
+                }
+                Look::Held(holder, _) => {
                     last_holder = holder.or(last_holder);
                     deferring_since = None;
-                    false
+                    Attempt::Wait
                 }
-                Look::Unread => false,
-                Look::Released => free_before,
-                Look::Expired if !free_before => false,
+                Look::Unread => Attempt::Wait,
+                Look::Released if free_before => Attempt::Take,
+                Look::Released => Attempt::Wait,
+                Look::Expired if !free_before => Attempt::Wait,
                 Look::Expired => match last_holder.as_ref().filter(|h| h.node_id != me.node_id) {
-                    None => true,
+                    None => Attempt::Take,
                     Some(holder) => {
                         let since = *deferring_since.get_or_insert_with(std::time::Instant::now);
                         let defer = since.elapsed() < node.cluster.lease_ttl
                             && still_the_writer(&client, &holder.url).await;
                         if defer {
                             tracing::debug!(holder = %holder.node_id, "the lease expired; its holder still answers as the writer");
+                            Attempt::Wait
+                        } else {
+                            Attempt::Take
                         }
-                        !defer
                     }
                 },
             };
-            if take {
-                let (store, me, ttl) = (node.store.clone(), me.clone(), node.cluster.lease_ttl);
-                let taken = node
-                    .nats
-                    .runtime
-                    .run(async move { Lease::try_take(&store, &me, ttl).await })
-                    .await;
-                if let Some(lease) = taken {
-                    return lease;
-                }
+            if let Some(lease) = attempt_lease(node, me, attempt).await {
+                return lease;
             }
             free_before = free;
         }
@@ -143,10 +155,46 @@ async fn wait_for_lease(node: &Node, me: &Holder) -> Lease {
     }
 }
 
+/// What one look at the key leads a candidate to do.
+enum Attempt {
+    Wait,
+    /// The key is free: create it.
+    Take,
+    /// The key names this node at this revision, written by a process that is gone.
+    TakeBack(u64),
+}
+
+async fn attempt_lease(node: &Node, me: &Holder, attempt: Attempt) -> Option<Lease> {
+    let (store, me, ttl) = (node.store.clone(), me.clone(), node.cluster.lease_ttl);
+    match attempt {
+        Attempt::Wait => None,
+        Attempt::Take => {
+            node.nats
+                .runtime
+                .run(async move { Lease::try_take(&store, &me, ttl).await })
+                .await
+        }
+        Attempt::TakeBack(revision) => {
+            let lease = node
+                .nats
+                .runtime
+                .run(async move { Lease::try_take_back(&store, &me, ttl, revision).await })
+                .await;
+            if lease.is_some() {
+                tracing::info!(
+                    revision,
+                    "the lease named this node, held by an earlier process of it that no longer answers; taken back"
+                );
+            }
+            lease
+        }
+    }
+}
+
 /// What one look at the lease's key found.
 enum Look {
-    /// Someone holds it (who, when the value reads as a holder).
-    Held(Option<Holder>),
+    /// Someone holds it (who, when the value reads as a holder), at this revision.
+    Held(Option<Holder>, u64),
     /// Handed back (a delete marker): the holder left on purpose.
     Released,
     /// No value: it expired, or was never taken.
@@ -162,7 +210,7 @@ async fn look(node: &Node) -> Look {
         .run(async move {
             match store.entry(lease::KEY).await {
                 Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
-                    Look::Held(serde_json::from_slice(&entry.value).ok())
+                    Look::Held(serde_json::from_slice(&entry.value).ok(), entry.revision)
                 }
                 Ok(Some(_)) => Look::Released,
                 Ok(None) => Look::Expired,
