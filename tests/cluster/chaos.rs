@@ -177,10 +177,11 @@ impl Elections {
     }
 
     /// Whether every group has a leader that serves and can commit: named by a serving server,
-    /// itself serving, and, by its own account (only a leader's is up to date), with another
-    /// serving replica current. A stopped follower leaves the group one current peer short
-    /// when the third is still catching up: its leader then commits nothing (seen in a run of the
-    /// CI seed: 5.5 s without a 2xx, and "NO quorum, stalled" as the stopped server resumed).
+    /// itself serving and naming itself, and, by its own account (only a leader's is up to
+    /// date), with another serving replica current. A stopped follower leaves the group one
+    /// current peer short when the third is still catching up: its leader then commits nothing
+    /// (seen in a run of the CI seed: 5.5 s without a 2xx, and "NO quorum, stalled" as the
+    /// stopped server resumed).
     fn led(client: &Client, monitors: &[u16], down: &[bool]) -> bool {
         let index = |name: &str| name.strip_prefix('n')?.parse::<usize>().ok();
         let serving =
@@ -208,6 +209,11 @@ impl Elections {
             let Some(own) = index(&leader).and_then(|i| jsz.get(i)?.as_ref()) else {
                 return false;
             };
+            // Others name a leader that died and came back until they hear otherwise; it
+            // knows better.
+            if stream_leader(own, group).as_deref() != Some(leader.as_str()) {
+                return false;
+            }
             stream_replicas(own, group).iter().any(|replica| {
                 replica["current"] == true && replica["name"].as_str().is_some_and(serving)
             })
