@@ -20,7 +20,9 @@ use reqwest::blocking::Client;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::harness::{nats_or_skip, stream_leader, writer_of, NatsCluster, Node, ADMIN};
+use super::harness::{
+    nats_or_skip, stream_cluster, stream_leader, writer_of, NatsCluster, Node, ADMIN,
+};
 use super::scenarios::converged;
 
 /// The longest a client may go without a 2xx (points 1 and 2 of issue 40).
@@ -214,7 +216,8 @@ impl Elections {
             if stream_leader(own, group).as_deref() != Some(leader.as_str()) {
                 return false;
             }
-            stream_replicas(own, group).iter().any(|replica| {
+            let replicas = stream_cluster(own, group).and_then(|c| c["replicas"].as_array());
+            replicas.into_iter().flatten().any(|replica| {
                 replica["current"] == true && replica["name"].as_str().is_some_and(serving)
             })
         })
@@ -230,18 +233,6 @@ impl Elections {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().expect("the elections' watcher")
     }
-}
-
-/// The replicas of stream `what` as the server that gave `jsz` sees them.
-fn stream_replicas(jsz: &Value, what: &str) -> Vec<Value> {
-    jsz["account_details"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|account| account["stream_detail"].as_array().into_iter().flatten())
-        .find(|stream| stream["name"] == what)
-        .and_then(|stream| stream["cluster"]["replicas"].as_array().cloned())
-        .unwrap_or_default()
 }
 
 /// Starts node `i` again on its data directory.

@@ -740,19 +740,20 @@ pub fn writer_of(nodes: &[Node], within: Duration) -> usize {
     }
 }
 
-/// The leader a `/jsz?accounts=true&streams=true` answer names for stream `what`.
-pub fn stream_leader(jsz: &Value, what: &str) -> Option<String> {
+/// Stream `what`'s `cluster` object (its leader, and its replicas as that server sees them) in
+/// a `/jsz?accounts=true&streams=true` answer.
+pub fn stream_cluster<'a>(jsz: &'a Value, what: &str) -> Option<&'a Value> {
     jsz["account_details"]
         .as_array()?
         .iter()
-        .find_map(|account| {
-            account["stream_detail"]
-                .as_array()?
-                .iter()
-                .find_map(|stream| {
-                    (stream["name"] == what)
-                        .then(|| stream["cluster"]["leader"].as_str().map(str::to_owned))
-                        .flatten()
-                })
-        })
+        .flat_map(|account| account["stream_detail"].as_array().into_iter().flatten())
+        .find(|stream| stream["name"] == what)
+        .map(|stream| &stream["cluster"])
+}
+
+/// The leader a `/jsz?accounts=true&streams=true` answer names for stream `what`.
+pub fn stream_leader(jsz: &Value, what: &str) -> Option<String> {
+    stream_cluster(jsz, what)?["leader"]
+        .as_str()
+        .map(str::to_owned)
 }
