@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CPU per request of each botlist build given, beside the bare handler (examples/bare.rs), for
-# the single-bot reads and /healthz: each build serves its own empty data directory with one
-# listed bot and one vote, in its default configuration but for --rate-limit 0; wrk -t2 -c64
+# the single-bot reads, the classic search of `ceiling.sh` and /healthz: each build serves its
+# own empty data directory with one listed bot and one vote, in its default configuration but
+# for --rate-limit 0; wrk -t2 -c64
 # runs S seconds per route against the bare handler, then each build in turn, for R rounds.
 # Printed per route and round: req/s and the server process's CPU (user + system, from
 # /proc/PID/stat) divided by the requests it answered. Steadier than req/s on a shared machine,
@@ -50,10 +51,13 @@ run() { # pid wrk-args...
   local t0 t1 out; t0=$(ticks "$pid"); out=$(wrk -t2 -c64 -d"${SECS}s" "$@"); t1=$(ticks "$pid")
   echo "$out" | awk -v t=$((t1 - t0)) -v hz="$hz" '/requests in/ {n = $1} /Requests\/sec/ {printf "%.0f/s %.2fus", $2, t * 1e6 / hz / n}'
 }
+# The classic search of `ceiling.sh`, whose body depends on the bot listed: its size is read.
+CLASSIC="/api/bots?search=username%3A%20ceiling&limit=50"
+CLASSIC_SIZE=$(curl -sf "http://127.0.0.1:${PORT[${1%%=*}]}$CLASSIC" | wc -c)
 echo "== wrk -t2 -c64, $ROUNDS rounds of $SECS s; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq 1 "$ROUNDS"); do
-  for route in healthz stats check bot; do
-    case $route in healthz) size=15 ;; stats) size=18 ;; check) size=11 ;; bot) size=479 ;; esac
+  for route in healthz stats check bot classic; do
+    case $route in healthz) size=15 ;; stats) size=18 ;; check) size=11 ;; bot) size=479 ;; classic) size=$CLASSIC_SIZE ;; esac
     line="$route  bare $(run "$BARE_PID" "http://127.0.0.1:$BARE_PORT/bytes/$size")"
     for spec in "$@"; do
       name=${spec%%=*}; read -r bot token < "$WORK/bot.$name"; base=http://127.0.0.1:${PORT[$name]}
@@ -62,6 +66,7 @@ for round in $(seq 1 "$ROUNDS"); do
         stats) v=$(run "${PID[$name]}" "$base/api/v1/bots/$bot/stats") ;;
         check) v=$(run "${PID[$name]}" -H "Authorization: $token" "$base/api/v1/bots/$bot/check?userId=123456789012345678") ;;
         bot) v=$(run "${PID[$name]}" "$base/api/v1/bots/$bot") ;;
+        classic) v=$(run "${PID[$name]}" "$base$CLASSIC") ;;
       esac
       line="$line  $name $v"
     done

@@ -110,15 +110,14 @@ pub struct VoterRing {
     slots: Shared<Vec<Slot>>,
     head: Link,
     tail: Link,
-    /// Derived: rebuilt by [`VoterRing::reindex`], never stored.
+    /// Derived, never stored: built by the first vote after the ring is read ([`VoterRing::reindex`]).
     index: Shared<HashMap<UserKey, u32, FxBuildHasher>>,
 }
 
 /// A user's id as a ring's index keys it: two 4-byte halves, so that an entry with its slot
 /// is 12 bytes and 4-byte aligned. Keyed by the `u64`, the entry's alignment would pad it to
-/// 16. The index holds an entry per recent voter of every bot (4,570,606 at 100,000 bots and
-/// 5,000,000 votes), all built at start, and on this kind of machine a start's time follows
-/// the memory it touches (docs/PERFORMANCE.md, "Where the heap of a start goes").
+/// 16. Once every bot has taken a vote, the indexes hold an entry per recent voter of every
+/// bot (4,570,606 at 100,000 bots and 5,000,000 votes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct UserKey([u32; 2]);
 
@@ -281,6 +280,7 @@ impl VoterRing {
     ) {
         let voter = RingVoter(number);
         let user = UserKey::from(user);
+        self.reindex(voters);
         if let Some(&slot) = self.index.get(&user) {
             self.unlink(slot);
             let entry = &mut self.slots[slot as usize];
@@ -359,31 +359,46 @@ impl VoterRing {
             newer = Link(at);
             next = slot.older.get();
         }
-        // The index, once built, holds one entry per distinct voter.
-        let distinct = if self.index.len() == len {
-            len
-        } else {
-            let ids: std::collections::HashSet<_, FxBuildHasher> = voters.with_users(|users| {
-                self.slots
-                    .iter()
-                    .map(|s| users.get(s.voter.0 as usize).copied())
-                    .collect()
-            });
-            if ids.contains(&None) {
-                return Err("the recent-voters ring holds an unknown voter".into());
-            }
-            ids.len()
-        };
-        if seen != len || newer != self.tail || distinct != len {
+        if seen != len || newer != self.tail || !self.each_voter_once(voters)? {
             return Err("the recent-voters ring does not hold each voter once".into());
         }
         Ok(())
     }
 
-    /// Rebuilds the user index, which is derived and so not stored in snapshots. An index that
-    /// already has an entry per slot is whole (it is kept up to date with every vote).
+    /// Whether no user has two slots. The index, once built, holds one entry per distinct
+    /// user. Before, the users are read in a pass of their own (as in [`Self::reindex`]) and
+    /// sorted: every ring read at start is checked this way, and a sorted array of a few
+    /// hundred numbers costs less than a hash set of them.
+    fn each_voter_once(&self, voters: &VoterTable) -> Result<bool, String> {
+        if self.index.len() == self.slots.len() {
+            return Ok(true);
+        }
+        let mut ids = Vec::with_capacity(self.slots.len());
+        let known = voters.with_users(|users| {
+            self.slots.iter().all(|slot| {
+                let user = users.get(slot.voter.0 as usize);
+                ids.extend(user.map(|user| user.get()));
+                user.is_some()
+            })
+        });
+        if !known {
+            return Err("the recent-voters ring holds an unknown voter".into());
+        }
+        ids.sort_unstable();
+        Ok(ids.windows(2).all(|pair| pair[0] != pair[1]))
+    }
+
+    /// Builds the user index, which is derived and so not stored in snapshots, unless it is
+    /// whole: an index with an entry per slot is kept up to date with every vote.
+    ///
+    /// Built by the first vote a ring takes after it was read, not when it is read: only a
+    /// vote looks a user up in it, most bots take no vote soon after a start, and on this kind
+    /// of machine a start's time follows the memory it touches (every bot's index built at
+    /// start was about 100 MB at 100,000 bots and 5,000,000 votes; docs/PERFORMANCE.md, "Where
+    /// the heap of a start goes"). A ring holds at most its capacity, so the first vote pays
+    /// for at most that many entries.
     pub fn reindex(&mut self, voters: &VoterTable) {
-        if !self.slots.is_empty() && self.index.len() == self.slots.len() {
+        if self.index.len() == self.slots.len() {
             return;
         }
         // Users are read from the table's list of them, not from each voter: at startup this
@@ -846,8 +861,9 @@ impl VoteBook {
         }
     }
 
+    /// Rebuilds what readers look at: the check window's lookups. The recent voters' index is
+    /// built by the ring's next vote ([`VoterRing::reindex`]).
     pub fn reindex(&mut self) {
-        self.recent.reindex(&self.voters);
         self.window.reindex();
     }
 
@@ -1095,6 +1111,48 @@ mod tests {
         copy.reindex(&voters);
         copy.record(&voters, voter(1), t(2));
         assert_eq!(ids(&voters, &copy), [1, 2]);
+    }
+
+    /// A ring read from a file builds its index at its next vote, not when it is read: a
+    /// returning voter is still found (moved to the front, not given a second slot).
+    #[test]
+    fn a_ring_read_back_builds_its_index_at_its_next_vote() {
+        let (voters, ring) = ring_of(3, &[1, 2, 3]);
+        let mut book = VoteBook::new(t(0));
+        book.recent =
+            VoterRing::stored(3, ring.slots().to_vec(), ring.head(), ring.tail()).expect("stored");
+        book.voters = Arc::new(voters);
+        book.reindex();
+        assert!(book.validate().is_ok());
+        assert_eq!(book.recent.index.len(), 0, "nothing is built as it is read");
+        book.vote(voter(2), t(5)).expect("a vote");
+        assert_eq!(ids(&book.voters, &book.recent), [2, 3, 1]);
+        assert_eq!((book.recent.len(), book.recent.index.len()), (3, 3));
+        book.vote(voter(4), t(6)).expect("a vote");
+        assert_eq!(ids(&book.voters, &book.recent), [4, 2, 3]);
+    }
+
+    /// Without an index, a ring that names one user twice, or a number the table does not
+    /// know, is still refused as it is read.
+    #[test]
+    fn a_ring_read_back_is_checked_without_its_index() {
+        let (voters, ring) = ring_of(2, &[1, 2]);
+        let stored = |slots: Vec<Slot>| {
+            VoterRing::stored(2, slots, ring.head(), ring.tail()).expect("stored")
+        };
+        assert!(stored(ring.slots().to_vec()).validate(&voters).is_ok());
+        let mut twice = ring.slots().to_vec();
+        twice[1].voter = twice[0].voter;
+        assert_eq!(
+            stored(twice).validate(&voters),
+            Err("the recent-voters ring does not hold each voter once".into())
+        );
+        let mut unknown = ring.slots().to_vec();
+        unknown[0].voter = RingVoter(99);
+        assert_eq!(
+            stored(unknown).validate(&voters),
+            Err("the recent-voters ring holds an unknown voter".into())
+        );
     }
 
     #[test]
