@@ -6,7 +6,9 @@
 # 10% of the memory before. Also the stall check: three requests on one keep-alive connection
 # with gzip, then br (curl), each time in milliseconds.
 #
-#   benches/compression_memory.sh [BINARY] [SECONDS_PER_ROUND] [ROUNDS]
+#   [ENCODING=br] benches/compression_memory.sh [BINARY] [SECONDS_PER_ROUND] [ROUNDS]
+#
+# ENCODING=identity asks the same without compression: what the 1,000 connections alone leave.
 #
 # BINARY defaults to target/release/botlist (built if missing). Needs wrk and curl. Loopback.
 set -euo pipefail
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 BIN=${1:-target/release/botlist}
 SECONDS_PER_ROUND=${2:-5}
 ROUNDS=${3:-2}
+ENCODING=${ENCODING:-br}
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 1; }
 [ -x "$BIN" ] || cargo build --release --quiet
 ulimit -n 20000 2>/dev/null || true
@@ -46,7 +49,7 @@ echo "resident memory before: $BEFORE MB"
 for path in /docs/swagger-ui-bundle.js /api/v1/openapi.json "/api/v1/bots?limit=100"; do
   for round in $(seq "$ROUNDS"); do
     PEAK=0
-    wrk -t 2 -c 1000 -d "${SECONDS_PER_ROUND}s" -H 'Accept-Encoding: br' "$ROOT$path" \
+    wrk -t 2 -c 1000 -d "${SECONDS_PER_ROUND}s" -H "Accept-Encoding: $ENCODING" "$ROOT$path" \
       > "$WORK/wrk" 2>&1 &
     WRK=$!
     while kill -0 "$WRK" 2>/dev/null; do

@@ -106,6 +106,12 @@ pub fn journal_disk_writable(writable: bool) {
     gauge!("botlist_journal_disk_writable").set(if writable { 1.0 } else { 0.0 });
 }
 
+/// The allocator gave its free memory back after a burst of connections, in `took`.
+pub fn memory_given_back(took: std::time::Duration) {
+    counter!("botlist_memory_given_back_total").increment(1);
+    histogram!("botlist_memory_give_back_duration_seconds").record(took.as_secs_f64());
+}
+
 /// Bytes left on the data directory's file system, as of the scrape.
 pub fn data_dir_available(bytes: u64) {
     gauge!("botlist_data_dir_available_bytes").set(bytes as f64);

@@ -133,6 +133,15 @@ fn describe_all() {
         "botlist_journal_disk_writable",
         "1 while the journal takes writes, or, after it failed, while its last probe of the disk (a 4 KiB write and its fsync, every second) succeeded: the disk is back and a restart takes writes again; 0 while the disk refuses the probe."
     );
+    describe_counter!(
+        "botlist_memory_given_back_total",
+        "Times the allocator gave its free memory back to the system, each after a burst of connections ended (the connections open fell to half their peak, by 256 or more)."
+    );
+    describe_histogram!(
+        "botlist_memory_give_back_duration_seconds",
+        Unit::Seconds,
+        "Time of one giving back (malloc_trim, on a thread of its own)."
+    );
     describe_gauge!(
         "botlist_data_dir_available_bytes",
         Unit::Bytes,
@@ -237,6 +246,7 @@ fn register_all() {
         "botlist_webhook_retries_total",
         "botlist_audit_entries_written_total",
         "botlist_vote_expired_events_total",
+        "botlist_memory_given_back_total",
     ] {
         counter!(name).absolute(0);
     }
@@ -245,6 +255,7 @@ fn register_all() {
         "botlist_snapshot_duration_seconds",
         "botlist_search_duration_seconds",
         "botlist_stream_replay_votes_per_poll",
+        "botlist_memory_give_back_duration_seconds",
     ] {
         let _ = histogram!(name);
     }

@@ -33,7 +33,7 @@ pub use counters::{
     snapshot_written, stats_posted, stream_replay_poll, timed_fsync, vote_source, webhook_outcome,
     webhook_queue,
 };
-pub use counters::{moderation_decision, moderation_queue, votes_expired};
+pub use counters::{memory_given_back, moderation_decision, moderation_queue, votes_expired};
 pub use exporter::{install_metrics, render};
 pub use logging::{init_logs, log_line, LogFormat};
 pub use request::{

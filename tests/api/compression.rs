@@ -7,7 +7,9 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{spawn_app, TestApp};
+use botlist::config::Settings;
+
+use crate::helpers::{spawn_app, spawn_app_with, test_settings, TestApp};
 
 /// One answer read off a raw connection: its head (lower-cased names) and body as sent.
 pub struct RawAnswer {
@@ -316,4 +318,59 @@ async fn a_head_of_a_compressible_route_compresses_nothing() {
         .exchange("GET", "/api/v1/bots?limit=1", &[])
         .await;
     assert_eq!(after.status, 200);
+}
+
+/// A burst of connections that ended has the allocator give its free memory back (the
+/// connections' buffers and the encoders' windows stayed resident before): 280 connections
+/// each answered a compressed page, then all closed. The recorder is one per process, so the
+/// count is checked as having grown.
+#[actix_web::test]
+async fn the_end_of_a_burst_of_connections_gives_the_memory_back() {
+    // 280 requests from one address: the per-address limit would refuse most of them.
+    let app = spawn_app_with(Settings {
+        rate_limit: 0,
+        ..test_settings()
+    })
+    .await;
+    for n in 0..30 {
+        app.create_bot(100 + n, json!({ "long_description": "z".repeat(400) }))
+            .await;
+    }
+    let before = given_back(&app).await;
+    let mut connections = Vec::new();
+    for _ in 0..280 {
+        let mut connection = RawConnection::open(app.port).await;
+        let answer = connection
+            .exchange("GET", "/api/v1/bots?limit=24", &[("Accept-Encoding", "br")])
+            .await;
+        assert_eq!(answer.header("content-encoding"), Some("br"));
+        connections.push(connection);
+    }
+    assert_eq!(
+        given_back(&app).await,
+        before,
+        "nothing is given back while the connections are open"
+    );
+    drop(connections);
+    let started = Instant::now();
+    while given_back(&app).await == before {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the memory was not given back within 15 s of the burst's end"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `botlist_memory_given_back_total` as `/metrics` shows it.
+async fn given_back(app: &TestApp) -> u64 {
+    let text = (app.client.get(format!("{}/metrics", app.root)).send().await)
+        .expect("scraped")
+        .text()
+        .await
+        .expect("text");
+    text.lines()
+        .find_map(|line| line.strip_prefix("botlist_memory_given_back_total "))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("the counter is exposed")
 }

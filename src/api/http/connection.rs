@@ -292,7 +292,8 @@ impl LimitedStream {
     /// end for it) and among the server's (which a stop waits to see end).
     fn accepted(io: TcpStream, connections: Rc<Connections>, open: Arc<OpenConnections>) -> Self {
         let activity = connections.opened();
-        open.count.fetch_add(1, Ordering::AcqRel);
+        let now = open.count.fetch_add(1, Ordering::AcqRel) + 1;
+        open.peak.fetch_max(now, Ordering::AcqRel);
         Self {
             io,
             limit: ReadLimit::default(),
@@ -314,15 +315,30 @@ impl Drop for LimitedStream {
 }
 
 /// The server's connections, counted on every worker: a stop waits for them to end before its
-/// last snapshot. One atomic add when a connection opens and one when it closes; nothing per
-/// request.
+/// last snapshot, and the end of a burst of them has the allocator give its free memory back
+/// (`give_back`). Two atomic operations when a connection opens and one when it closes;
+/// nothing per request.
 #[derive(Default)]
 struct OpenConnections {
     count: AtomicUsize,
+    /// The most open at once since the last burst ended.
+    peak: AtomicUsize,
     none: tokio::sync::Notify,
 }
 
 impl OpenConnections {
+    /// Whether a burst of connections has ended since this last said so; the next peak is
+    /// counted from what is open now. (A connection accepted between the two reads may be
+    /// left out of the peak: the next one counts it.)
+    fn burst_ended(&self) -> bool {
+        let open = self.count.load(Ordering::Acquire);
+        let ended = super::give_back::burst_ended(self.peak.load(Ordering::Acquire), open);
+        if ended {
+            self.peak.store(open, Ordering::Release);
+        }
+        ended
+    }
+
     async fn none_left(&self) {
         loop {
             let notified = self.none.notified();
@@ -511,6 +527,8 @@ where
     let (opener, ready) = watch::channel(None::<T>);
     let (begin, draining) = watch::channel(false);
     let open = Arc::new(OpenConnections::default());
+    let watched = Arc::downgrade(&open);
+    super::give_back::watch(move || watched.upgrade().map(|open| open.burst_ended()))?;
     let (reported, arbiters) = std::sync::mpsc::channel::<ArbiterHandle>();
     let server_open = Arc::clone(&open);
     let mut server = Server::build()

@@ -11,6 +11,7 @@ pub mod compress;
 pub mod connection;
 pub mod error;
 pub mod extract;
+pub mod give_back;
 pub mod guard;
 pub mod kept;
 pub mod layer;
