@@ -4,10 +4,10 @@
 //! allocator keeps what they free for the next allocations of the same thread's arena and
 //! returns pages to the system only from the top of the main heap, so a server that took
 //! 1,000 connections at once stayed about 18% above where it started once they closed, with
-//! or without compression (docs/PERFORMANCE.md, "Memory given back"). `malloc_trim` returns
-//! the free pages of every arena. It holds each arena's lock while it walks it, so it runs on
-//! a thread of its own and only after a burst: when the connections open have fallen to half
-//! of their peak since the last trim, and by at least [`BURST`]. A steady load, whose
+//! or without compression (docs/PERFORMANCE.md, "Memory given back, again"). `malloc_trim`
+//! returns the free pages of every arena. It holds each arena's lock while it walks it, so it
+//! runs on a thread of its own and only after a burst: when the connections open have fallen
+//! to half of their peak since the last trim, and by at least [`BURST`]. A steady load, whose
 //! connections come and go at a level, never triggers it.
 
 use std::time::{Duration, Instant};
