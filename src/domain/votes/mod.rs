@@ -110,7 +110,8 @@ pub struct VoterRing {
     slots: Shared<Vec<Slot>>,
     head: Link,
     tail: Link,
-    /// Derived, never stored: built by the first vote after the ring is read ([`VoterRing::reindex`]).
+    /// Derived, never stored: built by the first vote after the ring is read
+    /// ([`VoterRing::reindex`]).
     index: Shared<HashMap<UserKey, u32, FxBuildHasher>>,
 }
 
@@ -366,9 +367,9 @@ impl VoterRing {
     }
 
     /// Whether no user has two slots. The index, once built, holds one entry per distinct
-    /// user. Before, the users are read in a pass of their own (as in [`Self::reindex`]) and
-    /// sorted: every ring read at start is checked this way, and a sorted array of a few
-    /// hundred numbers costs less than a hash set of them.
+    /// user. Until it is built, the users are read in a pass of their own (as in
+    /// [`Self::reindex`]) and sorted: every ring read at start is checked this way, and a
+    /// sorted array of a few hundred numbers costs less than a hash set of them.
     fn each_voter_once(&self, voters: &VoterTable) -> Result<bool, String> {
         if self.index.len() == self.slots.len() {
             return Ok(true);
@@ -394,9 +395,9 @@ impl VoterRing {
     /// Built by the first vote a ring takes after it was read, not when it is read: only a
     /// vote looks a user up in it, most bots take no vote soon after a start, and on this kind
     /// of machine a start's time follows the memory it touches (every bot's index built at
-    /// start was about 100 MB at 100,000 bots and 5,000,000 votes; docs/PERFORMANCE.md, "Where
-    /// the heap of a start goes"). A ring holds at most its capacity, so the first vote pays
-    /// for at most that many entries.
+    /// start kept 94 MiB more resident at 100,000 bots and 5,000,000 votes; docs/PERFORMANCE.md,
+    /// "The ring index built by a ring's next vote"). A ring holds at most its capacity, so
+    /// the first vote pays for at most that many entries.
     pub fn reindex(&mut self, voters: &VoterTable) {
         if self.index.len() == self.slots.len() {
             return;
