@@ -1093,15 +1093,7 @@ async fn owners_read_only_their_bots_entries() {
 async fn the_entries_written_are_counted_in_metrics() {
     let app = app().await;
     app.create_user("someone").await;
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.root))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics_text().await;
     assert!(
         text.lines()
             .any(|l| l.starts_with("botlist_audit_entries_written_total") && !l.ends_with(" 0")),

@@ -838,15 +838,7 @@ async fn metrics_label_requests_by_surface() {
         .send()
         .await
         .expect("sent");
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.root))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics_text().await;
     for line in [
         r#"botlist_http_requests_total{route="/api/bots/{id}",method="GET",status="200",surface="classic"} 1"#,
         r#"botlist_http_requests_total{route="/api/v1/bots/{id}",method="GET",status="200",surface="base"} 1"#,

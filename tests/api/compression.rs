@@ -364,12 +364,9 @@ async fn the_end_of_a_burst_of_connections_gives_the_memory_back() {
 
 /// `botlist_memory_given_back_total` as `/metrics` shows it.
 async fn given_back(app: &TestApp) -> u64 {
-    let text = (app.client.get(format!("{}/metrics", app.root)).send().await)
-        .expect("scraped")
-        .text()
+    app.metrics_text()
         .await
-        .expect("text");
-    text.lines()
+        .lines()
         .find_map(|line| line.strip_prefix("botlist_memory_given_back_total "))
         .and_then(|value| value.trim().parse().ok())
         .expect("the counter is exposed")

@@ -163,6 +163,13 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// What `/metrics` (at the root, not under the base path) answers. The recorder is one per
+    /// process and tests run side by side: other tests' counts are in it too.
+    pub async fn metrics_text(&self) -> String {
+        let response = self.client.get(format!("{}/metrics", self.root)).send();
+        response.await.expect("sent").text().await.expect("text")
+    }
+
     /// A GET that sends `If-None-Match: if_none_match`, as a cache revalidating does.
     pub async fn revalidate(&self, path: &str, if_none_match: &str) -> Response {
         self.request(Method::GET, path, None)

@@ -837,15 +837,7 @@ async fn votes_in_lanes(app: &TestApp, bot: &TestBot, first: u64, count: u64) {
 /// (polls counted, the polls that rendered at most `page`). Every stream of this test
 /// process is counted, each held to its own page of at most the default.
 async fn replay_polls(app: &TestApp, page: f64) -> (f64, f64) {
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.root))
-        .send()
-        .await
-        .expect("sent")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics_text().await;
     let value = |line: &str| line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
     let count = text
         .lines()

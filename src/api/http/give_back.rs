@@ -13,20 +13,20 @@
 use std::time::{Duration, Instant};
 
 /// How many connections must have closed since the peak for a trim.
-pub const BURST: usize = 256;
+const BURST: usize = 256;
 
 /// How often the thread looks.
 const EVERY: Duration = Duration::from_secs(1);
 
 /// Whether `open` connections, down from a `peak` of `peak` since the last trim, mean a
 /// burst has ended.
-pub fn burst_ended(peak: usize, open: usize) -> bool {
+pub(super) fn burst_ended(peak: usize, open: usize) -> bool {
     peak >= open.saturating_add(BURST) && open <= peak / 2
 }
 
 /// Starts the thread. `look` says whether a burst has ended since it last said so (and
 /// starts the next peak from there), or `None` once the server is gone: the thread then ends.
-pub fn watch(look: impl Fn() -> Option<bool> + Send + 'static) -> std::io::Result<()> {
+pub(super) fn watch(look: impl Fn() -> Option<bool> + Send + 'static) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("memory-give-back".into())
         .spawn(move || loop {
